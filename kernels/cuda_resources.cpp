@@ -1,0 +1,58 @@
+#include "cuda_resources.hpp"
+
+#include "cuda_check.hpp"
+
+namespace imgpipe::cuda {
+
+void destroy_stream(cudaStream_t s) noexcept { check_noexcept(cudaStreamDestroy(s), "cudaStreamDestroy"); }
+void destroy_event(cudaEvent_t e) noexcept { check_noexcept(cudaEventDestroy(e), "cudaEventDestroy"); }
+void destroy_texture(cudaTextureObject_t t) noexcept {
+  check_noexcept(cudaDestroyTextureObject(t), "cudaDestroyTextureObject");
+}
+void free_device(void* p) noexcept { check_noexcept(cudaFree(p), "cudaFree"); }
+void free_pinned(void* p) noexcept { check_noexcept(cudaFreeHost(p), "cudaFreeHost"); }
+
+Stream Stream::create() {
+  cudaStream_t s{};
+  IMGPIPE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return Stream{s};
+}
+
+void Stream::synchronize() const { IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(get())); }
+
+Event Event::create(bool timing) {
+  cudaEvent_t e{};
+  IMGPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return Event{e};
+}
+
+void Event::record(cudaStream_t stream) const { IMGPIPE_CUDA_CHECK(cudaEventRecord(get(), stream)); }
+void Event::synchronize() const { IMGPIPE_CUDA_CHECK(cudaEventSynchronize(get())); }
+
+float Event::elapsed_ms(const Event& start, const Event& stop) {
+  float ms = 0.f;
+  IMGPIPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms;
+}
+
+void DeviceBuffer::grow(std::size_t bytes) {
+  if (bytes <= capacity_) return;
+  ptr_.reset();
+  capacity_ = 0;
+  void* p = nullptr;
+  IMGPIPE_CUDA_CHECK(cudaMalloc(&p, bytes));
+  ptr_ = UniqueHandle<void*, free_device>(p);
+  capacity_ = bytes;
+}
+
+void PinnedBuffer::grow(std::size_t bytes) {
+  if (bytes <= capacity_) return;
+  ptr_.reset();
+  capacity_ = 0;
+  void* p = nullptr;
+  IMGPIPE_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  ptr_ = UniqueHandle<void*, free_pinned>(p);
+  capacity_ = bytes;
+}
+
+}  // namespace imgpipe::cuda

@@ -1,0 +1,94 @@
+// RAII owners for every CUDA handle imgpipe uses. Move-only; destructors never throw.
+// Raw cudaMalloc/cudaFree/cudaMallocHost appear in cuda_resources.cpp only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace imgpipe::cuda {
+
+template <typename Handle, void (*Destroy)(Handle) noexcept>
+class UniqueHandle {
+ public:
+  UniqueHandle() = default;
+  explicit UniqueHandle(Handle h) : handle_(h) {}
+  UniqueHandle(UniqueHandle&& other) noexcept : handle_(std::exchange(other.handle_, Handle{})) {}
+  UniqueHandle& operator=(UniqueHandle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, Handle{});
+    }
+    return *this;
+  }
+  UniqueHandle(const UniqueHandle&) = delete;
+  UniqueHandle& operator=(const UniqueHandle&) = delete;
+  ~UniqueHandle() { reset(); }
+
+  Handle get() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return handle_ != Handle{}; }
+  void reset() noexcept {
+    if (handle_ != Handle{}) Destroy(std::exchange(handle_, Handle{}));
+  }
+
+ private:
+  Handle handle_{};
+};
+
+void destroy_stream(cudaStream_t s) noexcept;
+void destroy_event(cudaEvent_t e) noexcept;
+void destroy_texture(cudaTextureObject_t t) noexcept;
+void free_device(void* p) noexcept;
+void free_pinned(void* p) noexcept;
+
+// A non-blocking stream: it never synchronises with the legacy default stream.
+class Stream : public UniqueHandle<cudaStream_t, destroy_stream> {
+ public:
+  static Stream create();
+  void synchronize() const;
+};
+
+class Event : public UniqueHandle<cudaEvent_t, destroy_event> {
+ public:
+  static Event create(bool timing = false);
+  void record(cudaStream_t stream) const;
+  void synchronize() const;
+  // Milliseconds between two recorded, completed timing events.
+  static float elapsed_ms(const Event& start, const Event& stop);
+};
+
+using TextureObject = UniqueHandle<cudaTextureObject_t, destroy_texture>;
+
+// Linear device memory of `bytes` bytes; grow() reallocates only when asked for more than it holds.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) { grow(bytes); }
+  void grow(std::size_t bytes);
+  std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(ptr_.get()); }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  UniqueHandle<void*, free_device> ptr_;
+  std::size_t capacity_ = 0;
+};
+
+// Page-locked host memory, so copies can run asynchronously at full PCIe rate.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t bytes) { grow(bytes); }
+  void grow(std::size_t bytes);
+  std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(ptr_.get()); }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  UniqueHandle<void*, free_pinned> ptr_;
+  std::size_t capacity_ = 0;
+};
+
+constexpr int div_up(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace imgpipe::cuda

@@ -1,0 +1,84 @@
+// The op chain: imgpipe's one language for what to do to a frame, e.g. "resize=1280x720,gaussian=5:1.0".
+// Parsed and validated once; every backend plans from the parsed form.
+#pragma once
+
+#include "image.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace imgpipe {
+
+// Pixels outside the image, for neighbourhood filters. reflect101 is OpenCV's default (dcb|abcd|cba).
+enum class Border { reflect101, replicate };
+enum class Interp { linear, nearest };
+
+// Bilinear follows OpenCV's INTER_LINEAR (half-pixel centres, clamped edges);
+// nearest follows INTER_NEAREST_EXACT: source index floor((x + 0.5) * src / dst).
+struct Resize {
+  Size size;
+  Interp interp = Interp::linear;
+};
+// Weights as cv::getGaussianKernel(ksize, sigma); sigma <= 0 derives it from ksize.
+struct Gaussian {
+  int ksize = 5;
+  double sigma = 0.0;
+  Border border = Border::reflect101;
+};
+struct Box {  // normalised mean, as cv::blur
+  int ksize = 3;
+  Border border = Border::reflect101;
+};
+struct Sharpen {  // 3x3 [0 -1 0; -1 5 -1; 0 -1 0]
+  Border border = Border::reflect101;
+};
+struct Sobel {  // min(255, |Gx| + |Gy|) with 3x3 Sobel taps, per channel
+  Border border = Border::reflect101;
+};
+struct Transpose {};
+struct Rotate {  // clockwise
+  int degrees = 90;
+};
+struct Flip {
+  enum class Axis { horizontal, vertical } axis = Axis::horizontal;  // horizontal mirrors left-right
+};
+struct Gray {};       // BT.601 luma, written to all three channels
+struct Normalize {};  // per-channel min..max stretched to 0..255 (a constant channel becomes 0, as cv::normalize)
+
+using Op = std::variant<Resize, Gaussian, Box, Sharpen, Sobel, Transpose, Rotate, Flip, Gray, Normalize>;
+
+struct Chain {
+  std::vector<Op> ops;
+};
+
+class ChainError : public std::invalid_argument {
+ public:
+  ChainError(const std::string& token, const std::string& expected);
+  const std::string& token() const { return token_; }
+
+ private:
+  std::string token_;
+};
+
+constexpr int kMaxFilterSize = 31;
+constexpr int kMaxDimension = 65535;
+
+// Throws ChainError naming the bad token and what was expected there.
+Chain parse_chain(std::string_view text);
+
+std::string to_string(const Op& op);
+std::string to_string(const Chain& chain);
+
+Size output_size(const Op& op, Size in);
+Size output_size(const Chain& chain, Size in);
+
+// The separable weights cv::getGaussianKernel(ksize, sigma, CV_64F) returns.
+std::vector<double> gaussian_weights(int ksize, double sigma);
+
+// Help text for the chain language, shared by every command.
+std::string_view chain_help();
+
+}  // namespace imgpipe

@@ -1,0 +1,44 @@
+// The GPU backends: the same chain computed two ways.
+//   naive:     kernels index the interleaved (AoS) frame directly; hand bilinear; untiled transpose;
+//              2-D filters with taps in global memory and a border branch per pixel; pageable, synchronous copies.
+//   optimized: one coalesced pass to SoA planes, texture-filtered resize, padded shared-memory transpose,
+//              separable filters with taps in __constant__ memory and warp-uniform borders, stages fused where
+//              intermediates can stay on chip, launch shapes from occupancy; nothing allocated per frame.
+#pragma once
+
+#include "backend.hpp"
+#include "chain.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace imgpipe {
+
+enum class GpuPath { naive, optimized };
+
+// A chain planned for the device: runs device-resident frames on a caller's stream.
+// Scratch buffers grow to the largest frame seen, then stay; taps are uploaded once, at construction.
+class DeviceChain {
+ public:
+  DeviceChain(GpuPath path, const Chain& chain);
+  ~DeviceChain();
+  DeviceChain(DeviceChain&&) noexcept;
+  DeviceChain& operator=(DeviceChain&&) noexcept;
+
+  GpuPath path() const;
+  const Chain& chain() const;
+  // `in` and `out` are device pointers to packed interleaved RGB8 (pitch 3 * width).
+  // Asynchronous, enqueued on `stream`; `in` must stay valid and `out` untouched until the stream reaches here.
+  void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Throws std::runtime_error when no CUDA device is usable.
+std::unique_ptr<Backend> make_gpu_backend(GpuPath path);
+
+}  // namespace imgpipe
