@@ -55,4 +55,14 @@ void PinnedBuffer::grow(std::size_t bytes) {
   capacity_ = bytes;
 }
 
+void ManagedBuffer::grow(std::size_t bytes) {
+  if (bytes <= capacity_) return;
+  ptr_.reset();
+  capacity_ = 0;
+  void* p = nullptr;
+  IMGPIPE_CUDA_CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+  ptr_ = UniqueHandle<void*, free_device>(p);
+  capacity_ = bytes;
+}
+
 }  // namespace imgpipe::cuda

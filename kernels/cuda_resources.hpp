@@ -89,6 +89,20 @@ class PinnedBuffer {
   std::size_t capacity_ = 0;
 };
 
+// Unified (managed) memory, visible to host and device; the engine prefetches it to where it is used next.
+class ManagedBuffer {
+ public:
+  ManagedBuffer() = default;
+  explicit ManagedBuffer(std::size_t bytes) { grow(bytes); }
+  void grow(std::size_t bytes);
+  std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(ptr_.get()); }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  UniqueHandle<void*, free_device> ptr_;  // cudaFree releases managed memory too
+  std::size_t capacity_ = 0;
+};
+
 constexpr int div_up(int a, int b) { return (a + b - 1) / b; }
 
 }  // namespace imgpipe::cuda
