@@ -1,0 +1,271 @@
+#include "engine.hpp"
+
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace imgpipe {
+
+std::string_view to_string(MemoryMode mode) {
+  switch (mode) {
+    case MemoryMode::pageable: return "pageable";
+    case MemoryMode::pinned: return "pinned";
+    case MemoryMode::managed: return "managed";
+  }
+  throw std::invalid_argument("unknown memory mode");
+}
+
+MemoryMode parse_memory_mode(std::string_view name) {
+  if (name == "pageable") return MemoryMode::pageable;
+  if (name == "pinned") return MemoryMode::pinned;
+  if (name == "managed") return MemoryMode::managed;
+  throw std::invalid_argument("memory mode '" + std::string(name) + "': expected pageable, pinned or managed");
+}
+
+Engine::Engine(int slots) {
+  if (slots < 1 || slots > kMaxSlots) {
+    throw std::invalid_argument("engine slots: " + std::to_string(slots) + " is not in 1.." + std::to_string(kMaxSlots));
+  }
+  slots_.resize(static_cast<std::size_t>(slots));
+  for (int i = slots - 1; i >= 0; --i) {
+    slots_[i].index = i;
+    free_.push_back(i);
+  }
+}
+
+FrameSlot& Engine::acquire(Size in_size) {
+  int index = 0;
+  {
+    std::unique_lock lock(mutex_);
+    slot_freed_.wait(lock, [this] { return !free_.empty(); });
+    index = free_.back();
+    free_.pop_back();
+  }
+  FrameSlot& slot = slots_[index];
+  try {
+    prepare(slot, in_size, output_size(chain_, in_size));
+  } catch (...) {
+    release(slot);
+    throw;
+  }
+  return slot;
+}
+
+void Engine::submit(FrameSlot& slot) {
+  {
+    std::lock_guard lock(mutex_);
+    slot.sequence = next_sequence_++;
+    submitted_.push_back(slot.index);
+  }
+  start(slot);
+}
+
+FrameSlot* Engine::next_completed() {
+  int index = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (submitted_.empty()) return nullptr;
+    index = submitted_.front();
+    submitted_.pop_front();
+  }
+  wait(slots_[index]);
+  return &slots_[index];
+}
+
+void Engine::release(FrameSlot& slot) {
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(slot.index);
+  }
+  slot_freed_.notify_one();
+}
+
+int Engine::in_flight() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(submitted_.size());
+}
+
+namespace {
+
+// A synchronous backend: the frame is done when submit() returns.
+class BackendEngine final : public Engine {
+ public:
+  BackendEngine(std::unique_ptr<Backend> backend, const Chain& chain, int slots)
+      : Engine(slots), backend_(std::move(backend)), buffers_(static_cast<std::size_t>(slots)) {
+    set_chain(chain);
+    backend_->set_chain(chain);
+  }
+
+  std::string describe() const override { return backend_->name() + ", synchronous, pageable host buffers"; }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    auto& b = buffers_[slot.index];
+    if (b.input.size() < in.rgb_bytes()) b.input.resize(in.rgb_bytes());
+    if (b.output.size() < out.rgb_bytes()) b.output.resize(out.rgb_bytes());
+    slot.input = {b.input.data(), in};
+    slot.output = {b.output.data(), out};
+  }
+  void start(FrameSlot& slot) override { backend_->process(slot.input, slot.output); }
+  void wait(FrameSlot&) override {}
+
+ private:
+  struct Buffers {
+    std::vector<std::uint8_t> input, output;
+  };
+  std::unique_ptr<Backend> backend_;
+  std::vector<Buffers> buffers_;
+};
+
+// Host memory of one of the three kinds, grown on demand.
+class HostBuffer {
+ public:
+  explicit HostBuffer(MemoryMode mode) : mode_(mode) {}
+  void grow(std::size_t bytes) {
+    switch (mode_) {
+      case MemoryMode::pageable:
+        if (pageable_.size() < bytes) pageable_.resize(bytes);
+        break;
+      case MemoryMode::pinned: pinned_.grow(bytes); break;
+      case MemoryMode::managed: managed_.grow(bytes); break;
+    }
+  }
+  std::uint8_t* data() {
+    switch (mode_) {
+      case MemoryMode::pageable: return pageable_.data();
+      case MemoryMode::pinned: return pinned_.data();
+      case MemoryMode::managed: return managed_.data();
+    }
+    return nullptr;
+  }
+
+ private:
+  MemoryMode mode_;
+  std::vector<std::uint8_t> pageable_;
+  cuda::PinnedBuffer pinned_;
+  cuda::ManagedBuffer managed_;
+};
+
+class GpuRingEngine final : public Engine {
+ public:
+  GpuRingEngine(GpuPath path, const Chain& chain, const EngineOptions& options)
+      : Engine(options.slots), path_(path), options_(options) {
+    if (!cuda::device_available()) throw std::runtime_error("the GPU engine needs a CUDA device; none is usable here");
+    set_chain(chain);
+    IMGPIPE_CUDA_CHECK(cudaGetDevice(&device_));
+    for (int i = 0; i < options.slots; ++i) ring_.push_back(std::make_unique<Slot>(path, chain, options.memory));
+  }
+
+  // Buffers must outlive the work queued on them.
+  ~GpuRingEngine() override {
+    for (const auto& s : ring_) cuda::check_noexcept(cudaStreamSynchronize(s->stream.get()), "cudaStreamSynchronize");
+  }
+
+  std::string describe() const override {
+    return std::string(path_ == GpuPath::naive ? "naive" : "optimized") + " GPU path, " +
+           std::to_string(slots()) + " slots, " + std::string(to_string(options_.memory)) + " host memory" +
+           (options_.memory == MemoryMode::managed ? (options_.prefetch ? " with prefetch" : " without prefetch") : "");
+  }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    Slot& s = *ring_[slot.index];
+    s.host_in.grow(in.rgb_bytes());
+    s.host_out.grow(out.rgb_bytes());
+    if (options_.memory != MemoryMode::managed) {
+      s.device_in.grow(in.rgb_bytes());
+      s.device_out.grow(out.rgb_bytes());
+    }
+    slot.input = {s.host_in.data(), in};
+    slot.output = {s.host_out.data(), out};
+  }
+
+  // Issue order per slot: upload, chain, download, event, all on the slot's stream, so slot i's kernels
+  // run while slot i+1 uploads and slot i-1 downloads (copy engines for each direction work independently).
+  void start(FrameSlot& slot) override {
+    Slot& s = *ring_[slot.index];
+    const cudaStream_t stream = s.stream.get();
+    const std::size_t in_bytes = slot.input.size.rgb_bytes();
+    const std::size_t out_bytes = slot.output.size.rgb_bytes();
+    if (options_.memory == MemoryMode::managed) {
+      if (options_.prefetch) {
+        IMGPIPE_CUDA_CHECK(cudaMemPrefetchAsync(slot.input.data, in_bytes, device_location(), 0, stream));
+      }
+      s.chain.run(slot.input.data, slot.input.size, slot.output.data, stream);
+      if (options_.prefetch) {
+        IMGPIPE_CUDA_CHECK(cudaMemPrefetchAsync(slot.output.data, out_bytes, host_location(), 0, stream));
+      }
+    } else {
+      IMGPIPE_CUDA_CHECK(
+          cudaMemcpyAsync(s.device_in.data(), slot.input.data, in_bytes, cudaMemcpyHostToDevice, stream));
+      s.chain.run(s.device_in.data(), slot.input.size, s.device_out.data(), stream);
+      IMGPIPE_CUDA_CHECK(
+          cudaMemcpyAsync(slot.output.data, s.device_out.data(), out_bytes, cudaMemcpyDeviceToHost, stream));
+    }
+    s.done.record(stream);
+  }
+
+  void wait(FrameSlot& slot) override { ring_[slot.index]->done.synchronize(); }
+
+ private:
+  struct Slot {
+    Slot(GpuPath path, const Chain& chain, MemoryMode mode)
+        : host_in(mode), host_out(mode), stream(cuda::Stream::create()), done(cuda::Event::create()),
+          chain(path, chain) {}
+    HostBuffer host_in, host_out;
+    cuda::DeviceBuffer device_in, device_out;
+    cuda::Stream stream;
+    cuda::Event done;
+    DeviceChain chain;
+  };
+
+  cudaMemLocation device_location() const { return {cudaMemLocationTypeDevice, device_}; }
+  static cudaMemLocation host_location() { return {cudaMemLocationTypeHost, 0}; }
+
+  GpuPath path_;
+  EngineOptions options_;
+  int device_ = 0;
+  std::vector<std::unique_ptr<Slot>> ring_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_backend_engine(std::unique_ptr<Backend> backend, const Chain& chain, int slots) {
+  return std::make_unique<BackendEngine>(std::move(backend), chain, slots);
+}
+
+std::unique_ptr<Engine> make_gpu_engine(GpuPath path, const Chain& chain, const EngineOptions& options) {
+  return std::make_unique<GpuRingEngine>(path, chain, options);
+}
+
+std::uint64_t run_stream(Engine& engine, FrameReader& reader, FrameWriter& writer) {
+  std::uint64_t frames = 0;
+  bool more = true;
+  while (true) {
+    while (more && engine.in_flight() < engine.slots()) {
+      const std::optional<Size> size = reader.next_size();
+      if (!size) {
+        more = false;
+        break;
+      }
+      FrameSlot& slot = engine.acquire(*size);
+      try {
+        reader.read(slot.input);
+      } catch (...) {
+        engine.release(slot);
+        throw;
+      }
+      engine.submit(slot);
+    }
+    FrameSlot* done = engine.next_completed();
+    if (done == nullptr) return frames;
+    writer.write(done->output);
+    engine.release(*done);
+    ++frames;
+  }
+}
+
+}  // namespace imgpipe
