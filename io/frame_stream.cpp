@@ -1,0 +1,163 @@
+#include "frame_stream.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+#ifdef IMGPIPE_HAVE_OPENCV
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+#endif
+
+namespace imgpipe::io {
+
+RawFrameReader::RawFrameReader(int fd, Size frame_size, std::string name)
+    : fd_(fd), size_(frame_size), name_(std::move(name)) {
+  if (size_.width < 1 || size_.height < 1) throw IoError(name_ + ": raw frame size must be at least 1x1");
+}
+
+std::size_t RawFrameReader::read_some(std::uint8_t* dst, std::size_t bytes) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::read(fd_, dst + done, bytes - done);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(name_ + ": read failed at frame " + std::to_string(frames_) + ": " + std::strerror(errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
+std::optional<Size> RawFrameReader::next_size() {
+  if (!lookahead_) {
+    std::uint8_t byte = 0;
+    if (read_some(&byte, 1) == 0) return std::nullopt;
+    lookahead_ = byte;
+  }
+  return size_;
+}
+
+void RawFrameReader::read(FrameView frame) {
+  if (!lookahead_ || frame.size != size_) throw std::logic_error("RawFrameReader::read without next_size()");
+  frame.data[0] = *lookahead_;
+  lookahead_.reset();
+  const std::size_t want = size_.rgb_bytes();
+  const std::size_t got = 1 + read_some(frame.data + 1, want - 1);
+  if (got != want) {
+    throw IoError(name_ + ": frame " + std::to_string(frames_) + " is short: " + std::to_string(got) + " of " +
+                  std::to_string(want) + " bytes (" + to_string(size_) +
+                  " rgb24); the input is not a whole number of frames");
+  }
+  ++frames_;
+}
+
+RawFrameWriter::RawFrameWriter(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+
+void RawFrameWriter::write(ConstFrameView frame) {
+  const std::uint8_t* p = frame.data;
+  std::size_t left = frame.size.rgb_bytes();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(name_ + ": write failed: " + std::strerror(errno));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+#ifdef IMGPIPE_HAVE_OPENCV
+namespace {
+
+class VideoReader final : public FrameReader {
+ public:
+  explicit VideoReader(const std::filesystem::path& path) : path_(path), capture_(path.string()) {
+    if (!capture_.isOpened()) throw IoError(path, "cannot open as a video (missing, unreadable or no decoder)");
+  }
+  std::optional<Size> next_size() override {
+    if (!capture_.read(bgr_) || bgr_.empty()) return std::nullopt;
+    const Size size{bgr_.cols, bgr_.rows};
+    if (frames_ == 0) first_ = size;
+    if (size != first_) {
+      throw IoError(path_, "frame " + std::to_string(frames_) + " is " + to_string(size) + " but the stream began at " +
+                               to_string(first_));
+    }
+    if (bgr_.type() != CV_8UC3) throw IoError(path_, "frame " + std::to_string(frames_) + " is not 8-bit BGR");
+    return size;
+  }
+  void read(FrameView frame) override {
+    cv::Mat rgb(frame.size.height, frame.size.width, CV_8UC3, frame.data);
+    cv::cvtColor(bgr_, rgb, cv::COLOR_BGR2RGB);  // the one pass that must happen anyway lands in the engine's buffer
+    ++frames_;
+  }
+
+ private:
+  std::filesystem::path path_;
+  cv::VideoCapture capture_;
+  cv::Mat bgr_;
+  Size first_;
+  std::uint64_t frames_ = 0;
+};
+
+class VideoWriter final : public FrameWriter {
+ public:
+  VideoWriter(const std::filesystem::path& path, Size size, double fps) : path_(path), size_(size) {
+    const std::string ext = path.extension().string();
+    const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
+                       : ext == ".mkv" ? cv::VideoWriter::fourcc('X', 'V', 'I', 'D')
+                                       : cv::VideoWriter::fourcc('m', 'p', '4', 'v');
+    if (!writer_.open(path.string(), fourcc, fps, cv::Size(size.width, size.height), true)) {
+      throw IoError(path, "cannot open for writing as video (folder missing, no permission or no encoder for " +
+                              (ext.empty() ? std::string("this name") : ext) + ")");
+    }
+  }
+  void write(ConstFrameView frame) override {
+    if (frame.size != size_) {
+      throw IoError(path_, "frame of " + to_string(frame.size) + " in a video of " + to_string(size_));
+    }
+    const cv::Mat rgb(frame.size.height, frame.size.width, CV_8UC3, const_cast<std::uint8_t*>(frame.data));
+    cv::cvtColor(rgb, bgr_, cv::COLOR_RGB2BGR);
+    writer_.write(bgr_);
+  }
+
+ private:
+  std::filesystem::path path_;
+  Size size_;
+  cv::VideoWriter writer_;
+  cv::Mat bgr_;
+};
+
+}  // namespace
+
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path) {
+  return std::make_unique<VideoReader>(path);
+}
+
+std::optional<double> video_fps(const std::filesystem::path& path) {
+  cv::VideoCapture capture(path.string());
+  const double fps = capture.isOpened() ? capture.get(cv::CAP_PROP_FPS) : 0.0;
+  return fps > 0 ? std::optional(fps) : std::nullopt;
+}
+
+std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps) {
+  return std::make_unique<VideoWriter>(path, size, fps);
+}
+
+#else
+
+namespace {
+[[noreturn]] void no_video(const std::filesystem::path& path) {
+  throw IoError(path, "video files need a build with OpenCV; this build streams raw rgb24 only (--input - / --output -)");
+}
+}  // namespace
+
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path) { no_video(path); }
+std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
+std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size, double) { no_video(path); }
+
+#endif
+
+}  // namespace imgpipe::io
