@@ -1,0 +1,23 @@
+// Finding the images in a folder tree, by extension.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace imgpipe::io {
+
+// .ppm .png .jpg .jpeg .bmp .tif .tiff .webp; `extension` includes the dot and is compared in lower case.
+bool is_image_extension(std::string_view extension);
+// The list above as text, for messages.
+std::string image_extensions_text();
+// The path's extension in lower case ("" when it has none).
+std::string lowercase_extension(const std::filesystem::path& path);
+
+// Every regular file (or link to one) under `root` with an image extension, recursively, as paths relative
+// to `root`, sorted. Directories that are links are not followed, so a link loop cannot trap the walk.
+// Throws IoError when `root` or a folder below it cannot be read.
+std::vector<std::filesystem::path> list_images(const std::filesystem::path& root);
+
+}  // namespace imgpipe::io

@@ -1,0 +1,161 @@
+#include "image_file.hpp"
+
+#include "file_bytes.hpp"
+#include "folder.hpp"
+#include "ppm.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <stdexcept>
+
+#ifdef IMGPIPE_HAVE_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
+namespace imgpipe::io {
+namespace {
+
+bool starts_with(std::span<const std::uint8_t> bytes, std::initializer_list<std::uint8_t> prefix) {
+  return bytes.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), bytes.begin());
+}
+
+#ifdef IMGPIPE_HAVE_OPENCV
+
+// Decoded samples of any depth and channel count -> 8-bit RGB, noting lost transparency.
+ReadResult to_rgb8(const cv::Mat& decoded) {
+  cv::Mat samples;
+  if (decoded.depth() == CV_8U) {
+    samples = decoded;
+  } else if (decoded.depth() == CV_16U) {
+    decoded.convertTo(samples, CV_8U, 1.0 / 257.0);  // 65535 -> 255 exactly
+  } else {
+    throw IoError(std::string("samples of type ") + cv::depthToString(decoded.depth()) +
+                  " are not supported; imgpipe reads 8- and 16-bit images");
+  }
+
+  ReadResult result{Image(Size{samples.cols, samples.rows}), {}};
+  cv::Mat rgb(samples.rows, samples.cols, CV_8UC3, result.image.data());
+  const int channels = samples.channels();
+  if (channels == 2 || channels == 4) {
+    double min_alpha = 0;
+    cv::Mat alpha;
+    cv::extractChannel(samples, alpha, channels - 1);
+    cv::minMaxLoc(alpha, &min_alpha);
+    if (min_alpha < 255) {
+      result.warnings.push_back("has transparent pixels; the alpha channel was dropped (imgpipe processes RGB)");
+    }
+  }
+  switch (channels) {
+    case 1: cv::cvtColor(samples, rgb, cv::COLOR_GRAY2RGB); break;
+    case 2: {
+      cv::Mat gray;
+      cv::extractChannel(samples, gray, 0);
+      cv::cvtColor(gray, rgb, cv::COLOR_GRAY2RGB);
+      break;
+    }
+    case 3: cv::cvtColor(samples, rgb, cv::COLOR_BGR2RGB); break;
+    case 4: cv::cvtColor(samples, rgb, cv::COLOR_BGRA2RGB); break;
+    default: throw IoError(std::to_string(channels) + " channels per pixel are not supported");
+  }
+  return result;
+}
+
+ReadResult decode_with_opencv(std::span<const std::uint8_t> bytes) {
+  // JPEG has no alpha, so read it as colour, which applies its EXIF orientation; keep the rest unchanged
+  // so that alpha and 16-bit samples are seen before they are converted.
+  const bool jpeg = starts_with(bytes, {0xFF, 0xD8, 0xFF});
+  const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
+  cv::Mat decoded;
+  try {
+    decoded = cv::imdecode(encoded, jpeg ? cv::IMREAD_COLOR : cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw IoError("OpenCV could not decode it: " + e.msg);
+  }
+  if (decoded.empty()) throw IoError("not a decodable image (corrupt, truncated, or a format OpenCV does not read)");
+  return to_rgb8(decoded);
+}
+
+std::vector<std::uint8_t> encode_with_opencv(const Image& image, const std::string& extension, int quality) {
+  const cv::Mat rgb(image.height(), image.width(), CV_8UC3, const_cast<std::uint8_t*>(image.data()));
+  cv::Mat bgr;
+  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+  std::vector<int> params;
+  if (extension == ".jpg" || extension == ".jpeg") params = {cv::IMWRITE_JPEG_QUALITY, quality};
+  if (extension == ".webp") params = {cv::IMWRITE_WEBP_QUALITY, quality};
+  std::vector<std::uint8_t> bytes;
+  try {
+    if (!cv::imencode(extension, bgr, bytes, params)) throw IoError("OpenCV could not encode " + extension);
+  } catch (const cv::Exception& e) {
+    throw IoError("OpenCV could not encode " + extension + ": " + e.msg);
+  }
+  return bytes;
+}
+
+#else
+
+std::string needs_opencv(const char* verb, const std::string& extension) {
+  return std::string(verb) + " " + (extension.empty() ? "files other than PPM" : extension) +
+         " needs a build with OpenCV; this build reads and writes PPM only";
+}
+
+#endif  // IMGPIPE_HAVE_OPENCV
+
+ReadResult decode_image(std::span<const std::uint8_t> bytes, const std::string& extension) {
+  if (bytes.empty()) throw IoError("empty file");
+  if (starts_with(bytes, {'P', '6'})) return {decode_ppm(bytes), {}};
+#ifdef IMGPIPE_HAVE_OPENCV
+  (void)extension;
+  return decode_with_opencv(bytes);
+#else
+  // Other netpbm kinds get decode_ppm's own explanation of what it does not read.
+  if (starts_with(bytes, {'P'}) || extension == ".ppm") return {decode_ppm(bytes), {}};
+  throw IoError(needs_opencv("reading", extension));
+#endif
+}
+
+std::vector<std::uint8_t> encode_image(const Image& image, const std::string& extension, int quality) {
+  if (image.empty()) throw IoError("cannot write an empty image");
+  if (!is_image_extension(extension)) {
+    throw IoError("unknown image extension '" + extension + "'; imgpipe writes " + image_extensions_text());
+  }
+  if (extension == ".ppm") return encode_ppm(image);
+#ifdef IMGPIPE_HAVE_OPENCV
+  return encode_with_opencv(image, extension, quality);
+#else
+  (void)quality;
+  throw IoError(needs_opencv("writing", extension));
+#endif
+}
+
+}  // namespace
+
+ReadResult read_image(const std::filesystem::path& path) {
+  const std::vector<std::uint8_t> bytes = read_file(path);
+  try {
+    return decode_image(bytes, lowercase_extension(path));
+  } catch (const IoError& e) {
+    throw IoError(path, e.reason());
+  }
+}
+
+void write_image(const std::filesystem::path& path, const Image& image, int quality) {
+  if (quality < 1 || quality > 100) throw std::invalid_argument("write_image: quality must be 1..100");
+  try {
+    write_file_atomically(path, encode_image(image, lowercase_extension(path), quality));
+  } catch (const IoError& e) {
+    if (!e.path().empty()) throw;
+    throw IoError(path, e.reason());
+  }
+}
+
+bool has_opencv_codecs() {
+#ifdef IMGPIPE_HAVE_OPENCV
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace imgpipe::io

@@ -1,0 +1,25 @@
+// The one exception io/ throws: what went wrong, and with which file when there is one.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace imgpipe::io {
+
+class IoError : public std::runtime_error {
+ public:
+  // No file involved (decoding bytes already in memory).
+  explicit IoError(const std::string& reason) : std::runtime_error(reason), reason_(reason) {}
+  IoError(const std::filesystem::path& path, const std::string& reason)
+      : std::runtime_error(path.string() + ": " + reason), path_(path), reason_(reason) {}
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::filesystem::path path_;
+  std::string reason_;
+};
+
+}  // namespace imgpipe::io
