@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Build, test, sanitize and benchmark on a machine with a CUDA GPU (the H200 here): the GPU evidence in
+# docs/ comes from this script. Logs go to $OUT (default out/gpu-check).
+#   tools/gpu_check.sh [build|test|sanitize|bench]...   (no argument: all four, in that order)
+# A machine without CLI11/TBB packages can be handed Debian's, unpacked under .deps/prefix (see docs/gpu.md).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out/gpu-check}
+BUILD=${BUILD:-build-gpu}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench)
+
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90)
+if [ -d .deps/prefix/usr ]; then
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/prefix/usr")
+  export LD_LIBRARY_PATH="$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+status=0
+for step in "${steps[@]}"; do
+  case "$step" in
+    build)
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+      cmake -S . -B "$BUILD" "${cmake_args[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+      cmake --build "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
+      grep -E "ptxas info|bytes stack frame" "$OUT/build.log" > "$OUT/ptxas.log"
+      echo "build: ok"
+      ;;
+    test)
+      ctest --test-dir "$BUILD" --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
+      grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Subprocess" "$OUT/ctest.log" | head -40
+      ;;
+    sanitize)
+      for tool in memcheck racecheck initcheck synccheck; do
+        for t in "$BUILD"/tests/test_gpu_ops "$BUILD"/tests/test_resize_filter "$BUILD"/tests/test_engine; do
+          [ -x "$t" ] || continue
+          compute-sanitizer --tool "$tool" --error-exitcode 9 "$t" --gtest_brief=1 > "$OUT/sanitize-$tool-$(basename "$t").log" 2>&1
+          rc=$?
+          echo "compute-sanitizer $tool $(basename "$t"): exit $rc, $(grep -E "ERROR SUMMARY" "$OUT/sanitize-$tool-$(basename "$t").log" | tail -1)"
+          [ $rc -eq 0 ] || status=1
+        done
+      done
+      ;;
+    bench)
+      for b in "$BUILD"/bench/imgpipe_bench_kernels; do
+        [ -x "$b" ] && "$b" --json "$OUT/bench_kernels.json" 2>&1 | tee "$OUT/bench_kernels.log"
+      done
+      ;;
+    *) echo "unknown step '$step' (build, test, sanitize, bench)"; exit 2 ;;
+  esac
+done
+exit $status
