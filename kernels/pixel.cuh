@@ -1,0 +1,34 @@
+// Device-side pixel helpers shared by the kernel files. Included by .cu files only.
+#pragma once
+
+#include "planes.hpp"
+
+#include <cstdint>
+
+namespace imgpipe::cuda {
+
+// Source index for position p of an axis of n pixels read past its edge (OpenCV's borderInterpolate).
+// reflect101 (dcb|abcd|cba) is periodic with period 2(n-1): one modulo instead of a reflect loop, so any
+// distance outside the image costs the same.
+__device__ __forceinline__ int border_index(int p, int n, BorderMode mode) {
+  if (n == 1) return 0;
+  if (mode == BorderMode::replicate) return min(max(p, 0), n - 1);
+  const int period = 2 * (n - 1);
+  int q = p % period;
+  if (q < 0) q += period;
+  return q < n ? q : period - q;
+}
+
+// Round half up and saturate to 0..255, as the reference's floor(v + 0.5) clamped.
+__device__ __forceinline__ std::uint8_t saturate_round(float v) {
+  return static_cast<std::uint8_t>(__float2int_rd(fminf(fmaxf(v + 0.5f, 0.f), 255.f)));
+}
+
+// Plane z of a view. Indexing a kernel parameter's array with a run-time z would copy the whole view to
+// the stack (local memory); selecting keeps every read in the parameter bank.
+template <class View>
+__device__ __forceinline__ auto plane_of(const View& v, unsigned z) {
+  return z == 0 ? v.plane[0] : (z == 1 ? v.plane[1] : v.plane[2]);
+}
+
+}  // namespace imgpipe::cuda
