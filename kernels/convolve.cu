@@ -1,0 +1,277 @@
+// Filters: a naive 2-D correlation on the interleaved frame; separable and 3x3 tiled kernels on planes.
+//
+// Why the optimized versions are fast:
+// - Work: a KxK filter costs K^2 multiply-adds per output done directly, 2K as a row pass and a column pass.
+//   One kernel does both: the block loads its tile plus a K-1 halo into shared memory once, the row pass
+//   writes a float intermediate (halo rows included) to shared memory, the column pass reads it. The
+//   intermediate never touches DRAM and is never rounded to 8 bits.
+// - Memory: every input byte is read from DRAM once per block instead of K^2 times through L1, in coalesced
+//   warp rows; the naive kernel also reads the three channels of a pixel 3 bytes apart.
+// - Taps: in __constant__ memory every lane of a warp reads the same tap at the same time, which the constant
+//   cache broadcasts in one transaction; the naive kernel's taps come through the general load path. Templates
+//   on the radius unroll the tap loops.
+// - Borders: the naive kernel tests each tap of each pixel against the frame. Here a block decides once, from
+//   its own coordinates, whether its tile and halo lie inside the frame; that is uniform across the block, so
+//   no warp diverges on it, interior blocks (nearly all of them) run a branch-free load, and only edge blocks
+//   map indices through reflect101/replicate.
+#include "convolve.cuh"
+
+#include "cuda_check.hpp"
+#include "launch.cuh"
+#include "pixel.cuh"
+#include "tap_slots.hpp"
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+namespace imgpipe::cuda {
+namespace {
+
+constexpr int kTapSlots = 128;  // planned filters alive at once in the process (15.5 KiB of constant memory)
+__constant__ float c_taps[kTapSlots][kMaxTaps];
+
+TapSlots<kTapSlots>& tap_slots() {
+  static TapSlots<kTapSlots> slots;
+  return slots;
+}
+
+// Optimized tiles: a block of 32x8 threads computes 64x32 outputs of one plane (blockIdx.z), so each warp
+// row covers 32 consecutive bytes and each thread 8 outputs, amortising the halo over a wide tile.
+constexpr int kBlockX = 32;
+constexpr int kBlockY = 8;
+constexpr int kTileW = 64;
+constexpr int kTileH = 32;
+const dim3 kNaiveBlock(32, 8);
+
+__device__ __forceinline__ std::size_t offset(int x, int y, std::size_t pitch) {
+  return static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(x);
+}
+
+// |Gx| + |Gy| with 3x3 Sobel taps, saturated; p(j, i) is the pixel at offset (i - 1, j - 1).
+template <class Pixel>
+__device__ __forceinline__ std::uint8_t sobel_at(Pixel p) {
+  const int gx = p(0, 2) + 2 * p(1, 2) + p(2, 2) - p(0, 0) - 2 * p(1, 0) - p(2, 0);
+  const int gy = p(2, 0) + 2 * p(2, 1) + p(2, 2) - p(0, 0) - 2 * p(0, 1) - p(0, 2);
+  return static_cast<std::uint8_t>(min(255, abs(gx) + abs(gy)));
+}
+
+// ---------------------------------------------------------------------------------------------- naive
+
+__global__ void filter2d_naive_kernel(ConstAosView in, AosView out, const float* taps, int ksize,
+                                      BorderMode border) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int width = in.extent.width, height = in.extent.height;
+  if (x >= width || y >= height) return;
+  const int r = ksize / 2;
+  float acc[3] = {0.f, 0.f, 0.f};
+  for (int j = 0; j < ksize; ++j) {
+    int sy = y + j - r;
+    if (sy < 0 || sy >= height) sy = border_index(sy, height, border);
+    for (int i = 0; i < ksize; ++i) {
+      int sx = x + i - r;
+      if (sx < 0 || sx >= width) sx = border_index(sx, width, border);
+      const float w = taps[j * ksize + i];
+      const std::uint8_t* p = in.data + offset(3 * sx, sy, in.pitch);
+      for (int c = 0; c < 3; ++c) acc[c] = fmaf(w, p[c], acc[c]);
+    }
+  }
+  std::uint8_t* d = out.data + offset(3 * x, y, out.pitch);
+  for (int c = 0; c < 3; ++c) d[c] = saturate_round(acc[c]);
+}
+
+__global__ void sobel_naive_kernel(ConstAosView in, AosView out, BorderMode border) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int width = in.extent.width, height = in.extent.height;
+  if (x >= width || y >= height) return;
+  int sx[3], sy[3];
+  for (int k = 0; k < 3; ++k) {
+    sx[k] = x + k - 1;
+    if (sx[k] < 0 || sx[k] >= width) sx[k] = border_index(sx[k], width, border);
+    sy[k] = y + k - 1;
+    if (sy[k] < 0 || sy[k] >= height) sy[k] = border_index(sy[k], height, border);
+  }
+  std::uint8_t* d = out.data + offset(3 * x, y, out.pitch);
+  for (int c = 0; c < 3; ++c) {
+    d[c] = sobel_at([&](int j, int i) { return static_cast<int>(in.data[offset(3 * sx[i] + c, sy[j], in.pitch)]); });
+  }
+}
+
+// ------------------------------------------------------------------------------------------ optimized
+
+// Rows [top, top + kRows) and columns [left, left + kCols) of a plane into `tile`, with the frame's border
+// rule outside it. The branch depends only on the block's coordinates: uniform, no warp diverges on it.
+template <int kRows, int kCols>
+__device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], const std::uint8_t* plane,
+                                          std::size_t pitch, Extent e, int left, int top, BorderMode border) {
+  const bool inside = left >= 0 && top >= 0 && left + kCols <= e.width && top + kRows <= e.height;
+  if (inside) {
+    const std::uint8_t* src = plane + offset(left, top, pitch);
+    for (int r = threadIdx.y; r < kRows; r += kBlockY)
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = src[offset(c, r, pitch)];
+  } else {
+    for (int r = threadIdx.y; r < kRows; r += kBlockY) {
+      const std::uint8_t* row = plane + offset(0, border_index(top + r, e.height, border), pitch);
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = row[border_index(left + c, e.width, border)];
+    }
+  }
+}
+
+// Two resident blocks per SM at least; without the hint ptxas squeezes the 31-tap version into 40 registers
+// and spills.
+template <int kRadius>
+__global__ void __launch_bounds__(kBlockX* kBlockY, 2)
+    separable_kernel(ConstPlanesView in, PlanesView out, int slot, BorderMode border) {
+  constexpr int kTaps = 2 * kRadius + 1;
+  constexpr int kInRows = kTileH + 2 * kRadius;
+  constexpr int kInCols = kTileW + 2 * kRadius;
+  __shared__ std::uint8_t tile[kInRows][kInCols];
+  __shared__ float rows[kInRows][kTileW];  // row pass for every tile row, halo rows included
+  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
+  const float* taps = c_taps[slot];
+
+  load_tile(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
+  __syncthreads();
+  for (int r = threadIdx.y; r < kInRows; r += kBlockY)
+    for (int c = threadIdx.x; c < kTileW; c += kBlockX) {
+      float acc = 0.f;
+#pragma unroll
+      for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], tile[r][c + k], acc);
+      rows[r][c] = acc;
+    }
+  __syncthreads();
+  std::uint8_t* dst = plane_of(out, blockIdx.z);
+  for (int r = threadIdx.y; r < kTileH && y0 + r < out.extent.height; r += kBlockY)
+    for (int c = threadIdx.x; c < kTileW && x0 + c < out.extent.width; c += kBlockX) {
+      float acc = 0.f;
+#pragma unroll
+      for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], rows[r + k][c], acc);
+      dst[offset(x0 + c, y0 + r, out.pitch)] = saturate_round(acc);
+    }
+}
+
+using Tile3x3 = std::uint8_t[kTileH + 2][kTileW + 2];
+
+// Output (r, c) of the tile from its 3x3 window tile[r..r+2][c..c+2].
+struct Taps3x3 {
+  int slot;
+  __device__ std::uint8_t operator()(const Tile3x3& t, int r, int c) const {
+    const float* taps = c_taps[slot];
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < 3; ++j)
+#pragma unroll
+      for (int i = 0; i < 3; ++i) acc = fmaf(taps[3 * j + i], t[r + j][c + i], acc);
+    return saturate_round(acc);
+  }
+};
+
+struct Sobel3x3 {
+  __device__ std::uint8_t operator()(const Tile3x3& t, int r, int c) const {
+    return sobel_at([&](int j, int i) { return static_cast<int>(t[r + j][c + i]); });
+  }
+};
+
+template <class Window>
+__global__ void __launch_bounds__(kBlockX* kBlockY)
+    filter3x3_kernel(ConstPlanesView in, PlanesView out, BorderMode border, Window window) {
+  __shared__ Tile3x3 tile;
+  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
+  load_tile(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - 1, y0 - 1, border);
+  __syncthreads();
+  std::uint8_t* dst = plane_of(out, blockIdx.z);
+  for (int r = threadIdx.y; r < kTileH && y0 + r < out.extent.height; r += kBlockY)
+    for (int c = threadIdx.x; c < kTileW && x0 + c < out.extent.width; c += kBlockX)
+      dst[offset(x0 + c, y0 + r, out.pitch)] = window(tile, r, c);
+}
+
+// One instantiation per radius; the launch picks it at run time.
+using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, BorderMode);
+template <int... R>
+std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequence<int, R...>) {
+  return {&separable_kernel<R + 1>...};
+}
+
+dim3 tile_grid(Extent e) { return cover(e.width, e.height, dim3(kTileW, kTileH), 3); }
+
+void require_filter(Extent in, Extent out, const char* what) {
+  require(same_extent(in, out), std::string(what) + ": input and output extents differ");
+  require(in.width > 0 && in.height > 0, std::string(what) + ": empty frame");
+}
+
+}  // namespace
+
+ConstantTaps::ConstantTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
+  require(!taps.empty() && taps.size() <= static_cast<std::size_t>(kMaxTaps),
+          "ConstantTaps: 1 to " + std::to_string(kMaxTaps) + " taps");
+  slot_ = tap_slots().acquire();
+  try {
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
+                                          static_cast<std::size_t>(slot_) * sizeof(c_taps[0])));
+  } catch (...) {
+    tap_slots().release(slot_);
+    throw;
+  }
+}
+
+ConstantTaps::~ConstantTaps() {
+  if (slot_ >= 0) tap_slots().release(slot_);
+}
+
+ConstantTaps::ConstantTaps(ConstantTaps&& other) noexcept
+    : slot_(std::exchange(other.slot_, -1)), size_(std::exchange(other.size_, 0)) {}
+
+ConstantTaps& ConstantTaps::operator=(ConstantTaps&& other) noexcept {
+  if (this != &other) {
+    if (slot_ >= 0) tap_slots().release(slot_);
+    slot_ = std::exchange(other.slot_, -1);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, BorderMode border,
+                    cudaStream_t stream) {
+  require_filter(in.extent, out.extent, "filter2d_naive");
+  require(ksize % 2 == 1 && ksize >= 1 && ksize <= kMaxTaps, "filter2d_naive: odd kernel size up to 31");
+  filter2d_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(
+      in, out, taps, ksize, border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter2d_naive_kernel", stream);
+}
+
+void sobel_naive(ConstAosView in, AosView out, BorderMode border, cudaStream_t stream) {
+  require_filter(in.extent, out.extent, "sobel_naive");
+  sobel_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(in, out,
+                                                                                                     border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("sobel_naive_kernel", stream);
+}
+
+void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream) {
+  require_filter(in.extent, out.extent, "separable_planes");
+  require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
+          "separable_planes: odd tap count from 3 to 31");
+  static const auto kernels = separable_kernels(std::make_integer_sequence<int, kMaxRadius>{});
+  kernels[taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, taps.slot(),
+                                                                                             border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel", stream);
+}
+
+void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream) {
+  require_filter(in.extent, out.extent, "filter3x3_planes");
+  require(taps.size() == 9, "filter3x3_planes: nine taps");
+  filter3x3_kernel<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, border,
+                                                                                Taps3x3{taps.slot()});
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_kernel (taps)", stream);
+}
+
+void sobel_planes(ConstPlanesView in, PlanesView out, BorderMode border, cudaStream_t stream) {
+  require_filter(in.extent, out.extent, "sobel_planes");
+  filter3x3_kernel<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, border, Sobel3x3{});
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_kernel (sobel)", stream);
+}
+
+}  // namespace imgpipe::cuda

@@ -1,0 +1,59 @@
+// Neighbourhood filters: any KxK taps (gaussian, box, sharpen) and sobel, with borders per BorderMode.
+//   naive:     interleaved frame; a 2-D loop over KxK taps read from a global-memory array, a border test for
+//              every tap of every pixel.
+//   optimized: planes; taps in this file's __constant__ bank (ConstantTaps), a shared-memory tile with its
+//              halo, separable filters as a row pass and a column pass in one kernel, 3x3 filters from the
+//              same kind of tile; only blocks whose halo leaves the frame run the border arithmetic.
+// Kernel sizes are odd, from 3 to kMaxTaps (radius 1 to kMaxRadius). Taps correlate: tap (i, j) weighs the
+// pixel at offset (i - r, j - r). Results are accumulated in float, rounded half up and saturated; integer taps
+// (sharpen, sobel) are therefore exact. All launches are asynchronous on `stream`; in and out extents are
+// equal and the views must not overlap.
+#pragma once
+
+#include "planes.hpp"
+
+#include <cuda_runtime.h>
+
+#include <span>
+
+namespace imgpipe::cuda {
+
+constexpr int kMaxRadius = 15;
+constexpr int kMaxTaps = 2 * kMaxRadius + 1;
+
+// A filter's taps in the __constant__ bank: one slot, uploaded once at construction and held until
+// destruction, so planned chains never overwrite each other's taps and nothing is uploaded per frame.
+// Work queued with the taps must finish before they are destroyed (the slot may be reused).
+class ConstantTaps {
+ public:
+  // 1 to kMaxTaps values; throws std::runtime_error when every slot is taken.
+  explicit ConstantTaps(std::span<const float> taps);
+  ~ConstantTaps();
+  ConstantTaps(ConstantTaps&& other) noexcept;
+  ConstantTaps& operator=(ConstantTaps&& other) noexcept;
+  ConstantTaps(const ConstantTaps&) = delete;
+  ConstantTaps& operator=(const ConstantTaps&) = delete;
+
+  int slot() const noexcept { return slot_; }
+  int size() const noexcept { return size_; }
+
+ private:
+  int slot_ = -1;
+  int size_ = 0;
+};
+
+// naive: `taps` is a device array of ksize * ksize floats, row-major.
+void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, BorderMode border,
+                    cudaStream_t stream);
+void sobel_naive(ConstAosView in, AosView out, BorderMode border, cudaStream_t stream);
+
+// optimized: `taps` (an odd count, 3 to kMaxTaps) filter the rows, then the columns: the KxK filter that is
+// their outer product, as for gaussian and box.
+void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream);
+// `taps`: nine values, row-major (sharpen).
+void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream);
+void sobel_planes(ConstPlanesView in, PlanesView out, BorderMode border, cudaStream_t stream);
+
+}  // namespace imgpipe::cuda
