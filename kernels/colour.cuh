@@ -1,0 +1,17 @@
+// Colour: BT.601 luma written to all three channels, in OpenCV's fixed point
+// (R * 4899 + G * 9617 + B * 1868 + 8192) >> 14, so it equals cv::cvtColor(RGB2GRAY) exactly.
+//   naive:     on the interleaved frame, one thread per pixel.
+//   optimized: on planes, four pixels per thread with 32-bit loads and stores.
+// Extents must match; asynchronous on `stream`.
+#pragma once
+
+#include "planes.hpp"
+
+#include <cuda_runtime.h>
+
+namespace imgpipe::cuda {
+
+void gray_naive(ConstAosView in, AosView out, cudaStream_t stream);
+void gray_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream);
+
+}  // namespace imgpipe::cuda
