@@ -2,7 +2,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <sstream>
+#include <string>
 
 namespace imgpipe {
 
@@ -183,9 +183,10 @@ std::string to_string(const Op& op) {
             return "resize=" + to_string(r.size) + (r.interp == Interp::nearest ? ":nearest" : "");
           },
           [](const Gaussian& g) {
-            std::ostringstream s;
-            s << "gaussian=" << g.ksize << ':' << g.sigma << border_suffix(g.border);
-            return s.str();
+            // Shortest text that parses back to the same double (an ostream's 6 digits would not).
+            char sigma[32];
+            char* end = std::to_chars(sigma, sigma + sizeof sigma, g.sigma).ptr;
+            return "gaussian=" + std::to_string(g.ksize) + ':' + std::string(sigma, end) + border_suffix(g.border);
           },
           [](const Box& b) { return "box=" + std::to_string(b.ksize) + border_suffix(b.border); },
           [](const Sharpen& s) { return std::string("sharpen") + (s.border == Border::replicate ? "=replicate" : ""); },

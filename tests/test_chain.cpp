@@ -35,6 +35,18 @@ TEST(ChainParse, RoundTripsThroughText) {
   EXPECT_EQ(to_string(parse_chain(to_string(parse_chain(text)))), text);
 }
 
+// Found by fuzz_chain: sigma was printed with an ostream's 6 significant digits, so "gaussian=5:1180.655"
+// printed as "gaussian=5:1180.65", a different chain. The printed sigma must parse back to the same value.
+TEST(ChainParse, PrintedSigmaParsesBackExactly) {
+  for (const std::string text : {"gaussian=5:1180.655", "gaussian=5:1.23456789", "gaussian=3:0.1", "gaussian=7:1e-300",
+                                 "gaussian=9:123456789.5"}) {
+    const double sigma = std::get<Gaussian>(parse_chain(text).ops[0]).sigma;
+    const std::string printed = to_string(parse_chain(text));
+    EXPECT_EQ(std::get<Gaussian>(parse_chain(printed).ops[0]).sigma, sigma) << text << " printed as " << printed;
+  }
+  EXPECT_EQ(to_string(parse_chain("gaussian=5:1180.655")), "gaussian=5:1180.655");
+}
+
 struct BadChain {
   std::string text;
   std::string token;  // the token the error must name
