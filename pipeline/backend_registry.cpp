@@ -1,0 +1,104 @@
+// The one place that knows every backend: which are compiled in, which this machine can run, and how to make one.
+#include "backend.hpp"
+
+#include "cuda_check.hpp"
+#include "gpu_backend.hpp"
+
+#ifdef IMGPIPE_HAVE_CPU_BACKEND
+#include "cpu_backend.hpp"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace imgpipe {
+namespace {
+
+constexpr const char* kNoOpenCv =
+    "not in this build: the cpu backend runs on OpenCV, which was not found (or IMGPIPE_WITH_OPENCV=OFF) "
+    "when imgpipe was configured";
+
+// Why the CUDA runtime sees no usable device, in its own words.
+std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();  // leave no error behind for later CUDA calls
+  if (error != cudaSuccess) return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
+  return "cudaGetDeviceCount: no CUDA device";
+}
+
+// The device the GPU backends would run on, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)".
+std::string device_description() {
+  int device = 0;
+  cudaDeviceProp properties{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "CUDA device (properties unavailable)";
+  }
+  char memory[32];
+  std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(properties.totalGlobalMem) / (1u << 30));
+  return std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
+         std::to_string(properties.minor) + ", " + memory + ")";
+}
+
+GpuPath gpu_path(BackendKind kind) { return kind == BackendKind::naive ? GpuPath::naive : GpuPath::optimized; }
+
+}  // namespace
+
+std::string_view to_string(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::cpu: return "cpu";
+    case BackendKind::naive: return "naive";
+    case BackendKind::optimized: return "optimized";
+  }
+  throw std::invalid_argument("to_string: not a BackendKind");
+}
+
+BackendKind parse_backend_kind(std::string_view name) {
+  if (name == "cpu") return BackendKind::cpu;
+  if (name == "naive") return BackendKind::naive;
+  if (name == "optimized") return BackendKind::optimized;
+  throw std::invalid_argument("unknown backend '" + std::string(name) + "': expected cpu, naive or optimized");
+}
+
+std::vector<BackendInfo> available_backends() {
+  std::vector<BackendInfo> backends;
+#ifdef IMGPIPE_HAVE_CPU_BACKEND
+  backends.push_back({BackendKind::cpu, true, true, cpu_backend_description()});
+#else
+  backends.push_back({BackendKind::cpu, false, false, kNoOpenCv});
+#endif
+  const bool gpu_usable = cuda::device_available();
+  const std::string gpu_detail = gpu_usable ? device_description() : no_device_reason();
+  for (BackendKind kind : {BackendKind::naive, BackendKind::optimized}) {
+    backends.push_back({kind, true, gpu_usable, gpu_detail});
+  }
+  return backends;
+}
+
+std::unique_ptr<Backend> make_backend(BackendKind kind) {
+  if (kind == BackendKind::cpu) {
+#ifdef IMGPIPE_HAVE_CPU_BACKEND
+    return make_cpu_backend();
+#else
+    throw std::runtime_error(std::string("backend 'cpu' is ") + kNoOpenCv);
+#endif
+  }
+  if (!cuda::device_available()) {
+    throw std::runtime_error("backend '" + std::string(to_string(kind)) +
+                             "' needs a CUDA device; none is usable here (" + no_device_reason() + ")");
+  }
+  return make_gpu_backend(gpu_path(kind));
+}
+
+Image apply(Backend& backend, const Chain& chain, const Image& in) {
+  backend.set_chain(chain);
+  Image out(output_size(chain, in.size()));
+  backend.process(in.view(), out.view());
+  return out;
+}
+
+}  // namespace imgpipe
