@@ -1,0 +1,20 @@
+// --backend auto|cpu|naive|optimized, shared by every command.
+#pragma once
+
+#include "backend.hpp"
+
+#include <memory>
+#include <string_view>
+
+namespace imgpipe::app {
+
+// What "auto" means on this machine: optimized when a CUDA device is usable, else cpu when it is compiled in.
+// `fallback_notice` is set to a one-line explanation when auto falls back to cpu.
+// Throws std::runtime_error when neither is possible.
+BackendKind resolve_auto_backend(std::string* fallback_notice);
+
+// Makes the backend named by `choice` ("auto" or a BackendKind). Throws std::runtime_error with the reason
+// when it cannot be made here; prints auto's fallback notice on stderr.
+std::unique_ptr<Backend> choose_backend(std::string_view choice);
+
+}  // namespace imgpipe::app

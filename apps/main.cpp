@@ -1,0 +1,92 @@
+// imgpipe: batch-process image folders through an op chain on the CPU (OpenCV) or the GPU (CUDA).
+#include "backend.hpp"
+#include "backend_choice.hpp"
+#include "batch.hpp"
+#include "chain.hpp"
+#include "exit_codes.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+namespace {
+
+using namespace imgpipe;
+using namespace imgpipe::app;
+
+constexpr const char* kExitCodesHelp = R"(Exit codes:
+  0  every file succeeded
+  1  some files failed (each is reported on stderr with its path and reason)
+  2  usage error: bad arguments, a bad op chain, bad folders; nothing was written
+  3  no usable backend, or a failure that stopped the run)";
+
+int list_backends() {
+  std::printf("%-10s %-12s %-7s %s\n", "backend", "compiled in", "usable", "detail");
+  for (const BackendInfo& b : available_backends()) {
+    std::printf("%-10s %-12s %-7s %s\n", std::string(to_string(b.kind)).c_str(), b.compiled_in ? "yes" : "no",
+                b.usable ? "yes" : "no", b.detail.c_str());
+  }
+  try {
+    std::printf("auto picks: %s\n", std::string(to_string(resolve_auto_backend(nullptr))).c_str());
+  } catch (const std::exception& e) {
+    std::printf("auto picks: nothing (%s)\n", e.what());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"imgpipe: a streaming RGB image pipeline; op chains on the CPU (OpenCV) or a CUDA GPU", "imgpipe"};
+  app.set_version_flag("--version", std::string("imgpipe ") + IMGPIPE_VERSION);
+  app.require_subcommand(1);
+  app.footer(std::string(chain_help()) + "\n\n" + kExitCodesHelp);
+
+  BatchOptions batch;
+  CLI::App* batch_command =
+      app.add_subcommand("batch", "Run the chain on every image under INPUT_DIR (recursively) into OUTPUT_DIR");
+  batch_command->add_option("INPUT_DIR", batch.input_dir, "Folder of images; never modified")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  batch_command->add_option("OUTPUT_DIR", batch.output_dir, "Where outputs go, keeping relative paths and base names")
+      ->required();
+  batch_command->add_option("--ops", batch.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\"")->required();
+  batch_command->add_option("--backend", batch.backend, "auto: optimized with a CUDA device, else cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
+      ->capture_default_str();
+  batch_command->add_option("--format", batch.format, "Output format; same keeps each input's")
+      ->check(CLI::IsMember({"same", "png", "jpg", "ppm"}))
+      ->capture_default_str();
+  batch_command->add_option("--quality", batch.quality, "JPEG/WebP quality")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  batch_command->add_option("--jobs", batch.jobs, "Decode/encode threads; 0 = one per hardware thread")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  batch_command->add_flag("--overwrite", batch.overwrite, "Replace existing outputs (otherwise each is reported)");
+  batch_command->footer(std::string(chain_help()));
+
+  CLI::App* backends_command =
+      app.add_subcommand("backends", "List the backends compiled in, whether each is usable here, and the GPU");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, the version, or the error
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  try {
+    if (*backends_command) return list_backends();
+    if (*batch_command) return run_batch(batch);
+  } catch (const UsageError& e) {
+    std::cerr << "imgpipe: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "imgpipe: " << e.what() << "\n";
+    return kExitRuntime;
+  }
+  return kExitUsage;  // unreachable: require_subcommand(1) rejects a missing command
+}
