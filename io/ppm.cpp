@@ -15,7 +15,6 @@ class HeaderReader {
 
   std::size_t position() const { return pos_; }
   bool at_end() const { return pos_ >= bytes_.size(); }
-  std::uint8_t next() { return bytes_[pos_++]; }
 
   static bool is_whitespace(std::uint8_t c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
@@ -31,6 +30,16 @@ class HeaderReader {
         return;
       }
     }
+  }
+
+  // One whitespace byte ends the header; a comment there ends with its newline (as libnetpbm reads it).
+  void skip_raster_delimiter() {
+    if (at_end()) throw IoError("truncated header: the file ends after the maxval");
+    if (bytes_[pos_] == '#') {
+      while (!at_end() && bytes_[pos_] != '\n' && bytes_[pos_] != '\r') ++pos_;
+      if (at_end()) throw IoError("truncated header: the comment after the maxval runs to the end of the file");
+    }
+    ++pos_;  // number() saw to it that this is whitespace
   }
 
   // A positive decimal field; `name` is for messages.
@@ -94,10 +103,7 @@ Image decode_ppm(std::span<const std::uint8_t> bytes) {
     throw IoError("image of " + std::to_string(width) + "x" + std::to_string(height) +
                   " exceeds the limit of " + std::to_string(kMaxPixels) + " pixels");
   }
-  if (header.at_end()) throw IoError("truncated header: the file ends after the maxval");
-  if (!HeaderReader::is_whitespace(header.next())) {
-    throw IoError("bad header: the maxval must be followed by a single whitespace byte");
-  }
+  header.skip_raster_delimiter();
 
   const Size size{static_cast<int>(width), static_cast<int>(height)};
   const std::size_t raster_start = 2 + header.position();

@@ -1,0 +1,241 @@
+// The imgpipe command end to end, run as a user would: on a copy of the photographs in data/.
+#include "backend.hpp"
+#include "image_file.hpp"
+#include "ppm.hpp"
+#include "test_images.hpp"
+#include "test_io_helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <map>
+
+#ifdef IMGPIPE_TEST_WITH_OPENCV
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
+namespace imgpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult imgpipe(const std::string& arguments) {
+  const std::string command = std::string("'") + IMGPIPE_BINARY + "' " + arguments + " 2>&1";
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string quoted(const fs::path& path) {
+  std::string text(1, '\'');
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The photographs the command reads: data/images when this build reads PNG/JPEG, else their PPM copies.
+fs::path photo_folder() { return fs::path(IMGPIPE_DATA_DIR) / (io::has_opencv_codecs() ? "images" : "ppm"); }
+
+// A copy of the photographs, also one folder down, so relative paths are exercised.
+fs::path make_input(const fs::path& root) {
+  const fs::path in = root / "in";
+  fs::create_directories(in / "nested" / "deeper");
+  for (const auto& entry : fs::directory_iterator(photo_folder())) {
+    fs::copy_file(entry.path(), in / entry.path().filename());
+    fs::copy_file(entry.path(), in / "nested" / "deeper" / entry.path().filename());
+  }
+  return in;
+}
+
+std::map<fs::path, std::vector<std::uint8_t>> snapshot(const fs::path& folder) {
+  std::map<fs::path, std::vector<std::uint8_t>> files;
+  for (const auto& entry : fs::recursive_directory_iterator(folder))
+    if (entry.is_regular_file()) files[entry.path()] = testing::file_bytes(entry.path());
+  return files;
+}
+
+bool some_backend_usable() {
+  for (const BackendInfo& b : available_backends())
+    if (b.usable) return true;
+  return false;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!some_backend_usable()) GTEST_SKIP() << "no backend is usable here (no OpenCV and no CUDA device)";
+  }
+  TempDir dir;
+};
+
+TEST_F(Cli, BatchWritesEveryImageAtTheChainSizeAndLeavesInputsAlone) {
+  const fs::path in = make_input(dir.path()), out = dir.path() / "out";
+  const auto before = snapshot(in);
+  const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops 'resize=64x48,gaussian=5:1.0' --jobs 3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, std::to_string(before.size()) + " done, 0 failed")) << run.output;
+  for (const auto& [path, bytes] : before) {
+    const fs::path output = out / path.lexically_relative(in);  // same relative path, name and extension
+    ASSERT_TRUE(fs::exists(output)) << output;
+    EXPECT_EQ(io::read_image(output).image.size(), (Size{64, 48})) << output;
+  }
+  EXPECT_EQ(snapshot(in), before);
+  EXPECT_EQ(std::distance(fs::recursive_directory_iterator(out), fs::recursive_directory_iterator()),
+            static_cast<std::ptrdiff_t>(before.size() + 2));  // the files and two folders, no temporaries
+}
+
+TEST_F(Cli, FormatChangesTheExtension) {
+  const fs::path in = make_input(dir.path()), out = dir.path() / "out";
+  const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops rotate=90 --format ppm");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const auto& entry : fs::directory_iterator(in)) {
+    if (!entry.is_regular_file()) continue;
+    const Image source = io::read_image(entry.path()).image;
+    const Image rotated = io::read_ppm(out / entry.path().filename().replace_extension(".ppm"));
+    EXPECT_EQ(rotated.size(), (Size{source.height(), source.width()})) << entry.path();
+  }
+}
+
+TEST_F(Cli, ExistingOutputsAreKeptUnlessOverwriteIsGiven) {
+  const fs::path in = make_input(dir.path()), out = dir.path() / "out";
+  auto batch = [&](const std::string& options) {
+    return imgpipe("batch " + quoted(in) + " " + quoted(out) + " --format ppm " + options);
+  };
+  ASSERT_EQ(batch("--ops flip=h").exit_code, 0);
+  const auto first = snapshot(out);
+  const CommandResult again = batch("--ops flip=v");
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_TRUE(contains(again.output, "exists; --overwrite replaces it")) << again.output;
+  EXPECT_TRUE(contains(again.output, "0 done, " + std::to_string(first.size()) + " failed")) << again.output;
+  EXPECT_EQ(snapshot(out), first);
+  const CommandResult forced = batch("--ops flip=v --overwrite");
+  EXPECT_EQ(forced.exit_code, 0) << forced.output;
+  EXPECT_NE(snapshot(out), first);
+}
+
+TEST_F(Cli, ABadFileIsReportedAndTheRestAreProcessed) {
+  const fs::path in = make_input(dir.path()), out = dir.path() / "out";
+  testing::write_bytes(in / "broken.ppm", "P6 100 100 255\nnot enough pixels");
+  const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops box=3");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, (in / "broken.ppm").string() + ": truncated raster")) << run.output;
+  EXPECT_FALSE(fs::exists(out / "broken.ppm"));
+  for (const auto& entry : fs::directory_iterator(photo_folder())) {
+    EXPECT_TRUE(fs::exists(out / entry.path().filename())) << entry.path();
+  }
+}
+
+TEST_F(Cli, TwoInputsWithOneOutputNameAreNotMixedUp) {
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  fs::create_directories(in);
+  io::write_image(in / "a.ppm", testing::random_image({4, 4}, 1));
+  io::write_image(in / "a.PPM", testing::random_image({6, 6}, 2));
+  const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h --format ppm");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "is already made from")) << run.output;
+}
+
+TEST(CliUsage, BadChainIsAUsageErrorNamingTheToken) {
+  TempDir dir;
+  const CommandResult run = imgpipe("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") +
+                          " --ops 'resize=640x480,gaussian=4'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "bad op 'gaussian=4'")) << run.output;
+  EXPECT_TRUE(contains(run.output, "odd integer from 3 to 31")) << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
+}
+
+TEST(CliUsage, MissingInputFolderIsAUsageError) {
+  TempDir dir;
+  const CommandResult run = imgpipe("batch " + quoted(dir.path() / "nope") + " " + quoted(dir.path() / "out") + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, (dir.path() / "nope").string())) << run.output;
+  EXPECT_TRUE(contains(run.output, "does not exist")) << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
+}
+
+TEST(CliUsage, OutputInsideOrEqualToInputIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "in");
+  io::write_image(dir.path() / "in" / "a.ppm", testing::random_image({4, 4}, 1));
+  for (const fs::path& out : {dir.path() / "in" / "out", dir.path() / "in", dir.path() / "in" / "."}) {
+    const CommandResult run = imgpipe("batch " + quoted(dir.path() / "in") + " " + quoted(out) + " --ops flip=h");
+    EXPECT_EQ(run.exit_code, 2) << out << run.output;
+    EXPECT_TRUE(contains(run.output, "is the input folder")) << run.output;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "in" / "out"));
+}
+
+TEST(CliUsage, UnknownOptionsAndValuesAreUsageErrors) {
+  EXPECT_EQ(imgpipe("").exit_code, 2);
+  EXPECT_EQ(imgpipe("frobnicate").exit_code, 2);
+  EXPECT_EQ(imgpipe("batch a b --ops flip=h --backend gpu").exit_code, 2);
+  EXPECT_EQ(imgpipe("batch a b --ops flip=h --quality 101").exit_code, 2);
+}
+
+TEST(CliUsage, ExplicitGpuBackendWithoutADeviceFailsClearly) {
+  for (const BackendInfo& b : available_backends()) {
+    if (b.kind == BackendKind::optimized && b.usable) GTEST_SKIP() << "a CUDA device is usable here";
+  }
+  TempDir dir;
+  const CommandResult run = imgpipe("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") +
+                          " --ops flip=h --backend optimized");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "backend 'optimized' needs a CUDA device; none is usable here")) << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
+}
+
+TEST(CliInfo, BackendsListsEveryKindAndWhatAutoPicks) {
+  const CommandResult run = imgpipe("backends");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (const char* kind : {"cpu", "naive", "optimized", "auto picks:"}) EXPECT_TRUE(contains(run.output, kind)) << kind;
+}
+
+TEST(CliInfo, VersionAndHelp) {
+  const CommandResult version = imgpipe("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.output, "imgpipe " IMGPIPE_EXPECTED_VERSION "\n");
+  const CommandResult help = imgpipe("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* part : {"batch", "backends", "resize=WxH", "gaussian=K", "Exit codes"}) {
+    EXPECT_TRUE(contains(help.output, part)) << part;
+  }
+}
+
+#ifdef IMGPIPE_TEST_WITH_OPENCV
+// The acceptance check: the main job on the cpu backend equals OpenCV's own resize + GaussianBlur.
+TEST(CliMainJob, CpuBackendMatchesOpenCvResizeAndGaussianBlur) {
+  TempDir dir;
+  const fs::path in = fs::path(IMGPIPE_DATA_DIR) / "images", out = dir.path() / "out";
+  const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) +
+                          " --ops 'resize=640x480,gaussian=5:1.0' --backend cpu --format png");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const auto& entry : fs::directory_iterator(in)) {
+    cv::Mat expected;
+    cv::resize(cv::imread(entry.path().string(), cv::IMREAD_COLOR), expected, cv::Size(640, 480), 0, 0,
+               cv::INTER_LINEAR);
+    cv::GaussianBlur(expected, expected, cv::Size(5, 5), 1.0, 1.0, cv::BORDER_REFLECT_101);
+    const cv::Mat got = cv::imread((out / entry.path().filename().replace_extension(".png")).string());
+    ASSERT_EQ(got.size(), expected.size()) << entry.path();
+    EXPECT_LE(cv::norm(got, expected, cv::NORM_INF), 1) << entry.path();  // largest difference of any byte
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace imgpipe

@@ -1,0 +1,147 @@
+// The OpenCV side of read_image / write_image: every format converts to and from 8-bit RGB correctly.
+// Fixtures are made with OpenCV directly, so the channel order is checked against OpenCV's own (BGR).
+#include "image_file.hpp"
+#include "test_images.hpp"
+#include "test_io_helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+
+namespace imgpipe::io {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+TEST(ImageCodecs, LosslessFormatsRoundTripExactly) {
+  TempDir dir;
+  const Image image = testing::random_image({45, 31}, 4);
+  for (const char* name : {"a.png", "a.bmp", "a.tif", "a.tiff", "a.PNG"}) {
+    write_image(dir.path() / name, image);
+    const ReadResult back = read_image(dir.path() / name);
+    EXPECT_EQ(testing::max_abs_diff(back.image, image), 0) << name;
+    EXPECT_TRUE(back.warnings.empty()) << name;
+  }
+}
+
+double mean_abs_diff(const Image& a, const Image& b) {
+  EXPECT_EQ(a.size(), b.size());
+  if (a.size() != b.size()) return 255;
+  double total = 0;
+  for (std::size_t i = 0; i < a.bytes(); ++i) total += std::abs(a.data()[i] - b.data()[i]);
+  return total / a.bytes();
+}
+
+TEST(ImageCodecs, JpegAndWebpFollowQuality) {
+  TempDir dir;
+  const Image image = testing::synthetic_image({160, 120}, 5);
+  for (const char* ext : {".jpg", ".jpeg", ".webp"}) {
+    const fs::path high = dir.path() / (std::string("high") + ext), low = dir.path() / (std::string("low") + ext);
+    write_image(high, image, 95);
+    write_image(low, image, 20);
+    EXPECT_LT(fs::file_size(low), fs::file_size(high)) << ext;
+    const double high_error = mean_abs_diff(read_image(high).image, image);
+    EXPECT_LT(high_error, mean_abs_diff(read_image(low).image, image)) << ext;
+    EXPECT_LT(high_error, 8.0) << ext;  // the synthetic image carries noise of sigma 6, which lossy codecs smooth
+  }
+}
+
+TEST(ImageCodecs, ChannelOrderIsRgbInMemory) {
+  TempDir dir;
+  cv::Mat bgr(1, 2, CV_8UC3);
+  bgr.at<cv::Vec3b>(0, 0) = {0, 0, 255};  // red, as OpenCV stores it
+  bgr.at<cv::Vec3b>(0, 1) = {255, 0, 0};  // blue
+  cv::imwrite((dir.path() / "in.png").string(), bgr);
+  const Image rgb = read_image(dir.path() / "in.png").image;
+  EXPECT_EQ(rgb.at(0, 0, 0), 255);
+  EXPECT_EQ(rgb.at(0, 0, 2), 0);
+  EXPECT_EQ(rgb.at(1, 0, 2), 255);
+
+  write_image(dir.path() / "out.png", rgb);
+  const cv::Mat again = cv::imread((dir.path() / "out.png").string(), cv::IMREAD_UNCHANGED);
+  EXPECT_EQ(again.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 255));
+  EXPECT_EQ(again.at<cv::Vec3b>(0, 1), cv::Vec3b(255, 0, 0));
+}
+
+TEST(ImageCodecs, GrayscaleIsExpandedToThreeChannels) {
+  TempDir dir;
+  cv::Mat gray(2, 3, CV_8UC1);
+  for (int i = 0; i < 6; ++i) gray.data[i] = static_cast<std::uint8_t>(i * 40);
+  cv::imwrite((dir.path() / "gray.png").string(), gray);
+  const ReadResult read = read_image(dir.path() / "gray.png");
+  ASSERT_EQ(read.image.size(), (Size{3, 2}));
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(read.image.at(2, 1, c), 200);
+  EXPECT_TRUE(read.warnings.empty());
+}
+
+TEST(ImageCodecs, SixteenBitSamplesAreScaledDown) {
+  TempDir dir;
+  cv::Mat deep(1, 3, CV_16UC3);
+  deep.at<cv::Vec3w>(0, 0) = {0, 0, 0};
+  deep.at<cv::Vec3w>(0, 1) = {257 * 100, 257 * 100, 257 * 100};
+  deep.at<cv::Vec3w>(0, 2) = {65535, 65535, 65535};
+  cv::imwrite((dir.path() / "deep.png").string(), deep);
+  const Image image = read_image(dir.path() / "deep.png").image;
+  EXPECT_EQ(image.at(0, 0, 0), 0);
+  EXPECT_EQ(image.at(1, 0, 1), 100);
+  EXPECT_EQ(image.at(2, 0, 2), 255);
+}
+
+TEST(ImageCodecs, AlphaIsDroppedWithAWarningOnlyWhenSomethingIsTransparent) {
+  TempDir dir;
+  cv::Mat bgra(2, 2, CV_8UC4, cv::Scalar(10, 20, 30, 255));
+  cv::imwrite((dir.path() / "opaque.png").string(), bgra);
+  const ReadResult opaque = read_image(dir.path() / "opaque.png");
+  EXPECT_TRUE(opaque.warnings.empty());
+  EXPECT_EQ(opaque.image.at(1, 1, 0), 30);
+
+  bgra.at<cv::Vec4b>(1, 0)[3] = 0;
+  cv::imwrite((dir.path() / "holes.png").string(), bgra);
+  const ReadResult holes = read_image(dir.path() / "holes.png");
+  ASSERT_EQ(holes.warnings.size(), 1u);
+  EXPECT_NE(holes.warnings[0].find("alpha channel was dropped"), std::string::npos);
+  EXPECT_EQ(holes.image.at(0, 1, 2), 10);  // a transparent pixel keeps its stored colour
+}
+
+TEST(ImageCodecs, FloatSamplesAreRefusedClearly) {
+  TempDir dir;
+  cv::imwrite((dir.path() / "float.tif").string(), cv::Mat(2, 2, CV_32FC3, cv::Scalar(0.5, 0.5, 0.5)));
+  try {
+    read_image(dir.path() / "float.tif");
+    FAIL() << "read float samples";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.reason().find("32F are not supported"), std::string::npos) << e.reason();
+  }
+}
+
+// A JPEG whose EXIF says "rotate 90 degrees clockwise to display" (orientation 6).
+std::vector<std::uint8_t> jpeg_with_orientation_6(const cv::Mat& bgr) {
+  std::vector<std::uint8_t> jpeg;
+  cv::imencode(".jpg", bgr, jpeg, {cv::IMWRITE_JPEG_QUALITY, 100});
+  const std::uint8_t tiff[] = {'I', 'I', 42, 0, 8, 0, 0, 0,       // little-endian TIFF header, IFD at 8
+                               1, 0,                               // one entry
+                               0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0,  // Orientation, SHORT, 1, value 6
+                               0, 0, 0, 0};                        // no next IFD
+  std::vector<std::uint8_t> app1 = {0xFF, 0xE1, 0, 0, 'E', 'x', 'i', 'f', 0, 0};
+  app1.insert(app1.end(), std::begin(tiff), std::end(tiff));
+  const std::size_t length = app1.size() - 2;
+  app1[2] = static_cast<std::uint8_t>(length >> 8);
+  app1[3] = static_cast<std::uint8_t>(length & 0xFF);
+  jpeg.insert(jpeg.begin() + 2, app1.begin(), app1.end());  // right after SOI
+  return jpeg;
+}
+
+TEST(ImageCodecs, JpegExifOrientationIsApplied) {
+  TempDir dir;
+  cv::Mat bgr(16, 32, CV_8UC3, cv::Scalar(0, 0, 0));
+  bgr(cv::Rect(0, 0, 8, 8)).setTo(cv::Scalar(255, 255, 255));  // a white block at the top left
+  const std::vector<std::uint8_t> jpeg = jpeg_with_orientation_6(bgr);
+  testing::write_bytes(dir.path() / "turned.jpg", std::string(jpeg.begin(), jpeg.end()));
+  const Image image = read_image(dir.path() / "turned.jpg").image;
+  ASSERT_EQ(image.size(), (Size{16, 32}));
+  EXPECT_GT(image.at(12, 3, 0), 200);  // turned clockwise, the block is now at the top right
+  EXPECT_LT(image.at(3, 3, 0), 50);
+}
+
+}  // namespace
+}  // namespace imgpipe::io
