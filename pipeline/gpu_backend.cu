@@ -1,0 +1,395 @@
+// The GPU backends: a chain planned once for the device (taps uploaded, kernels chosen), then run on
+// device-resident frames, frame after frame, on the caller's stream.
+//   naive:     every op on the interleaved frame with the naive kernels, ping-ponging between two AoS buffers.
+//   optimized: one deinterleave into planes, every op on planes with the optimized kernels, ping-ponging
+//              between two plane buffers, one interleave at the end. Filter taps sit in __constant__ slots
+//              from construction on; textures are made when a plane buffer is (re)allocated; buffers grow to
+//              the largest frame seen, so once warm nothing is allocated or uploaded per frame.
+#include "gpu_backend.hpp"
+
+#include "colour.cuh"
+#include "convolve.cuh"
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+#include "layout.cuh"
+#include "resize.cuh"
+#include "stats.cuh"
+#include "transpose.cuh"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <variant>
+#include <vector>
+
+namespace imgpipe {
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
+
+cuda::AosView aos(std::uint8_t* data, Size s) { return {data, extent_of(s), 3 * static_cast<std::size_t>(s.width)}; }
+cuda::ConstAosView aos(const std::uint8_t* data, Size s) {
+  return {data, extent_of(s), 3 * static_cast<std::size_t>(s.width)};
+}
+
+cuda::BorderMode border_of(Border b) {
+  return b == Border::replicate ? cuda::BorderMode::replicate : cuda::BorderMode::reflect101;
+}
+
+cuda::Dihedral dihedral_of(const Rotate& r) {
+  switch (r.degrees) {
+    case 90: return cuda::Dihedral::rotate90;
+    case 180: return cuda::Dihedral::rotate180;
+    case 270: return cuda::Dihedral::rotate270;
+  }
+  throw std::invalid_argument("GPU backend: rotate by " + std::to_string(r.degrees) + " degrees");
+}
+cuda::Dihedral dihedral_of(const Flip& f) {
+  return f.axis == Flip::Axis::horizontal ? cuda::Dihedral::flip_h : cuda::Dihedral::flip_v;
+}
+
+// 1-D weights of the separable filters, as the chain defines them.
+std::vector<double> weights_1d(const Gaussian& g) { return gaussian_weights(g.ksize, g.sigma); }
+std::vector<double> weights_1d(const Box& b) { return std::vector<double>(static_cast<std::size_t>(b.ksize), 1.0 / b.ksize); }
+
+const std::vector<double> kSharpen = {0, -1, 0, -1, 5, -1, 0, -1, 0};
+
+std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+// KxK row-major taps, the outer product of 1-D weights (computed in double, rounded once).
+std::vector<double> outer(const std::vector<double>& w) {
+  std::vector<double> taps;
+  taps.reserve(w.size() * w.size());
+  for (double wy : w)
+    for (double wx : w) taps.push_back(wy * wx);
+  return taps;
+}
+
+// Frame size before op i at index i, after the last op at index ops.size(); refilled per frame, no allocation.
+void fill_sizes(const Chain& chain, Size in, std::vector<Size>& sizes) {
+  sizes.resize(chain.ops.size() + 1);
+  sizes[0] = in;
+  for (std::size_t i = 0; i < chain.ops.size(); ++i) sizes[i + 1] = output_size(chain.ops[i], sizes[i]);
+}
+
+// ----------------------------------------------------------------------------------------------- naive
+
+class NaivePlan {
+ public:
+  explicit NaivePlan(const Chain& chain) : chain_(chain) {
+    for (const Op& op : chain.ops) {
+      Step step;
+      const auto upload = [&step](const std::vector<double>& taps, int ksize) {
+        const std::vector<float> f = to_float(taps);
+        step.taps.grow(f.size() * sizeof(float));
+        IMGPIPE_CUDA_CHECK(cudaMemcpy(step.taps.data(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
+        step.ksize = ksize;
+      };
+      if (const auto* g = std::get_if<Gaussian>(&op)) upload(outer(weights_1d(*g)), g->ksize);
+      if (const auto* b = std::get_if<Box>(&op)) upload(outer(weights_1d(*b)), b->ksize);
+      if (std::holds_alternative<Sharpen>(op)) upload(kSharpen, 3);
+      steps_.push_back(std::move(step));
+    }
+  }
+
+  void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
+    fill_sizes(chain_, in_size, sizes_);
+    const std::size_t n = chain_.ops.size();
+    if (n == 0) {
+      IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(out, in, in_size.rgb_bytes(), cudaMemcpyDeviceToDevice, stream));
+      return;
+    }
+    std::size_t scratch = 0;  // intermediate frames only: the first op reads `in`, the last writes `out`
+    for (std::size_t i = 1; i < n; ++i) scratch = std::max(scratch, sizes_[i].rgb_bytes());
+    frames_[0].grow(scratch);
+    frames_[1].grow(scratch);
+    const std::uint8_t* src = in;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint8_t* dst = i + 1 == n ? out : frames_[i % 2].data();
+      run_op(i, aos(src, sizes_[i]), aos(dst, sizes_[i + 1]), stream);
+      src = dst;
+    }
+  }
+
+ private:
+  struct Step {
+    cuda::DeviceBuffer taps;  // KxK filter taps in global memory, uploaded at plan time
+    int ksize = 0;
+  };
+
+  void run_op(std::size_t i, cuda::ConstAosView in, cuda::AosView out, cudaStream_t stream) {
+    const Step& step = steps_[i];
+    const auto filter = [&](Border border) {
+      cuda::filter2d_naive(in, out, reinterpret_cast<const float*>(step.taps.data()), step.ksize, border_of(border),
+                           stream);
+    };
+    std::visit(Overloaded{
+                   [&](const Resize& r) {
+                     if (r.interp == Interp::linear) cuda::resize_linear_naive(in, out, stream);
+                     else cuda::resize_nearest_naive(in, out, stream);
+                   },
+                   [&](const Gaussian& g) { filter(g.border); },
+                   [&](const Box& b) { filter(b.border); },
+                   [&](const Sharpen& s) { filter(s.border); },
+                   [&](const Sobel& s) { cuda::sobel_naive(in, out, border_of(s.border), stream); },
+                   [&](const Transpose&) { cuda::dihedral_naive(cuda::Dihedral::transpose, in, out, stream); },
+                   [&](const Rotate& r) { cuda::dihedral_naive(dihedral_of(r), in, out, stream); },
+                   [&](const Flip& f) { cuda::dihedral_naive(dihedral_of(f), in, out, stream); },
+                   [&](const Gray&) { cuda::gray_naive(in, out, stream); },
+                   [&](const Normalize&) { cuda::normalize_naive(in, out, normalize_, stream); },
+               },
+               chain_.ops[i]);
+  }
+
+  Chain chain_;
+  std::vector<Step> steps_;
+  std::vector<Size> sizes_;
+  cuda::DeviceBuffer frames_[2];
+  cuda::NormalizeScratch normalize_;
+};
+
+// ------------------------------------------------------------------------------------------- optimized
+// A stage reads frame `extent` from plane buffer `in` and writes the whole of `out`.
+
+bool same_planes(const cuda::ConstPlanesView& a, const cuda::ConstPlanesView& b) {
+  return a.plane[0] == b.plane[0] && a.plane[1] == b.plane[1] && a.plane[2] == b.plane[2] && a.pitch == b.pitch &&
+         a.extent.width == b.extent.width && a.extent.height == b.extent.height;
+}
+
+struct ResizeLinearStage {
+  // Textures over the whole input buffer, made when that buffer is first seen or reallocated. Where the
+  // texture unit cannot cover it (over 65000 rows), the hand-written bilinear runs instead.
+  std::optional<cuda::LinearPlaneTextures> textures;
+  cuda::ConstPlanesView planned_for;
+
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    const cuda::ConstPlanesView whole = in.whole();
+    if (!same_planes(whole, planned_for)) {
+      textures.reset();
+      if (cuda::LinearPlaneTextures::fit(whole)) textures.emplace(whole);
+      planned_for = whole;
+    }
+    if (textures) {
+      cuda::resize_linear_planes(*textures, extent, out, stream);
+    } else {
+      cuda::resize_linear_planes_hand(cuda::as_const(in.view(extent)), out, stream);
+    }
+  }
+};
+
+struct ResizeNearestStage {
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::resize_nearest_planes(cuda::as_const(in.view(extent)), out, stream);
+  }
+};
+
+struct SeparableStage {  // gaussian, box
+  cuda::ConstantTaps taps;
+  cuda::BorderMode border;
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::separable_planes(cuda::as_const(in.view(extent)), out, taps, border, stream);
+  }
+};
+
+struct SharpenStage {
+  cuda::ConstantTaps taps;
+  cuda::BorderMode border;
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::filter3x3_planes(cuda::as_const(in.view(extent)), out, taps, border, stream);
+  }
+};
+
+struct SobelStage {
+  cuda::BorderMode border;
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::sobel_planes(cuda::as_const(in.view(extent)), out, border, stream);
+  }
+};
+
+struct DihedralStage {
+  cuda::Dihedral op;
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::dihedral_tiled_padded(op, cuda::as_const(in.view(extent)), out, stream);
+  }
+};
+
+struct GrayStage {
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::gray_planes(cuda::as_const(in.view(extent)), out, stream);
+  }
+};
+
+struct NormalizeStage {
+  cuda::NormalizeScratch scratch;
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::normalize_planes(cuda::as_const(in.view(extent)), out, scratch, stream);
+  }
+};
+
+using Stage = std::variant<ResizeLinearStage, ResizeNearestStage, SeparableStage, SharpenStage, SobelStage,
+                           DihedralStage, GrayStage, NormalizeStage>;
+
+// The stage that runs `op` on planes; filter taps go to constant memory here, once.
+Stage make_stage(const Op& op) {
+  const auto separable = [](const std::vector<double>& w, Border border) -> Stage {
+    return SeparableStage{cuda::ConstantTaps(to_float(w)), border_of(border)};
+  };
+  return std::visit(
+      Overloaded{
+          [](const Resize& r) -> Stage {
+            if (r.interp == Interp::linear) return ResizeLinearStage{};
+            return ResizeNearestStage{};
+          },
+          [&](const Gaussian& g) { return separable(weights_1d(g), g.border); },
+          [&](const Box& b) { return separable(weights_1d(b), b.border); },
+          [](const Sharpen& s) -> Stage { return SharpenStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(s.border)}; },
+          [](const Sobel& s) -> Stage { return SobelStage{border_of(s.border)}; },
+          [](const Transpose&) -> Stage { return DihedralStage{cuda::Dihedral::transpose}; },
+          [](const Rotate& r) -> Stage { return DihedralStage{dihedral_of(r)}; },
+          [](const Flip& f) -> Stage { return DihedralStage{dihedral_of(f)}; },
+          [](const Gray&) -> Stage { return GrayStage{}; },
+          [](const Normalize&) -> Stage { return NormalizeStage{}; },
+      },
+      op);
+}
+
+class OptimizedPlan {
+ public:
+  // One stage per op, each covering ops [first, first + count) of the chain. This is where stages fuse: a
+  // linear resize directly followed by gaussian or box at the head of the chain is one pass of
+  // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input, replacing the
+  // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
+  // writes `out`, or an AoS scratch frame that the deinterleave then starts from.
+  explicit OptimizedPlan(const Chain& chain) : chain_(chain) {
+    for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i]), i, 1});
+  }
+
+  void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
+    fill_sizes(chain_, in_size, sizes_);
+    // Buffer k holds the frames at even (k = 0) or odd (k = 1) positions of the stage sequence, so each
+    // grows only to the frames it holds: a transpose does not make both buffers square.
+    cuda::Extent need[2] = {};
+    for (std::size_t p = 0; p <= stages_.size(); ++p) {
+      const Size s = sizes_[p == 0 ? 0 : stages_[p - 1].first + stages_[p - 1].count];
+      need[p % 2].width = std::max(need[p % 2].width, s.width);
+      need[p % 2].height = std::max(need[p % 2].height, s.height);
+    }
+    planes_[0].reserve(need[0]);
+    if (!stages_.empty()) planes_[1].reserve(need[1]);
+
+    cuda::deinterleave(aos(in, in_size), planes_[0].view(extent_of(in_size)), stream);
+    int current = 0;
+    for (PlannedStage& s : stages_) {
+      const cuda::Extent from = extent_of(sizes_[s.first]);
+      const cuda::Extent to = extent_of(sizes_[s.first + s.count]);
+      std::visit([&](auto& stage) { stage.run(planes_[current], from, planes_[1 - current].view(to), stream); },
+                 s.stage);
+      current = 1 - current;
+    }
+    const Size out_size = sizes_.back();
+    cuda::interleave(cuda::as_const(planes_[current].view(extent_of(out_size))), aos(out, out_size), stream);
+  }
+
+ private:
+  struct PlannedStage {
+    Stage stage;
+    std::size_t first;  // the ops it covers
+    std::size_t count;
+  };
+
+  Chain chain_;
+  std::vector<PlannedStage> stages_;
+  std::vector<Size> sizes_;
+  cuda::PlaneBuffer planes_[2];
+};
+
+using Plan = std::variant<NaivePlan, OptimizedPlan>;
+
+Plan make_plan(GpuPath path, const Chain& chain) {
+  if (path == GpuPath::naive) return Plan(std::in_place_type<NaivePlan>, chain);
+  return Plan(std::in_place_type<OptimizedPlan>, chain);
+}
+
+// ---------------------------------------------------------------------------------------------- backend
+
+class GpuBackend final : public Backend {
+ public:
+  explicit GpuBackend(GpuPath path) : path_(path) {
+    if (path == GpuPath::optimized) stream_ = cuda::Stream::create();
+  }
+
+  std::string name() const override { return path_ == GpuPath::naive ? "naive" : "optimized"; }
+
+  void set_chain(const Chain& chain) override {
+    chain_.reset();  // release the old plan's constant-memory slots first
+    chain_.emplace(path_, chain);
+  }
+
+  void process(ConstFrameView in, FrameView out) override {
+    if (!chain_) throw std::logic_error(name() + " backend: process() before set_chain()");
+    const Size expected = output_size(chain_->chain(), in.size);
+    if (out.size != expected) {
+      throw std::invalid_argument(name() + " backend: output is " + to_string(out.size) + ", the chain makes " +
+                                  to_string(expected) + " from " + to_string(in.size));
+    }
+    device_in_.grow(in.size.rgb_bytes());
+    device_out_.grow(out.size.rgb_bytes());
+    if (path_ == GpuPath::naive) {
+      // The baseline: pageable synchronous copies, and the kernels on the legacy default stream, which
+      // orders them after the upload and before the download.
+      IMGPIPE_CUDA_CHECK(cudaMemcpy(device_in_.data(), in.data, in.size.rgb_bytes(), cudaMemcpyHostToDevice));
+      chain_->run(device_in_.data(), in.size, device_out_.data(), cudaStreamLegacy);
+      IMGPIPE_CUDA_CHECK(cudaMemcpy(out.data, device_out_.data(), out.size.rgb_bytes(), cudaMemcpyDeviceToHost));
+      return;
+    }
+    const cudaStream_t stream = stream_.get();
+    IMGPIPE_CUDA_CHECK(
+        cudaMemcpyAsync(device_in_.data(), in.data, in.size.rgb_bytes(), cudaMemcpyHostToDevice, stream));
+    chain_->run(device_in_.data(), in.size, device_out_.data(), stream);
+    IMGPIPE_CUDA_CHECK(
+        cudaMemcpyAsync(out.data, device_out_.data(), out.size.rgb_bytes(), cudaMemcpyDeviceToHost, stream));
+    stream_.synchronize();
+  }
+
+ private:
+  GpuPath path_;
+  cuda::Stream stream_;  // optimized only: its own non-blocking stream
+  std::optional<DeviceChain> chain_;
+  cuda::DeviceBuffer device_in_, device_out_;
+};
+
+}  // namespace
+
+struct DeviceChain::Impl {
+  Impl(GpuPath p, const Chain& c) : path(p), chain(c), plan(make_plan(p, c)) {}
+  GpuPath path;
+  Chain chain;
+  Plan plan;
+};
+
+DeviceChain::DeviceChain(GpuPath path, const Chain& chain) : impl_(std::make_unique<Impl>(path, chain)) {}
+DeviceChain::~DeviceChain() = default;
+DeviceChain::DeviceChain(DeviceChain&&) noexcept = default;
+DeviceChain& DeviceChain::operator=(DeviceChain&&) noexcept = default;
+
+GpuPath DeviceChain::path() const { return impl_->path; }
+const Chain& DeviceChain::chain() const { return impl_->chain; }
+
+void DeviceChain::run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
+  std::visit([&](auto& plan) { plan.run(in, in_size, out, stream); }, impl_->plan);
+}
+
+std::unique_ptr<Backend> make_gpu_backend(GpuPath path) {
+  if (!cuda::device_available()) {
+    throw std::runtime_error(std::string("the ") + (path == GpuPath::naive ? "naive" : "optimized") +
+                             " GPU backend needs a CUDA device, and the CUDA runtime sees none here");
+  }
+  return std::make_unique<GpuBackend>(path);
+}
+
+}  // namespace imgpipe
