@@ -26,8 +26,11 @@ std::string no_device_reason() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   (void)cudaGetLastError();  // leave no error behind for later CUDA calls
-  if (error != cudaSuccess) return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
-  return "cudaGetDeviceCount: no CUDA device";
+  if (error == cudaSuccess) return "cudaGetDeviceCount: no CUDA device";
+  std::string reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
+  // On a machine with no NVIDIA driver at all, CUDA's words read like a version problem; say what they mean.
+  if (error == cudaErrorInsufficientDriver) reason += " (no NVIDIA driver here, or one older than this CUDA runtime)";
+  return reason;
 }
 
 // The device the GPU backends would run on, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)".

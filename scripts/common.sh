@@ -1,0 +1,39 @@
+# Shared by setup.sh and test.sh: install what is missing (Debian 12), then configure and build into build/.
+# Sourced, not run.
+
+# Build tools and the libraries CMake looks for. OpenCV is optional for imgpipe, but these scripts set up
+# the full build; the CUDA toolkit comes from NVIDIA, not from here.
+imgpipe_packages=(cmake ninja-build g++ libopencv-dev libgtest-dev libgmock-dev libcli11-dev libtbb-dev)
+
+install_missing() {
+  local missing=() package
+  for package in "${imgpipe_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "imgpipe: every package is already installed"
+    return
+  fi
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "imgpipe: installing ${missing[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# nvcc may be installed but not on PATH (NVIDIA's packages put it in /usr/local/cuda/bin).
+find_nvcc() {
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export CUDACXX=/usr/local/cuda/bin/nvcc
+  fi
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
+    echo "imgpipe: no CUDA toolkit (nvcc) found; install it from NVIDIA, or set CUDACXX to nvcc's path" >&2
+    exit 1
+  fi
+}
+
+build_imgpipe() {
+  find_nvcc
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j"$(nproc)"
+}
