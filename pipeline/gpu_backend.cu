@@ -264,7 +264,8 @@ class OptimizedPlan {
   // linear resize directly followed by gaussian or box at the head of the chain is one pass of
   // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input, replacing the
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
-  // writes `out`, or an AoS scratch frame that the deinterleave then starts from.
+  // writes `out`, or an AoS scratch frame that the deinterleave then starts from. The fused kernel refuses
+  // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames.
   explicit OptimizedPlan(const Chain& chain) : chain_(chain) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i]), i, 1});
   }
