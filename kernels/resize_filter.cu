@@ -1,0 +1,587 @@
+// Fused bilinear resize + separable filter, interleaved RGB8 in and out.
+//
+// Why it is fast:
+// - Bytes: resize-then-filter as two kernels moves the input once, the resized frame twice and the output
+//   once (1080p -> 720p: 6.2 + 2 * 2.8 + 2.8 = 14.5 MB). Fused, the resized tile and its filter halo live in
+//   shared memory and only the input and output touch DRAM: 6.2 + 2.8 = 9.0 MB, one launch instead of two
+//   (or five, with the deinterleave and interleave passes of a planar path).
+// - Loads and stores: the input is read in 16-byte loads, consecutive lanes on consecutive 16 bytes of a row,
+//   so each warp load is a fully used 512-byte run; the output tile is assembled in shared memory and
+//   written as 16-byte stores, 12 lanes per 192-byte tile row.
+// - Arithmetic: a downscale by 1.5 touches 2.25 input bytes per output byte, so the per-input-byte work sets
+//   the pace. The vertical interpolation, which every staged byte goes through, is integer: one dp2a
+//   instruction weighs a byte of each source row with 16-bit weights (no int->float conversions, whose
+//   throughput is 1/8 of an FMA's). The horizontal interpolation stays integer too (two IMADs) and rounds
+//   half up exactly as OpenCV does, by taking the top byte of a 2^23-biased sum. Only the filter, where the
+//   taps are, runs in float.
+// - Shared memory on chip, as planes: the resized tile is three 8-bit planes (SoA) with an odd word stride,
+//   the row-filtered tile three float planes whose stride is 4 (mod 32) words, so the lanes of each pass hit
+//   distinct banks. The row pass reads four resized pixels per 32-bit word; the column pass reads float4s
+//   and keeps 8 outputs per thread in registers, loading K + 7 rows for 8 outputs instead of 8K.
+// - Taps: in this file's __constant__ bank, one slot per ResizeFilterTaps, uploaded once; a warp reads one
+//   tap at a time, which the constant cache broadcasts. The radius is a template parameter, so every tap loop
+//   unrolls and the taps sit in registers.
+// - Borders: the resized tile is built with its border already applied (reflect101 or replicate): the
+//   column and row source tables are computed once per block, and only blocks whose halo leaves the frame
+//   run the border arithmetic there (a block-uniform branch). Both filter passes are then branch-free for
+//   every block.
+//
+// One block computes a 64x32 tile of the output (all three channels) with 192 threads, in six steps
+// separated by barriers:
+//   1. source tables: for each of the 32 + 2r resized rows the tile needs (filter halo included, border
+//      applied) its two source rows and their weights; the same for each resized column; the span of
+//      source columns the tile reads.
+//   2. vertical interpolation: the source rows' bytes over the columns the tile reads, interpolated into
+//      16-bit fixed point (8 fraction bits), still interleaved, in shared memory.
+//   3. horizontal interpolation: the resized tile, rounded to 8 bits, as three planes.
+//      (Steps 2-3 repeat over groups of rows when a very wide downscale makes the staged rows large.)
+//   4. row pass: the K taps along each resized row -> float planes (halo rows included).
+//   5. column pass: the K taps down each column, rounded half up -> the interleaved output tile.
+//   6. copy-out: 16-byte stores of the output tile's rows that lie inside the frame.
+#include "resize_filter.cuh"
+
+#include "cuda_check.hpp"
+#include "pixel.cuh"
+#include "tap_slots.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace imgpipe::cuda {
+namespace {
+
+constexpr int kMaxRadius = (kResizeFilterMaxTaps - 1) / 2;
+constexpr int kTapSlots = 64;  // fused filters planned at once in the process (7.8 KiB of constant memory)
+__constant__ float c_taps[kTapSlots][kResizeFilterMaxTaps];
+
+TapSlots<kTapSlots>& tap_slots() {
+  static TapSlots<kTapSlots> slots;
+  return slots;
+}
+
+// ------------------------------------------------------------------------------------------- geometry
+
+constexpr int kTileW = 64;                                  // output columns per block
+constexpr int kTileH = 32;                                  // output rows per block
+constexpr int kColRows = 8;                                 // output rows per thread in the column pass
+constexpr int kQuads = kTileW / 4;                          // 4-pixel groups across a tile row
+constexpr int kThreads = kQuads * 3 * (kTileH / kColRows);  // 192: one column-pass item per thread
+constexpr int kTableThreads = 64;                           // step 1: warps 0-1 build the row table, the
+                                                            // warps after them the column table
+constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
+constexpr int kChunkPixels = 16;                            // the span starts on 16 pixels = 3 chunks
+constexpr int kOutRowBytes = 3 * kTileW;                    // 192: one interleaved output tile row
+constexpr int kOutPieces = kOutRowBytes / 16;               // 16-byte stores per output tile row
+constexpr int kRowsStride = kTileW + 4;                     // floats; 4 (mod 32) words: no bank conflicts
+constexpr int kStagingBudget = 32 * 1024;                   // staged-row bytes per pass, at least
+constexpr unsigned kUnitWeight = 1u << 16;                  // bilinear weights: fixed point, 1/65536
+constexpr unsigned kSameRowWeights = 0x80008000u;           // 1/2 + 1/2 of one source row (a dp2a pair)
+constexpr int kMaxDimension = 65535;
+constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which every radius fits
+
+constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
+constexpr int max_of(int a, int b) { return a > b ? a : b; }
+
+// Per filter radius r: the resized tile is (64 + 2r) x (32 + 2r); the row pass reads 4 + 2r resized bytes
+// (whole words) per 4 outputs.
+constexpr int tile_rows(int r) { return kTileH + 2 * r; }
+constexpr int tile_cols(int r) { return kTileW + 2 * r; }
+constexpr int row_pass_words(int r) { return 1 + (r + 1) / 2; }
+constexpr int resized_words(int r) { return kQuads + row_pass_words(r) - 1; }  // words per resized row
+constexpr int resized_stride(int r) { return resized_words(r) | 1; }           // odd: no bank conflicts
+// Shared memory: [row table | column table | span] [resized planes | output tile] [staged rows | row pass].
+constexpr int head_bytes(int r) { return align16(tile_rows(r) * 16 + 4 * resized_words(r) * 8 + 16); }
+constexpr int resized_bytes(int r) { return 3 * tile_rows(r) * resized_stride(r) * 4; }
+constexpr int out_tile_bytes() { return kTileH * kOutRowBytes; }
+constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes())); }
+constexpr int rows_pass_bytes(int r) { return 3 * tile_rows(r) * kRowsStride * 4; }
+
+static_assert(kThreads % 32 == 0 && kTileH % kColRows == 0 && kTileW % kChunkPixels == 0);
+static_assert(tile_rows(kMaxRadius) <= kTableThreads && kTableThreads + 4 * resized_words(kMaxRadius) <= kThreads);
+static_assert(3 * kChunkPixels % kChunkBytes == 0);
+
+struct Params {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::size_t in_frame, out_pitch, out_frame;
+  unsigned in_pitch;  // < 2^32 (checked): row addresses are one 32x32->64-bit multiply-add
+  int in_w, in_h, out_w, out_h;
+  float scale_x, scale_y;  // source pixels per output pixel
+  BorderMode border;
+  int slot;
+  int chunks;              // staging items per staged row: enough for the widest span any tile reads
+  unsigned chunks_magic;   // ceil(2^32 / chunks): item / chunks as one multiply-high (chunks > 1)
+  int staged_row_bytes;    // 32 * chunks: 16 source bytes -> 16 values of 16 bits
+  int chunk_rows;          // staged rows per pass of steps 2-3
+  bool vec_in, vec_out;    // 16-byte loads / stores are aligned
+};
+
+// -------------------------------------------------------------------------------------- device helpers
+
+// OpenCV INTER_LINEAR along one axis: output index d reads source i0 with weight 1 - w and i1 with w.
+// Left of the first centre: i0 = 0, w = 0; right of the last: i0 = len - 1, w = 0; i1 = min(i0 + 1, len - 1).
+struct LinearTaps {
+  int i0, i1;
+  float w;
+};
+__device__ __forceinline__ LinearTaps linear_taps(int d, float scale, int len) {
+  const float f = fmaf(static_cast<float>(d) + 0.5f, scale, -0.5f);
+  const float fl = floorf(f);
+  int i0 = static_cast<int>(fl);
+  float w = f - fl;
+  if (i0 < 0) {
+    i0 = 0;
+    w = 0.f;
+  }
+  if (i0 >= len - 1) {
+    i0 = len - 1;
+    w = 0.f;
+  }
+  return {i0, min(i0 + 1, len - 1), w};
+}
+
+// dp2a without the intrinsic's `volatile`, so the scheduler may interleave it with the loads.
+__device__ __forceinline__ unsigned dp2a_lo(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("dp2a.lo.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ unsigned dp2a_hi(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("dp2a.hi.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// Four bytes of row a and the same four of row b -> (65536 - beta) * a + beta * b + 128 per byte, whose bytes
+// 1-2 are the interpolated value in 1/256, rounded: four 16-bit values, in byte order.
+__device__ __forceinline__ uint2 lerp_rows(unsigned a, unsigned b, unsigned weights) {
+  const unsigned pairs01 = __byte_perm(a, b, 0x5140);  // a0 b0 a1 b1
+  const unsigned pairs23 = __byte_perm(a, b, 0x7362);  // a2 b2 a3 b3
+  const unsigned v0 = dp2a_lo(weights, pairs01, 128u);
+  const unsigned v1 = dp2a_hi(weights, pairs01, 128u);
+  const unsigned v2 = dp2a_lo(weights, pairs23, 128u);
+  const unsigned v3 = dp2a_hi(weights, pairs23, 128u);
+  return make_uint2(__byte_perm(v0, v1, 0x6521), __byte_perm(v2, v3, 0x6521));
+}
+
+// The top bytes of four sums, packed in order.
+__device__ __forceinline__ unsigned pack_top_bytes(unsigned s0, unsigned s1, unsigned s2, unsigned s3) {
+  return __byte_perm(__byte_perm(s0, s1, 0x0073), __byte_perm(s2, s3, 0x0073), 0x5410);
+}
+
+// Byte `b` of `word` as a float, exactly: 2^23 + byte is a float whose low mantissa bits are the byte.
+__device__ __forceinline__ float byte_as_float(unsigned word, int b) {
+  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7650u | static_cast<unsigned>(b))) - 8388608.f;
+}
+
+// floor(v) for v in [0, 256), as the low byte: adding 2^23 while rounding toward zero drops the fraction.
+// With 0.5 already added to v, that is round half up.
+__device__ __forceinline__ std::uint8_t floor_to_byte(float v) {
+  return static_cast<std::uint8_t>(__float_as_uint(__fadd_rz(v, 8388608.f)));
+}
+
+// Up to 16 bytes of a row that ends (or is misaligned) inside this chunk; missing bytes read as 0.
+__device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int available) {
+  unsigned w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int b = 0; b < kChunkBytes; ++b) {
+    if (b < available) w[b / 4] |= static_cast<unsigned>(p[b]) << (8 * (b % 4));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// ------------------------------------------------------------------------------------------------ kernel
+
+template <int R>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
+  constexpr int K = 2 * R + 1;
+  constexpr int kRows = tile_rows(R);
+  constexpr int kWords = resized_words(R);
+  constexpr int kStride = resized_stride(R);
+  constexpr int kRowsPerPass = kThreads / kWords;  // step 3: each thread keeps one word column
+  constexpr int kPassWords = row_pass_words(R);
+
+  // Each alias below is written only after a barrier that follows the last read of what it replaces.
+  extern __shared__ __align__(16) unsigned char smem[];
+  int4* const row_table = reinterpret_cast<int4*>(smem);                    // source rows a, b; weights
+  uint2* const col_table = reinterpret_cast<uint2*>(row_table + kRows);     // source columns; right weight
+  int2* const span = reinterpret_cast<int2*>(col_table + 4 * kWords);       // first source column, chunks
+  unsigned* const resized = reinterpret_cast<unsigned*>(smem + head_bytes(R));
+  std::uint8_t* const out_tile = smem + head_bytes(R);
+  unsigned char* const staged = smem + head_bytes(R) + region_a_bytes(R);
+  float* const rows_out = reinterpret_cast<float*>(staged);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int x0 = static_cast<int>(blockIdx.x) * kTileW;
+  const int y0 = static_cast<int>(blockIdx.y) * kTileH;
+  const int x_last = min(x0 + kTileW, p.out_w) - 1;  // last output column/row of this tile in the frame
+  const int y_last = min(y0 + kTileH, p.out_h) - 1;
+
+  // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
+  // output reads, with the border applied only where the halo leaves the frame (a block-uniform test).
+  if (tid < kTableThreads) {
+    if (tid < kRows) {
+      int ry = min(y0 - R + tid, y_last + R);
+      if (y0 - R < 0 || y0 + kTileH + R > p.out_h) ry = border_index(ry, p.out_h, p.border);
+      const LinearTaps t = linear_taps(ry, p.scale_y, p.in_h);
+      const unsigned beta = __float2uint_rn(t.w * 65536.f);
+      int ya = t.i0, yb = t.i1;
+      unsigned weights = (kUnitWeight - beta) | beta << 16;
+      if (beta == 0) {  // each weight must fit 16 bits: weigh row a twice by 1/2 instead of by 1 and 0
+        yb = ya;
+        weights = kSameRowWeights;
+      } else if (beta == kUnitWeight) {
+        ya = yb;
+        weights = kSameRowWeights;
+      }
+      row_table[tid] = make_int4(ya, yb, static_cast<int>(weights), 0);
+    }
+    if (tid == 0) {
+      // The sources of every resized column lie in [span0, span1] (the map is monotonic); span0 is rounded
+      // down to 16 pixels (48 bytes) so that the 16-byte loads stay aligned.
+      const int span0 = linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkPixels * kChunkPixels;
+      const int span1 = linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1;
+      *span = make_int2(span0, (3 * (span1 - span0 + 1) + kChunkBytes - 1) / kChunkBytes);
+    }
+  } else if (tid < kTableThreads + 4 * kWords) {
+    const int j = tid - kTableThreads;
+    int rx = min(x0 - R + j, x_last + R);
+    if (x0 - R < 0 || x0 + kTileW + R > p.out_w) rx = border_index(rx, p.out_w, p.border);
+    const LinearTaps t = linear_taps(rx, p.scale_x, p.in_w);
+    col_table[j] = make_uint2(static_cast<unsigned>(t.i0) | static_cast<unsigned>(t.i1) << 16,
+                              __float2uint_rn(t.w * 65536.f));
+  }
+  __syncthreads();
+
+  const int span0 = span->x;
+  const int chunks = span->y;
+  const std::uint8_t* const in_span = p.in + blockIdx.z * p.in_frame + 3 * span0;
+  const int bytes_left = 3 * (p.in_w - span0);  // bytes of a source row from span0 on
+
+  for (int first = 0; first < kRows; first += p.chunk_rows) {
+    const int rows = min(p.chunk_rows, kRows - first);
+
+    // ---- 2. Vertical interpolation: lanes on consecutive 16-byte chunks of one source row pair.
+    for (int item = tid; item < rows * p.chunks; item += kThreads) {
+      const int i = p.chunks == 1 ? item : static_cast<int>(__umulhi(static_cast<unsigned>(item), p.chunks_magic));
+      const int k = item - i * p.chunks;
+      if (k >= chunks) continue;
+      const int4 rt = row_table[first + i];
+      const std::uint8_t* const chunk = in_span + kChunkBytes * k;
+      const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.x)) * p.in_pitch;
+      const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.y)) * p.in_pitch;
+      const int available = bytes_left - kChunkBytes * k;
+      uint4 wa, wb;
+      if (p.vec_in && available >= kChunkBytes) {
+        wa = __ldg(reinterpret_cast<const uint4*>(a));
+        wb = __ldg(reinterpret_cast<const uint4*>(b));
+      } else {
+        wa = load_partial(a, available);
+        wb = load_partial(b, available);
+      }
+      const unsigned weights = static_cast<unsigned>(rt.z);
+      const uint2 v0 = lerp_rows(wa.x, wb.x, weights);
+      const uint2 v1 = lerp_rows(wa.y, wb.y, weights);
+      const uint2 v2 = lerp_rows(wa.z, wb.z, weights);
+      const uint2 v3 = lerp_rows(wa.w, wb.w, weights);
+      uint4* const dst = reinterpret_cast<uint4*>(staged + i * p.staged_row_bytes + 2 * kChunkBytes * k);
+      dst[0] = make_uint4(v0.x, v0.y, v1.x, v1.y);
+      dst[1] = make_uint4(v2.x, v2.y, v3.x, v3.y);
+    }
+    __syncthreads();
+
+    // ---- 3. Horizontal interpolation -> resized planes, 4 pixels (one word) per thread and channel.
+    if (tid < kRowsPerPass * kWords) {
+      // This thread's four resized columns (word u of each row): the staged offsets of both sources
+      // (3 values per pixel; low and high half) and the right source's weight.
+      const int u = tid % kWords;
+      unsigned col_offsets[4], col_right[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const uint2 t = col_table[4 * u + e];
+        col_offsets[e] = 3u * ((t.x & 0xFFFFu) - span0) | (3u * ((t.x >> 16) - span0)) << 16;
+        col_right[e] = t.y;
+      }
+      for (int i = tid / kWords; i < rows; i += kRowsPerPass) {
+        const std::uint16_t* const v = reinterpret_cast<const std::uint16_t*>(staged + i * p.staged_row_bytes);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          unsigned sum[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const unsigned left = v[(col_offsets[e] & 0xFFFFu) + c];
+            const unsigned right = v[(col_offsets[e] >> 16) + c];
+            // value * 2^24 + 2^23 (round half up) fits 32 bits: 65280 * 65536 + 2^23 < 2^32.
+            sum[e] = left * (kUnitWeight - col_right[e]) + right * col_right[e] + (1u << 23);
+          }
+          resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[0], sum[1], sum[2], sum[3]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+
+  float taps[K];
+#pragma unroll
+  for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t];
+
+  // ---- 4. Row pass: consecutive lanes on consecutive resized rows (odd stride: distinct banks).
+  for (int item = tid; item < 3 * kRows * kQuads; item += kThreads) {
+    const int row = item % (3 * kRows);  // plane-major: channel * kRows + tile row
+    const int q = item / (3 * kRows);
+    const unsigned* const src = resized + row * kStride + q;
+    unsigned w[kPassWords];
+#pragma unroll
+    for (int m = 0; m < kPassWords; ++m) w[m] = src[m];
+    float x[4 + 2 * R];
+#pragma unroll
+    for (int b = 0; b < 4 + 2 * R; ++b) x[b] = byte_as_float(w[b / 4], b % 4);
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int t = 0; t < K; ++t) {
+      acc.x = fmaf(taps[t], x[t], acc.x);
+      acc.y = fmaf(taps[t], x[t + 1], acc.y);
+      acc.z = fmaf(taps[t], x[t + 2], acc.z);
+      acc.w = fmaf(taps[t], x[t + 3], acc.w);
+    }
+    *reinterpret_cast<float4*>(rows_out + row * kRowsStride + 4 * q) = acc;
+  }
+  __syncthreads();
+
+  // ---- 5. Column pass: 4 columns x 8 rows of one channel per thread; each float4 row is read once for all
+  // the outputs it reaches.
+  {
+    const int q = tid % kQuads;
+    const int c = tid / kQuads % 3;
+    const int g = tid / (3 * kQuads);
+    const float* const src = rows_out + (c * kRows + g * kColRows) * kRowsStride + 4 * q;
+    float4 acc[kColRows];
+#pragma unroll
+    for (int o = 0; o < kColRows; ++o) acc[o] = make_float4(0.5f, 0.5f, 0.5f, 0.5f);  // + 0.5: round half up
+#pragma unroll
+    for (int k = 0; k < kColRows + 2 * R; ++k) {
+      const float4 h = *reinterpret_cast<const float4*>(src + k * kRowsStride);
+#pragma unroll
+      for (int o = 0; o < kColRows; ++o) {
+        const int t = k - o;
+        if (t >= 0 && t < K) {  // resolved at compile time
+          acc[o].x = fmaf(taps[t], h.x, acc[o].x);
+          acc[o].y = fmaf(taps[t], h.y, acc[o].y);
+          acc[o].z = fmaf(taps[t], h.z, acc[o].z);
+          acc[o].w = fmaf(taps[t], h.w, acc[o].w);
+        }
+      }
+    }
+    std::uint8_t* const dst = out_tile + g * kColRows * kOutRowBytes + 12 * q + c;
+#pragma unroll
+    for (int o = 0; o < kColRows; ++o) {
+      dst[o * kOutRowBytes + 0] = floor_to_byte(acc[o].x);
+      dst[o * kOutRowBytes + 3] = floor_to_byte(acc[o].y);
+      dst[o * kOutRowBytes + 6] = floor_to_byte(acc[o].z);
+      dst[o * kOutRowBytes + 9] = floor_to_byte(acc[o].w);
+    }
+  }
+  __syncthreads();
+
+  // ---- 6. Copy-out: 12 lanes per 192-byte tile row, 16 bytes each.
+  std::uint8_t* const out = p.out + blockIdx.z * p.out_frame;
+  const int row_bytes = 3 * (x_last - x0 + 1);
+  for (int item = tid; item < kTileH * kOutPieces; item += kThreads) {
+    const int y = item / kOutPieces;
+    const int b0 = 16 * (item % kOutPieces);
+    if (y0 + y > y_last || b0 >= row_bytes) continue;
+    std::uint8_t* const d = out + static_cast<std::size_t>(y0 + y) * p.out_pitch + 3 * x0 + b0;
+    const std::uint8_t* const s = out_tile + y * kOutRowBytes + b0;
+    if (p.vec_out && b0 + 16 <= row_bytes) {
+      *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(s);
+    } else {
+      for (int b = 0; b < min(16, row_bytes - b0); ++b) d[b] = s[b];
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------- host
+
+using Kernel = void (*)(Params);
+template <int... R>
+constexpr std::array<Kernel, sizeof...(R)> make_kernels(std::integer_sequence<int, R...>) {
+  return {&resize_filter_kernel<R>...};
+}
+constexpr auto kKernels = make_kernels(std::make_integer_sequence<int, kMaxRadius + 1>{});
+
+struct Plan {
+  dim3 grid;
+  std::size_t shared_bytes = 0;
+  int chunks = 0;
+  int staged_row_bytes = 0;
+  int chunk_rows = 0;
+};
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("resize_filter: " + what);
+}
+
+Plan make_plan(Extent in, Extent out, int radius, int frames) {
+  require(in.width >= 1 && in.height >= 1 && out.width >= 1 && out.height >= 1, "empty frame");
+  require(in.width <= kMaxDimension && in.height <= kMaxDimension && out.width <= kMaxDimension &&
+              out.height <= kMaxDimension,
+          "frames up to " + std::to_string(kMaxDimension) + " pixels a side");
+  require(frames >= 1 && frames <= 65535, "1 to 65535 frames per launch");
+  require(radius >= 0 && radius <= kMaxRadius, "odd filter size from 1 to " + std::to_string(kResizeFilterMaxTaps));
+
+  // Widest source span of any tile: its resized columns cover at most tile_cols - 1 steps of scale_x; +1 for
+  // the float rounding of source positions, +1 for the right neighbour, +15 for the 16-pixel alignment, +1 to
+  // count pixels rather than steps.
+  const float scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
+  const int span =
+      std::min(in.width, static_cast<int>(std::ceil((tile_cols(radius) - 1) * static_cast<double>(scale_x))) + 18);
+  Plan plan;
+  plan.chunks = (3 * span + kChunkBytes - 1) / kChunkBytes;
+  plan.staged_row_bytes = 2 * kChunkBytes * plan.chunks;
+  const int budget = max_of(kStagingBudget, rows_pass_bytes(radius));
+  require(plan.staged_row_bytes <= budget,
+          "horizontal downscale " + std::to_string(in.width) + " -> " + std::to_string(out.width) +
+              " is too wide: a tile would read " + std::to_string(span) + " source pixels per row, at most " +
+              std::to_string(budget / (2 * kChunkBytes) * kChunkBytes / 3) + " fit in shared memory");
+  plan.chunk_rows = std::min(tile_rows(radius), budget / plan.staged_row_bytes);
+  const int region_b = max_of(rows_pass_bytes(radius), plan.chunk_rows * plan.staged_row_bytes);
+  plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
+  plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),
+                   static_cast<unsigned>((out.height + kTileH - 1) / kTileH), static_cast<unsigned>(frames));
+  return plan;
+}
+
+// Beyond the default 48 KiB a kernel must opt in to its dynamic shared memory (large K or wide downscales).
+void allow_shared(Kernel kernel, std::size_t bytes) {
+  constexpr std::size_t kDefaultLimit = 48 * 1024;
+  if (bytes > kDefaultLimit) {
+    IMGPIPE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  }
+}
+
+int radius_of(const ResizeFilterTaps& taps) {
+  require(taps.size() >= 1, "taps were moved from");
+  return taps.size() / 2;
+}
+
+bool aligned(const void* p, std::size_t pitch, std::size_t frame_stride, int frames, std::size_t to) {
+  return reinterpret_cast<std::uintptr_t>(p) % to == 0 && pitch % to == 0 && (frames == 1 || frame_stride % to == 0);
+}
+
+}  // namespace
+
+ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
+  require(taps.size() % 2 == 1 && taps.size() <= static_cast<std::size_t>(kResizeFilterMaxTaps),
+          "an odd number of taps from 1 to " + std::to_string(kResizeFilterMaxTaps));
+  double sum = 0;
+  for (float t : taps) {
+    require(std::isfinite(t) && t >= 0.f, "taps must be finite and >= 0");
+    sum += t;
+  }
+  require(std::abs(sum - 1.0) <= 1e-3, "taps must sum to 1");
+  slot_ = tap_slots().acquire();
+  try {
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
+                                          static_cast<std::size_t>(slot_) * sizeof(c_taps[0])));
+  } catch (...) {
+    tap_slots().release(slot_);
+    throw;
+  }
+}
+
+void ResizeFilterTaps::release() noexcept {
+  if (slot_ < 0) return;
+  // Kernels already queued may still read this slot; the next owner's upload must not overtake them.
+  check_noexcept(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  tap_slots().release(std::exchange(slot_, -1));
+  size_ = 0;
+}
+
+ResizeFilterTaps::~ResizeFilterTaps() { release(); }
+
+ResizeFilterTaps::ResizeFilterTaps(ResizeFilterTaps&& other) noexcept
+    : slot_(std::exchange(other.slot_, -1)), size_(std::exchange(other.size_, 0)) {}
+
+ResizeFilterTaps& ResizeFilterTaps::operator=(ResizeFilterTaps&& other) noexcept {
+  if (this != &other) {
+    release();
+    slot_ = std::exchange(other.slot_, -1);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                             std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps,
+                             BorderMode border, cudaStream_t stream) {
+  const int radius = radius_of(taps);
+  const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames);
+  const Extent in = first_in.extent, out = first_out.extent;
+  require(first_in.data != nullptr && first_out.data != nullptr, "null frame");
+  require(first_in.pitch >= 3 * static_cast<std::size_t>(in.width) &&
+              first_out.pitch >= 3 * static_cast<std::size_t>(out.width),
+          "pitch below 3 * width");
+  require(first_in.pitch <= 0xFFFFFFFFu, "input pitch of 4 GiB or more");
+  require(frames == 1 || (in_frame_stride >= first_in.pitch * in.height &&
+                          out_frame_stride >= first_out.pitch * out.height),
+          "frame stride below pitch * height");
+
+  Params p{};
+  p.in = first_in.data;
+  p.out = first_out.data;
+  p.in_pitch = static_cast<unsigned>(first_in.pitch);
+  p.in_frame = in_frame_stride;
+  p.out_pitch = first_out.pitch;
+  p.out_frame = out_frame_stride;
+  p.in_w = in.width;
+  p.in_h = in.height;
+  p.out_w = out.width;
+  p.out_h = out.height;
+  p.scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
+  p.scale_y = static_cast<float>(static_cast<double>(in.height) / out.height);
+  p.border = border;
+  p.slot = taps.slot();
+  p.chunks = plan.chunks;
+  p.chunks_magic = plan.chunks > 1 ? static_cast<unsigned>(((1ull << 32) + plan.chunks - 1) / plan.chunks) : 0u;
+  p.staged_row_bytes = plan.staged_row_bytes;
+  p.chunk_rows = plan.chunk_rows;
+  p.vec_in = aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
+  p.vec_out = aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
+
+  const Kernel kernel = kKernels[static_cast<std::size_t>(radius)];
+  allow_shared(kernel, plan.shared_bytes);
+  kernel<<<plan.grid, kThreads, plan.shared_bytes, stream>>>(p);
+  IMGPIPE_CUDA_LAUNCH_CHECK("resize_filter_kernel", stream);
+}
+
+void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& taps, BorderMode border,
+                       cudaStream_t stream) {
+  resize_filter_aos_batch(in, 0, out, 0, 1, taps, border, stream);
+}
+
+ResizeFilterLaunch resize_filter_launch(Extent in, Extent out, int ksize, int frames) {
+  require(ksize % 2 == 1, "odd filter size");
+  const int radius = ksize / 2;
+  const Plan plan = make_plan(in, out, radius, frames);
+  const Kernel kernel = kKernels[static_cast<std::size_t>(radius)];
+  allow_shared(kernel, plan.shared_bytes);
+  ResizeFilterLaunch launch;
+  launch.grid = plan.grid;
+  launch.threads = kThreads;
+  launch.shared_bytes = plan.shared_bytes;
+  launch.chunk_rows = plan.chunk_rows;
+  cudaFuncAttributes attributes{};
+  IMGPIPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  launch.registers = attributes.numRegs;
+  IMGPIPE_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&launch.blocks_per_sm, kernel, kThreads, plan.shared_bytes));
+  return launch;
+}
+
+}  // namespace imgpipe::cuda
