@@ -1,0 +1,339 @@
+// The fused resize + filter kernel against the reference's resize followed by its filter (two ops, the
+// resized image rounded to 8 bits in between): photographs and sizes no tile divides, down- and upscales
+// up to 5x, both borders, K from 1 to 31; batched launches equal single ones byte for byte. Outputs and
+// their row padding are poisoned before every run, so a value nobody wrote (or one written out of place)
+// fails. Within +-1 per 8-bit value. Nothing here measures speed.
+#include "resize_filter.cuh"
+
+#include "chain.hpp"
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+#include "reference.hpp"
+#include "test_images.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace imgpipe {
+namespace {
+
+constexpr std::uint8_t kPoison = 0xA5;
+
+#define SKIP_WITHOUT_DEVICE()                      \
+  if (!imgpipe::cuda::device_available()) GTEST_SKIP() << "no CUDA device: GPU tests run on the H200"
+
+// A filter as the chain spells it, and the taps and border the kernel gets for it.
+struct Filter {
+  Op op;
+  std::vector<float> taps;
+  cuda::BorderMode border;
+};
+
+cuda::BorderMode mode_of(Border b) {
+  return b == Border::replicate ? cuda::BorderMode::replicate : cuda::BorderMode::reflect101;
+}
+
+Filter gaussian(int ksize, double sigma, Border border) {
+  Filter f{Gaussian{ksize, sigma, border}, {}, mode_of(border)};
+  for (double w : gaussian_weights(ksize, sigma)) f.taps.push_back(static_cast<float>(w));
+  return f;
+}
+
+Filter box(int ksize, Border border) {
+  return {Box{ksize, border}, std::vector<float>(ksize, 1.f / static_cast<float>(ksize)), mode_of(border)};
+}
+
+Image expected(const Image& in, Size out, const Filter& f) { return reference::apply(Chain{{Resize{out}, f.op}}, in); }
+
+std::string describe(Size in, Size out, const Filter& f) {
+  return to_string(in) + " -> " + to_string(out) + ", " + to_string(f.op);
+}
+
+// Every value of `actual` within 1 of `expected`; on failure how many are not, and the first one.
+::testing::AssertionResult within_one(const Image& actual, const Image& expected) {
+  if (actual.size() != expected.size()) return ::testing::AssertionFailure() << "size differs";
+  std::size_t bad = 0, first = 0;
+  int worst = 0;
+  for (std::size_t i = 0; i < actual.bytes(); ++i) {
+    const int d = std::abs(actual.data()[i] - expected.data()[i]);
+    if (d > 1 && bad++ == 0) first = i;
+    worst = std::max(worst, d);
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  const std::size_t pixel = first / 3;
+  return ::testing::AssertionFailure()
+         << bad << " of " << actual.bytes() << " values off by more than 1 (worst " << worst << "); first at x="
+         << pixel % actual.width() << " y=" << pixel / actual.width() << " c=" << first % 3 << ": got "
+         << int(actual.data()[first]) << ", expected " << int(expected.data()[first])
+         << (actual.data()[first] == kPoison ? " (the poison: never written?)" : "");
+}
+
+// `frames` frames of one size on the device, rows `pitch` bytes apart, frames `stride` bytes apart.
+struct Layout {
+  Size size;
+  std::size_t pitch = 0;
+  std::size_t stride = 0;
+  int frames = 1;
+
+  static Layout packed(Size s, std::size_t row_padding = 0, std::size_t frame_padding = 0, int frames = 1) {
+    const std::size_t pitch = 3 * static_cast<std::size_t>(s.width) + row_padding;
+    return {s, pitch, pitch * static_cast<std::size_t>(s.height) + frame_padding, frames};
+  }
+  std::size_t bytes() const { return stride * static_cast<std::size_t>(frames); }
+  std::size_t row_bytes() const { return 3 * static_cast<std::size_t>(size.width); }
+};
+
+// Test traffic on one stream, in issue order.
+class Device {
+ public:
+  Device() : stream_(cuda::Stream::create()) {}
+  cudaStream_t stream() const { return stream_.get(); }
+
+  // Every byte poisoned, then `images[f]` into frame f.
+  cuda::DeviceBuffer upload(const std::vector<Image>& images, const Layout& layout) const {
+    cuda::DeviceBuffer buffer = poisoned(layout);
+    for (std::size_t f = 0; f < images.size(); ++f) {
+      IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(buffer.data() + f * layout.stride, layout.pitch, images[f].data(),
+                                           layout.row_bytes(), layout.row_bytes(), layout.size.height,
+                                           cudaMemcpyHostToDevice, stream()));
+    }
+    return buffer;
+  }
+  cuda::DeviceBuffer poisoned(const Layout& layout) const {
+    cuda::DeviceBuffer buffer(layout.bytes());
+    IMGPIPE_CUDA_CHECK(cudaMemsetAsync(buffer.data(), kPoison, layout.bytes(), stream()));
+    return buffer;
+  }
+  // All frames back, and a failure if a byte outside their rows (row or frame padding) lost its poison.
+  std::vector<Image> download(const cuda::DeviceBuffer& buffer, const Layout& layout) const {
+    std::vector<std::uint8_t> all(layout.bytes());
+    IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(all.data(), buffer.data(), all.size(), cudaMemcpyDeviceToHost, stream()));
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    std::vector<Image> images;
+    std::size_t clobbered = 0;
+    for (int f = 0; f < layout.frames; ++f) {
+      Image image(layout.size);
+      const std::uint8_t* frame = all.data() + static_cast<std::size_t>(f) * layout.stride;
+      for (std::size_t i = 0; i < layout.stride; ++i) {
+        const std::size_t y = i / layout.pitch, x = i % layout.pitch;
+        if (y < static_cast<std::size_t>(layout.size.height) && x < layout.row_bytes()) {
+          image.data()[y * layout.row_bytes() + x] = frame[i];
+        } else if (frame[i] != kPoison) {
+          ++clobbered;
+        }
+      }
+      images.push_back(std::move(image));
+    }
+    EXPECT_EQ(clobbered, 0u) << "bytes written outside the output rows";
+    return images;
+  }
+
+ private:
+  cuda::Stream stream_;
+};
+
+cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
+
+// All frames through one batched launch (one frame: the single-frame entry point).
+std::vector<Image> run_fused(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
+                             const cuda::ResizeFilterTaps& taps, cuda::BorderMode border) {
+  const Device device;
+  const cuda::DeviceBuffer d_in = device.upload(in, in_layout);
+  const cuda::DeviceBuffer d_out = device.poisoned(out_layout);
+  const cuda::ConstAosView first_in{d_in.data(), extent_of(in_layout.size), in_layout.pitch};
+  const cuda::AosView first_out{d_out.data(), extent_of(out_layout.size), out_layout.pitch};
+  if (in_layout.frames == 1) {
+    cuda::resize_filter_aos(first_in, first_out, taps, border, device.stream());
+  } else {
+    cuda::resize_filter_aos_batch(first_in, in_layout.stride, first_out, out_layout.stride, in_layout.frames, taps,
+                                  border, device.stream());
+  }
+  return device.download(d_out, out_layout);
+}
+
+Image run_fused(const Image& in, Size out, const Filter& f) {
+  const cuda::ResizeFilterTaps taps(f.taps);
+  return run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, f.border).front();
+}
+
+void check(const Image& in, Size out, const Filter& f) {
+  SCOPED_TRACE(describe(in.size(), out, f));
+  EXPECT_TRUE(within_one(run_fused(in, out, f), expected(in, out, f)));
+}
+
+Size scaled(Size s, int wn, int wd, int hn, int hd) {
+  return {std::max(1, s.width * wn / wd), std::max(1, s.height * hn / hd)};
+}
+
+// ---------------------------------------------------------------------------------------------- tests
+
+TEST(ResizeFilter, PhotosDownscaledByAThirdGaussian5) {
+  SKIP_WITHOUT_DEVICE();
+  for (const auto& photo : testing::photos()) {
+    SCOPED_TRACE(photo.name);
+    check(photo.image, scaled(photo.image.size(), 2, 3, 2, 3), gaussian(5, 1.0, Border::reflect101));
+    check(photo.image, scaled(photo.image.size(), 1, 2, 1, 2), gaussian(5, 1.0, Border::replicate));
+  }
+}
+
+TEST(ResizeFilter, PhotosDownscaledUpTo5x) {
+  SKIP_WITHOUT_DEVICE();
+  for (const auto& photo : testing::photos()) {
+    SCOPED_TRACE(photo.name);
+    check(photo.image, scaled(photo.image.size(), 1, 3, 1, 3), gaussian(7, 0.0, Border::reflect101));
+    check(photo.image, scaled(photo.image.size(), 1, 4, 1, 4), box(5, Border::replicate));
+    check(photo.image, scaled(photo.image.size(), 1, 5, 2, 9), gaussian(31, 0.0, Border::reflect101));
+  }
+}
+
+TEST(ResizeFilter, PhotosUpscaled) {
+  SKIP_WITHOUT_DEVICE();
+  for (const auto& photo : testing::photos()) {
+    SCOPED_TRACE(photo.name);
+    check(photo.image, scaled(photo.image.size(), 3, 2, 5, 4), box(3, Border::replicate));
+    check(photo.image, scaled(photo.image.size(), 2, 1, 2, 1), gaussian(9, 2.0, Border::reflect101));
+  }
+}
+
+// The benchmark's frames: 1080p -> 720p and 2160p -> 1080p with gaussian=5:1.0.
+TEST(ResizeFilter, BenchmarkSizes) {
+  SKIP_WITHOUT_DEVICE();
+  check(testing::synthetic_image({1920, 1080}, 7), {1280, 720}, gaussian(5, 1.0, Border::reflect101));
+  check(testing::synthetic_image({3840, 2160}, 8), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
+}
+
+TEST(ResizeFilter, OddSizesInAndOut) {
+  SKIP_WITHOUT_DEVICE();
+  std::uint32_t seed = 1;
+  const Image large = testing::synthetic_image({257, 199}, 99);
+  for (Size s : testing::odd_sizes()) {
+    const Image in = testing::synthetic_image(s, seed++);
+    for (const Filter& f : {gaussian(3, 0.0, Border::reflect101), box(31, Border::replicate),
+                            gaussian(31, 0.0, Border::reflect101)}) {
+      check(in, {s.width * 2 + 1, s.height * 3 + 2}, f);  // up
+      check(in, s, f);                                     // same size: resize is a copy
+      check(in, scaled(s, 1, 3, 1, 2), f);                 // down
+      check(large, s, f);                                  // down to an odd size
+    }
+  }
+}
+
+class ResizeFilterKsize : public ::testing::TestWithParam<int> {};
+
+TEST_P(ResizeFilterKsize, EveryRadius) {
+  SKIP_WITHOUT_DEVICE();
+  const int k = GetParam();
+  const Image in = testing::synthetic_image({300, 211}, static_cast<std::uint32_t>(k));
+  check(in, {211, 139}, gaussian(k, 0.0, Border::reflect101));
+  check(in, {211, 139}, box(k, Border::replicate));
+  check(in, {347, 250}, gaussian(k, 1.5, Border::replicate));
+}
+
+INSTANTIATE_TEST_SUITE_P(OddK, ResizeFilterKsize, ::testing::Range(3, 32, 2));
+
+// One tap is the plain resize.
+TEST(ResizeFilter, SingleTapIsThePlainResize) {
+  SKIP_WITHOUT_DEVICE();
+  const Image in = testing::synthetic_image({301, 177}, 5);
+  for (Size out : {Size{200, 118}, Size{451, 300}}) {
+    SCOPED_TRACE(to_string(out));
+    const cuda::ResizeFilterTaps taps(std::vector<float>{1.f});
+    const Image fused =
+        run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, cuda::BorderMode::reflect101).front();
+    EXPECT_TRUE(within_one(fused, reference::apply(Resize{out}, in)));
+  }
+}
+
+TEST(ResizeFilter, BatchedEqualsSingle) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr int kFrames = 5;
+  const Size in_size{333, 222}, out_size{250, 170};
+  std::vector<Image> frames;
+  for (int f = 0; f < kFrames; ++f) frames.push_back(testing::synthetic_image(in_size, 40u + f));
+  const Filter f = gaussian(5, 1.0, Border::reflect101);
+  const cuda::ResizeFilterTaps taps(f.taps);
+  // Padded rows and frames, so frame f really starts at f * stride.
+  const std::vector<Image> batched = run_fused(frames, Layout::packed(in_size, 16, 48, kFrames),
+                                               Layout::packed(out_size, 32, 80, kFrames), taps, f.border);
+  ASSERT_EQ(batched.size(), static_cast<std::size_t>(kFrames));
+  for (int i = 0; i < kFrames; ++i) {
+    SCOPED_TRACE("frame " + std::to_string(i));
+    const Image single =
+        run_fused({frames[i]}, Layout::packed(in_size), Layout::packed(out_size), taps, f.border).front();
+    EXPECT_EQ(batched[i].bytes(), single.bytes());
+    EXPECT_TRUE(std::equal(single.data(), single.data() + single.bytes(), batched[i].data()));
+    EXPECT_TRUE(within_one(single, expected(frames[i], out_size, f)));
+  }
+}
+
+// Pitches that break 16-byte alignment take the byte-wise paths; they must compute the same bytes.
+TEST(ResizeFilter, UnalignedPitchesGiveTheSameBytes) {
+  SKIP_WITHOUT_DEVICE();
+  const Image in = testing::synthetic_image({640, 360}, 11);
+  const Size out{448, 252};
+  const Filter f = gaussian(5, 1.0, Border::replicate);
+  const cuda::ResizeFilterTaps taps(f.taps);
+  const Image aligned = run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, f.border).front();
+  const Image unaligned =
+      run_fused({in}, Layout::packed(in.size(), 1), Layout::packed(out, 5), taps, f.border).front();
+  EXPECT_TRUE(std::equal(aligned.data(), aligned.data() + aligned.bytes(), unaligned.data()));
+  EXPECT_TRUE(within_one(aligned, expected(in, out, f)));
+}
+
+// Two filters planned at once hold two constant-memory slots; neither overwrites the other's taps.
+TEST(ResizeFilter, TapSlotsAreIndependent) {
+  SKIP_WITHOUT_DEVICE();
+  const Image in = testing::synthetic_image({200, 150}, 3);
+  const Filter a = gaussian(7, 2.0, Border::reflect101), b = box(3, Border::reflect101);
+  const cuda::ResizeFilterTaps taps_a(a.taps);
+  const cuda::ResizeFilterTaps taps_b(b.taps);
+  EXPECT_NE(taps_a.slot(), taps_b.slot());
+  const Size out{150, 100};
+  const auto run = [&](const cuda::ResizeFilterTaps& taps, const Filter& f) {
+    return run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, f.border).front();
+  };
+  EXPECT_TRUE(within_one(run(taps_a, a), expected(in, out, a)));
+  EXPECT_TRUE(within_one(run(taps_b, b), expected(in, out, b)));
+}
+
+TEST(ResizeFilter, MovedFromTapsAreRejected) {
+  SKIP_WITHOUT_DEVICE();
+  cuda::ResizeFilterTaps taps(std::vector<float>{0.25f, 0.5f, 0.25f});
+  const cuda::ResizeFilterTaps moved = std::move(taps);
+  EXPECT_EQ(moved.size(), 3);
+  EXPECT_EQ(taps.size(), 0);  // NOLINT(bugprone-use-after-move): the moved-from state is the point
+  const Device device;
+  const cuda::DeviceBuffer buffer(3 * 8 * 8);
+  const cuda::ConstAosView in{buffer.data(), {8, 8}, 24};
+  const cuda::AosView out{buffer.data(), {8, 8}, 24};
+  EXPECT_THROW(cuda::resize_filter_aos(in, out, taps, cuda::BorderMode::reflect101, device.stream()),
+               std::invalid_argument);
+}
+
+// Checked before anything touches a device, so these run everywhere.
+TEST(ResizeFilterArguments, BadTapsAreRejected) {
+  using Taps = std::vector<float>;
+  EXPECT_THROW(cuda::ResizeFilterTaps(Taps{}), std::invalid_argument);
+  EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.5f, 0.5f}), std::invalid_argument);            // even
+  EXPECT_THROW(cuda::ResizeFilterTaps(Taps(33, 1.f / 33)), std::invalid_argument);          // K > 31
+  EXPECT_THROW(cuda::ResizeFilterTaps(Taps{-0.25f, 1.5f, -0.25f}), std::invalid_argument);  // negative
+  EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.5f, 0.5f, 0.5f}), std::invalid_argument);      // sum 1.5
+}
+
+TEST(ResizeFilterArguments, TooWideADownscaleIsRejected) {
+  // 10000 -> 100 is 100x: a tile's source span no longer fits shared memory.
+  EXPECT_THROW(cuda::resize_filter_launch({10000, 100}, {100, 100}, 5, 1), std::invalid_argument);
+  EXPECT_THROW(cuda::resize_filter_launch({0, 100}, {100, 100}, 5, 1), std::invalid_argument);
+  EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 5, 0), std::invalid_argument);
+  EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 33, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace imgpipe
