@@ -46,12 +46,14 @@ void free_pinned(void* p) noexcept;
 // A non-blocking stream: it never synchronises with the legacy default stream.
 class Stream : public UniqueHandle<cudaStream_t, destroy_stream> {
  public:
+  using UniqueHandle::UniqueHandle;
   static Stream create();
   void synchronize() const;
 };
 
 class Event : public UniqueHandle<cudaEvent_t, destroy_event> {
  public:
+  using UniqueHandle::UniqueHandle;
   static Event create(bool timing = false);
   void record(cudaStream_t stream) const;
   void synchronize() const;
