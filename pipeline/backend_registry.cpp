@@ -18,8 +18,8 @@ namespace imgpipe {
 namespace {
 
 constexpr const char* kNoOpenCv =
-    "not in this build: the cpu backend runs on OpenCV, which was not found (or IMGPIPE_WITH_OPENCV=OFF) "
-    "when imgpipe was configured";
+    "not in this build (it runs on OpenCV, which was not found or was turned off with IMGPIPE_WITH_OPENCV=OFF "
+    "when imgpipe was configured)";
 
 // Why the CUDA runtime sees no usable device, in its own words.
 std::string no_device_reason() {
