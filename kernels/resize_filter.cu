@@ -78,7 +78,7 @@ constexpr int kChunkPixels = 16;                            // the span starts o
 constexpr int kOutRowBytes = 3 * kTileW;                    // 192: one interleaved output tile row
 constexpr int kOutPieces = kOutRowBytes / 16;               // 16-byte stores per output tile row
 constexpr int kRowsStride = kTileW + 4;                     // floats; 4 (mod 32) words: no bank conflicts
-constexpr int kStagingBudget = 32 * 1024;                   // staged-row bytes per pass, at least
+constexpr int kStagingBudget = 40 * 1024;                   // staged-row bytes per pass, at least
 constexpr unsigned kUnitWeight = 1u << 16;                  // bilinear weights: fixed point, 1/65536
 constexpr unsigned kSameRowWeights = 0x80008000u;           // 1/2 + 1/2 of one source row (a dp2a pair)
 constexpr int kMaxDimension = 65535;
@@ -448,7 +448,10 @@ Plan make_plan(Extent in, Extent out, int radius, int frames) {
           "horizontal downscale " + std::to_string(in.width) + " -> " + std::to_string(out.width) +
               " is too wide: a tile would read " + std::to_string(span) + " source pixels per row, at most " +
               std::to_string(budget / (2 * kChunkBytes) * kChunkBytes / 3) + " fit in shared memory");
-  plan.chunk_rows = std::min(tile_rows(radius), budget / plan.staged_row_bytes);
+  // As few passes as fit, of equal size (no pass of a single row).
+  const int fit = budget / plan.staged_row_bytes;
+  const int passes = (tile_rows(radius) + fit - 1) / fit;
+  plan.chunk_rows = (tile_rows(radius) + passes - 1) / passes;
   const int region_b = max_of(rows_pass_bytes(radius), plan.chunk_rows * plan.staged_row_bytes);
   plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
   plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),

@@ -45,8 +45,9 @@ class ResizeFilterTaps {
 // Asynchronous, enqueued on `stream`. `in` and `out` must not overlap.
 // Any size from 1x1 to 65535x65535, up or down. Throws std::invalid_argument for empty or larger extents, a
 // pitch below 3 * width (or an input pitch of 4 GiB or more), a moved-from `taps`, or a horizontal downscale
-// so wide that the source span of one tile row no longer fits shared memory: beyond 76x in the worst case
-// (K = 9; 81x for K = 5, 90x for K = 31). The vertical scale is unlimited (each resized row reads just two source rows).
+// so wide that the source span of one tile row no longer fits shared memory: beyond 84x in the worst case
+// (K = 19; 101x for K = 5, 90x for K = 31). The vertical scale is unlimited (each resized row reads just two
+// source rows).
 void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& taps, BorderMode border,
                        cudaStream_t stream);
 

@@ -238,6 +238,13 @@ TEST_P(ResizeFilterKsize, EveryRadius) {
 
 INSTANTIATE_TEST_SUITE_P(OddK, ResizeFilterKsize, ::testing::Range(3, 32, 2));
 
+// Very wide downscales stage the interpolated rows in several passes (one row at a time at 80x).
+TEST(ResizeFilter, WideDownscalesStageRowsInPasses) {
+  SKIP_WITHOUT_DEVICE();
+  check(testing::synthetic_image({4000, 60}, 21), {50, 30}, gaussian(5, 1.0, Border::reflect101));
+  check(testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
+}
+
 // One tap is the plain resize.
 TEST(ResizeFilter, SingleTapIsThePlainResize) {
   SKIP_WITHOUT_DEVICE();
@@ -328,8 +335,8 @@ TEST(ResizeFilterArguments, BadTapsAreRejected) {
 }
 
 TEST(ResizeFilterArguments, TooWideADownscaleIsRejected) {
-  // 10000 -> 100 is 100x: a tile's source span no longer fits shared memory.
-  EXPECT_THROW(cuda::resize_filter_launch({10000, 100}, {100, 100}, 5, 1), std::invalid_argument);
+  // 20000 -> 100 is 200x: a tile's source span no longer fits shared memory.
+  EXPECT_THROW(cuda::resize_filter_launch({20000, 100}, {100, 100}, 5, 1), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({0, 100}, {100, 100}, 5, 1), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 5, 0), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 33, 1), std::invalid_argument);
