@@ -192,7 +192,7 @@ Image apply(const Op& op, const Image& in) { return std::visit(Apply{in}, op); }
 
 Image apply(const Chain& chain, const Image& in) {
   Image image = in;
-  for (const Op& op : chain.ops) image = apply(op, image);
+  for (const Op& op : chain.ops) image = reference::apply(op, image);  // qualified: ADL would find std::apply
   return image;
 }
 
