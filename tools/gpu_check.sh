@@ -35,7 +35,7 @@ for step in "${steps[@]}"; do
       for tool in memcheck racecheck initcheck synccheck; do
         for t in "$BUILD"/tests/test_gpu_ops "$BUILD"/tests/test_resize_filter "$BUILD"/tests/test_engine; do
           [ -x "$t" ] || continue
-          compute-sanitizer --tool "$tool" --error-exitcode 9 "$t" --gtest_brief=1 > "$OUT/sanitize-$tool-$(basename "$t").log" 2>&1
+          timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$t" --gtest_brief=1 > "$OUT/sanitize-$tool-$(basename "$t").log" 2>&1
           rc=$?
           echo "compute-sanitizer $tool $(basename "$t"): exit $rc, $(grep -E "ERROR SUMMARY" "$OUT/sanitize-$tool-$(basename "$t").log" | tail -1)"
           [ $rc -eq 0 ] || status=1
