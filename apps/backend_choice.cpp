@@ -23,12 +23,12 @@ BackendKind resolve_auto_backend(std::string* fallback_notice) {
   return BackendKind::cpu;
 }
 
-std::unique_ptr<Backend> choose_backend(std::string_view choice) {
-  if (choice != "auto") return make_backend(parse_backend_kind(choice));
+BackendKind choose_backend_kind(std::string_view choice) {
+  if (choice != "auto") return parse_backend_kind(choice);
   std::string notice;
   const BackendKind kind = resolve_auto_backend(&notice);
   if (!notice.empty()) std::cerr << "imgpipe: " << notice << "\n";
-  return make_backend(kind);
+  return kind;
 }
 
 }  // namespace imgpipe::app

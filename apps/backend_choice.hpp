@@ -13,8 +13,7 @@ namespace imgpipe::app {
 // Throws std::runtime_error when neither is possible.
 BackendKind resolve_auto_backend(std::string* fallback_notice);
 
-// Makes the backend named by `choice` ("auto" or a BackendKind). Throws std::runtime_error with the reason
-// when it cannot be made here; prints auto's fallback notice on stderr.
-std::unique_ptr<Backend> choose_backend(std::string_view choice);
+// The backend kind named by `choice` ("auto" or a BackendKind); prints auto's fallback notice on stderr.
+BackendKind choose_backend_kind(std::string_view choice);
 
 }  // namespace imgpipe::app

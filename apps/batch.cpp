@@ -3,6 +3,7 @@
 #include "backend_choice.hpp"
 #include "chain.hpp"
 #include "cuda_check.hpp"
+#include "engine.hpp"
 #include "exit_codes.hpp"
 #include "folder.hpp"
 #include "folders.hpp"
@@ -23,12 +24,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One file on its way through the pipeline. The first failure is kept in `error`; later stages pass the
-// task along untouched so the last stage reports every file, in input order.
+// One file on its way through the pipeline. It holds an engine slot from decoding until its output is
+// encoded. The first failure is kept in `error`; later stages pass the task along untouched so the last
+// stage reports every file, in input order.
 struct Task {
   const FilePlan* plan = nullptr;
-  Image input;
-  Image output;
+  FrameSlot* slot = nullptr;
   std::vector<std::string> warnings;
   std::string error;
 };
@@ -81,15 +82,23 @@ int run_batch(const BatchOptions& options) {
   if (plans.empty()) {
     throw UsageError("no images (" + io::image_extensions_text() + ") under '" + options.input_dir.string() + "'");
   }
-  std::unique_ptr<Backend> backend = choose_backend(options.backend);
-  backend->set_chain(chain);
+  const int workers = worker_count(options.jobs);
+  EngineOptions engine_options;
+  engine_options.slots = options.slots > 0 ? options.slots : std::min(kMaxSlots, workers + 2);
+  try {
+    engine_options.memory = parse_memory_mode(options.memory);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--memory: ") + e.what());
+  }
+  const std::unique_ptr<Engine> engine =
+      make_engine(choose_backend_kind(options.backend), chain, engine_options);
   fs::create_directories(options.output_dir);
 
-  const int workers = worker_count(options.jobs);
   const tbb::global_control thread_limit(tbb::global_control::max_allowed_parallelism,
                                          static_cast<std::size_t>(workers));
-  // Tokens bound the files in flight, and so the memory: two per worker keeps every stage busy.
-  const std::size_t max_in_flight = 2 * static_cast<std::size_t>(workers);
+  // One token per engine slot: a token takes its slot while decoding and gives it back once encoded, so
+  // acquire() never waits on a token that cannot move, and memory stays bounded by the slots.
+  const auto max_in_flight = static_cast<std::size_t>(engine_options.slots);
 
   Reporter reporter(plans.size());
   std::size_t next = 0, done = 0, failed = 0;
@@ -106,43 +115,56 @@ int run_batch(const BatchOptions& options) {
                                                      task->plan->refusal;
     return task;
   };
-  auto decode = [](std::unique_ptr<Task> task) {
+  auto release = [&](Task& task) {
+    if (task.slot) engine->release(*task.slot);
+    task.slot = nullptr;
+  };
+  // Decodes straight into the slot's input buffer (pinned on the GPU engine): no extra host copy.
+  auto decode = [&](std::unique_ptr<Task> task) {
     if (!task->error.empty()) return task;
     try {
-      io::ReadResult decoded = io::read_image(task->plan->input);
-      task->input = std::move(decoded.image);
-      task->warnings = std::move(decoded.warnings);
+      task->warnings = io::read_image_into(task->plan->input, [&](Size size) {
+        task->slot = &engine->acquire(size);
+        return task->slot->input;
+      });
     } catch (const std::exception& e) {
+      release(*task);
       task->error = e.what();
     }
     return task;
   };
-  // One caller at a time, in input order: a Backend is not thread-safe.
-  auto process = [&](std::unique_ptr<Task> task) {
+  // Submission in input order, so completions come back in input order too.
+  auto submit = [&](std::unique_ptr<Task> task) {
     if (!task->error.empty()) return task;
     try {
-      task->output = Image(output_size(chain, task->input.size()));
-      backend->process(task->input.view(), task->output.view());
-      task->input = Image();  // free it now; the output is all the later stages need
+      engine->submit(*task->slot);
     } catch (const cuda::CudaError& e) {
       if (e.sticky()) throw;  // the device is unusable for every later file too: stop the run
+      release(*task);
       task->error = task->plan->input.string() + ": " + e.what();
     } catch (const std::exception& e) {
-      task->error = task->plan->input.string() + ": " + backend->name() + " backend: " + e.what();
+      release(*task);
+      task->error = task->plan->input.string() + ": " + e.what();
     }
     return task;
   };
+  auto complete = [&](std::unique_ptr<Task> task) {
+    if (!task->error.empty()) return task;
+    if (engine->next_completed() != task->slot) throw std::logic_error("batch: the engine completed out of order");
+    return task;
+  };
+  // Encodes straight from the slot's output buffer, then gives the slot back.
   auto encode = [&](std::unique_ptr<Task> task) {
     if (!task->error.empty()) return task;
     try {
       std::error_code error;
       fs::create_directories(task->plan->output.parent_path(), error);
       if (error) throw io::IoError(task->plan->output.parent_path(), "cannot create the folder: " + error.message());
-      io::write_image(task->plan->output, task->output, options.quality);
+      io::write_image(task->plan->output, task->slot->output, options.quality);
     } catch (const std::exception& e) {
       task->error = e.what();
     }
-    task->output = Image();
+    release(*task);
     return task;
   };
   auto report = [&](std::unique_ptr<Task> task) {
@@ -162,15 +184,16 @@ int run_batch(const BatchOptions& options) {
   tbb::parallel_pipeline(max_in_flight,
                          tbb::make_filter<void, TaskPtr>(tbb::filter_mode::serial_in_order, next_file) &
                              tbb::make_filter<TaskPtr, TaskPtr>(tbb::filter_mode::parallel, decode) &
-                             tbb::make_filter<TaskPtr, TaskPtr>(tbb::filter_mode::serial_in_order, process) &
+                             tbb::make_filter<TaskPtr, TaskPtr>(tbb::filter_mode::serial_in_order, submit) &
+                             tbb::make_filter<TaskPtr, TaskPtr>(tbb::filter_mode::serial_in_order, complete) &
                              tbb::make_filter<TaskPtr, TaskPtr>(tbb::filter_mode::parallel, encode) &
                              tbb::make_filter<TaskPtr, void>(tbb::filter_mode::serial_in_order, report));
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   reporter.clear_progress();
   char summary[256];
-  std::snprintf(summary, sizeof summary, "%zu done, %zu failed in %.2f s (%.1f images/s) on the %s backend", done,
-                failed, seconds, seconds > 0 ? done / seconds : 0.0, backend->name().c_str());
+  std::snprintf(summary, sizeof summary, "%zu done, %zu failed in %.2f s (%.1f images/s) on the %s", done, failed,
+                seconds, seconds > 0 ? done / seconds : 0.0, engine->describe().c_str());
   reporter.message(std::string(summary) + "; outputs in " + options.output_dir.string());
   return failed == 0 ? kExitOk : kExitSomeFailed;
 }

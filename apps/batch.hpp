@@ -15,6 +15,8 @@ struct BatchOptions {
   int quality = 95;             // JPEG and WebP
   int jobs = 0;                 // decode/encode threads; 0: one per hardware thread
   bool overwrite = false;
+  std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
+  int slots = 0;                  // frames in flight; 0: jobs + 2, at most kMaxSlots
 };
 
 // Runs the batch and returns its exit code (kExitOk or kExitSomeFailed). Throws UsageError for bad

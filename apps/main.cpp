@@ -3,7 +3,9 @@
 #include "backend_choice.hpp"
 #include "batch.hpp"
 #include "chain.hpp"
+#include "engine.hpp"
 #include "exit_codes.hpp"
+#include "stream.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +38,18 @@ int list_backends() {
   return kExitOk;
 }
 
+// How the GPU engine holds frames, shared by batch and stream.
+void add_engine_options(CLI::App& command, std::string& memory, int& slots, const std::string& slots_default) {
+  command.add_option("--memory", memory, "GPU engine host buffers: pageable, pinned or managed (unified memory)")
+      ->check(CLI::IsMember({"pageable", "pinned", "managed"}))
+      ->capture_default_str();
+  auto* option = command.add_option("--slots", slots, "Frames in flight in the GPU engine (1.." +
+                                                          std::to_string(kMaxSlots) + ")" +
+                                                          (slots_default.empty() ? "" : "; " + slots_default));
+  option->check(CLI::Range(slots_default.empty() ? 1 : 0, kMaxSlots));
+  if (slots_default.empty()) option->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,7 +80,27 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   batch_command->add_flag("--overwrite", batch.overwrite, "Replace existing outputs (otherwise each is reported)");
+  add_engine_options(*batch_command, batch.memory, batch.slots, "0: jobs + 2");
   batch_command->footer(std::string(chain_help()));
+
+  StreamOptions stream;
+  CLI::App* stream_command = app.add_subcommand(
+      "stream", "Run the chain on every frame of a video file, or of raw rgb24 frames on stdin (with --size)");
+  stream_command->add_option("--input", stream.input, "Video file, or - for raw rgb24 frames on stdin")->required();
+  stream_command->add_option("--output", stream.output, "Video file (.mp4, .avi, .mkv), or - for raw rgb24 on stdout")
+      ->required();
+  stream_command->add_option("--ops", stream.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\"")->required();
+  stream_command->add_option("--size", stream.size, "WxH of the raw input frames (--input -)");
+  stream_command->add_option("--fps", stream.fps, "Output frame rate for a video file; default: the input's, else 30");
+  stream_command->add_option("--backend", stream.backend, "auto: optimized with a CUDA device, else cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
+      ->capture_default_str();
+  add_engine_options(*stream_command, stream.memory, stream.slots, "");
+  stream_command->footer(std::string(chain_help()) + R"(
+
+With ffmpeg:
+  ffmpeg -i in.mp4 -f rawvideo -pix_fmt rgb24 - | imgpipe stream --input - --size 1920x1080 --output - \
+    --ops resize=1280x720 | ffmpeg -f rawvideo -pix_fmt rgb24 -s 1280x720 -i - out.mp4)");
 
   CLI::App* backends_command =
       app.add_subcommand("backends", "List the backends compiled in, whether each is usable here, and the GPU");
@@ -81,6 +115,7 @@ int main(int argc, char** argv) {
   try {
     if (*backends_command) return list_backends();
     if (*batch_command) return run_batch(batch);
+    if (*stream_command) return run_stream_command(stream);
   } catch (const UsageError& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";
     return kExitUsage;

@@ -23,8 +23,8 @@ bool starts_with(std::span<const std::uint8_t> bytes, std::initializer_list<std:
 
 #ifdef IMGPIPE_HAVE_OPENCV
 
-// Decoded samples of any depth and channel count -> 8-bit RGB, noting lost transparency.
-ReadResult to_rgb8(const cv::Mat& decoded) {
+// Decoded samples of any depth and channel count -> 8-bit RGB in allocate(size), noting lost transparency.
+std::vector<std::string> to_rgb8(const cv::Mat& decoded, const FrameAllocator& allocate) {
   cv::Mat samples;
   if (decoded.depth() == CV_8U) {
     samples = decoded;
@@ -35,8 +35,8 @@ ReadResult to_rgb8(const cv::Mat& decoded) {
                   " are not supported; imgpipe reads 8- and 16-bit images");
   }
 
-  ReadResult result{Image(Size{samples.cols, samples.rows}), {}};
-  cv::Mat rgb(samples.rows, samples.cols, CV_8UC3, result.image.data());
+  std::vector<std::string> warnings;
+  cv::Mat rgb(samples.rows, samples.cols, CV_8UC3, allocate(Size{samples.cols, samples.rows}).data);
   const int channels = samples.channels();
   if (channels == 2 || channels == 4) {
     double min_alpha = 0;
@@ -44,7 +44,7 @@ ReadResult to_rgb8(const cv::Mat& decoded) {
     cv::extractChannel(samples, alpha, channels - 1);
     cv::minMaxLoc(alpha, &min_alpha);
     if (min_alpha < 255) {
-      result.warnings.push_back("has transparent pixels; the alpha channel was dropped (imgpipe processes RGB)");
+      warnings.push_back("has transparent pixels; the alpha channel was dropped (imgpipe processes RGB)");
     }
   }
   switch (channels) {
@@ -59,10 +59,10 @@ ReadResult to_rgb8(const cv::Mat& decoded) {
     case 4: cv::cvtColor(samples, rgb, cv::COLOR_BGRA2RGB); break;
     default: throw IoError(std::to_string(channels) + " channels per pixel are not supported");
   }
-  return result;
+  return warnings;
 }
 
-ReadResult decode_with_opencv(std::span<const std::uint8_t> bytes) {
+std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate) {
   // JPEG has no alpha, so read it as colour, which applies its EXIF orientation; keep the rest unchanged
   // so that alpha and 16-bit samples are seen before they are converted.
   const bool jpeg = starts_with(bytes, {0xFF, 0xD8, 0xFF});
@@ -74,11 +74,11 @@ ReadResult decode_with_opencv(std::span<const std::uint8_t> bytes) {
     throw IoError("OpenCV could not decode it: " + e.msg);
   }
   if (decoded.empty()) throw IoError("not a decodable image (corrupt, truncated, or a format OpenCV does not read)");
-  return to_rgb8(decoded);
+  return to_rgb8(decoded, allocate);
 }
 
-std::vector<std::uint8_t> encode_with_opencv(const Image& image, const std::string& extension, int quality) {
-  const cv::Mat rgb(image.height(), image.width(), CV_8UC3, const_cast<std::uint8_t*>(image.data()));
+std::vector<std::uint8_t> encode_with_opencv(ConstFrameView image, const std::string& extension, int quality) {
+  const cv::Mat rgb(image.size.height, image.size.width, CV_8UC3, const_cast<std::uint8_t*>(image.data));
   cv::Mat bgr;
   cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
   std::vector<int> params;
@@ -102,21 +102,28 @@ std::string needs_opencv(const char* verb, const std::string& extension) {
 
 #endif  // IMGPIPE_HAVE_OPENCV
 
-ReadResult decode_image(std::span<const std::uint8_t> bytes, const std::string& extension) {
+std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const std::string& extension,
+                                      const FrameAllocator& allocate) {
   if (bytes.empty()) throw IoError("empty file");
-  if (starts_with(bytes, {'P', '6'})) return {decode_ppm(bytes), {}};
+  if (starts_with(bytes, {'P', '6'})) {
+    decode_ppm_into(bytes, allocate);
+    return {};
+  }
 #ifdef IMGPIPE_HAVE_OPENCV
   (void)extension;
-  return decode_with_opencv(bytes);
+  return decode_with_opencv(bytes, allocate);
 #else
   // Other netpbm kinds get decode_ppm's own explanation of what it does not read.
-  if (starts_with(bytes, {'P'}) || extension == ".ppm") return {decode_ppm(bytes), {}};
+  if (starts_with(bytes, {'P'}) || extension == ".ppm") {
+    decode_ppm_into(bytes, allocate);
+    return {};
+  }
   throw IoError(needs_opencv("reading", extension));
 #endif
 }
 
-std::vector<std::uint8_t> encode_image(const Image& image, const std::string& extension, int quality) {
-  if (image.empty()) throw IoError("cannot write an empty image");
+std::vector<std::uint8_t> encode_image(ConstFrameView image, const std::string& extension, int quality) {
+  if (image.size.pixels() == 0) throw IoError("cannot write an empty image");
   if (!is_image_extension(extension)) {
     throw IoError("unknown image extension '" + extension + "'; imgpipe writes " + image_extensions_text());
   }
@@ -131,16 +138,25 @@ std::vector<std::uint8_t> encode_image(const Image& image, const std::string& ex
 
 }  // namespace
 
-ReadResult read_image(const std::filesystem::path& path) {
+std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate) {
   const std::vector<std::uint8_t> bytes = read_file(path);
   try {
-    return decode_image(bytes, lowercase_extension(path));
+    return decode_image(bytes, lowercase_extension(path), allocate);
   } catch (const IoError& e) {
     throw IoError(path, e.reason());
   }
 }
 
-void write_image(const std::filesystem::path& path, const Image& image, int quality) {
+ReadResult read_image(const std::filesystem::path& path) {
+  ReadResult result;
+  result.warnings = read_image_into(path, [&result](Size size) {
+    result.image = Image(size);
+    return result.image.view();
+  });
+  return result;
+}
+
+void write_image(const std::filesystem::path& path, ConstFrameView image, int quality) {
   if (quality < 1 || quality > 100) throw std::invalid_argument("write_image: quality must be 1..100");
   try {
     write_file_atomically(path, encode_image(image, lowercase_extension(path), quality));

@@ -84,7 +84,7 @@ std::string describe_magic(std::span<const std::uint8_t> bytes) {
 
 }  // namespace
 
-Image decode_ppm(std::span<const std::uint8_t> bytes) {
+void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate) {
   if (bytes.empty()) throw IoError("empty file");
   if (bytes.size() < 2 || bytes[0] != 'P' || bytes[1] != '6') {
     throw IoError("not a binary PPM: found " + describe_magic(bytes) + "; imgpipe reads P6 with maxval 255");
@@ -112,16 +112,24 @@ Image decode_ppm(std::span<const std::uint8_t> bytes) {
     throw IoError("truncated raster: " + to_string(size) + " needs " + std::to_string(size.rgb_bytes()) +
                   " bytes of pixels, the file has " + std::to_string(available));
   }
-  Image image(size);
-  std::memcpy(image.data(), bytes.data() + raster_start, size.rgb_bytes());
+  std::memcpy(allocate(size).data, bytes.data() + raster_start, size.rgb_bytes());
+}
+
+Image decode_ppm(std::span<const std::uint8_t> bytes) {
+  Image image;
+  decode_ppm_into(bytes, [&image](Size size) {
+    image = Image(size);
+    return image.view();
+  });
   return image;
 }
 
-std::vector<std::uint8_t> encode_ppm(const Image& image) {
-  if (image.empty()) throw IoError("cannot encode an empty image as PPM");
-  const std::string header = "P6\n" + std::to_string(image.width()) + " " + std::to_string(image.height()) + "\n255\n";
+std::vector<std::uint8_t> encode_ppm(ConstFrameView image) {
+  if (image.size.pixels() == 0) throw IoError("cannot encode an empty image as PPM");
+  const std::string header =
+      "P6\n" + std::to_string(image.size.width) + " " + std::to_string(image.size.height) + "\n255\n";
   std::vector<std::uint8_t> bytes(header.begin(), header.end());
-  bytes.insert(bytes.end(), image.data(), image.data() + image.bytes());
+  bytes.insert(bytes.end(), image.data, image.data + image.size.rgb_bytes());
   return bytes;
 }
 

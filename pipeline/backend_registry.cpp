@@ -1,5 +1,6 @@
 // The one place that knows every backend: which are compiled in, which this machine can run, and how to make one.
 #include "backend.hpp"
+#include "engine.hpp"
 
 #include "cuda_check.hpp"
 #include "gpu_backend.hpp"
@@ -82,6 +83,15 @@ std::vector<BackendInfo> available_backends() {
   return backends;
 }
 
+namespace {
+void require_device(BackendKind kind) {
+  if (!cuda::device_available()) {
+    throw std::runtime_error("backend '" + std::string(to_string(kind)) +
+                             "' needs a CUDA device; none is usable here (" + no_device_reason() + ")");
+  }
+}
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(BackendKind kind) {
   if (kind == BackendKind::cpu) {
 #ifdef IMGPIPE_HAVE_CPU_BACKEND
@@ -90,11 +100,14 @@ std::unique_ptr<Backend> make_backend(BackendKind kind) {
     throw std::runtime_error(std::string("backend 'cpu' is ") + kNoOpenCv);
 #endif
   }
-  if (!cuda::device_available()) {
-    throw std::runtime_error("backend '" + std::string(to_string(kind)) +
-                             "' needs a CUDA device; none is usable here (" + no_device_reason() + ")");
-  }
+  require_device(kind);
   return make_gpu_backend(gpu_path(kind));
+}
+
+std::unique_ptr<Engine> make_engine(BackendKind kind, const Chain& chain, const EngineOptions& options) {
+  if (kind != BackendKind::optimized) return make_backend_engine(make_backend(kind), chain, options.slots);
+  require_device(kind);
+  return make_gpu_engine(GpuPath::optimized, chain, options);
 }
 
 Image apply(Backend& backend, const Chain& chain, const Image& in) {

@@ -72,14 +72,9 @@ Op parse_op(const Token& t) {
   if (n == "resize") {
     const std::string usage = "resize=WxH[:linear|nearest] with W and H from 1 to " + std::to_string(kMaxDimension);
     expect_args(t, 1, 2, usage);
-    const std::string_view dims = t.args[0];
-    const auto x = dims.find('x');
     Resize r;
-    if (x == std::string_view::npos || !parse_int(dims.substr(0, x), r.size.width) ||
-        !parse_int(dims.substr(x + 1), r.size.height) || r.size.width < 1 || r.size.height < 1 ||
-        r.size.width > kMaxDimension || r.size.height > kMaxDimension) {
-      throw ChainError(t.text, usage);
-    }
+    if (const auto size = parse_size(t.args[0])) r.size = *size;
+    else throw ChainError(t.text, usage);
     if (t.args.size() == 2) {
       if (t.args[1] == "linear") r.interp = Interp::linear;
       else if (t.args[1] == "nearest") r.interp = Interp::nearest;
@@ -153,6 +148,17 @@ struct Overloaded : Ts... {
 };
 
 }  // namespace
+
+std::optional<Size> parse_size(std::string_view text) {
+  const auto x = text.find('x');
+  Size size;
+  if (x == std::string_view::npos || !parse_int(text.substr(0, x), size.width) ||
+      !parse_int(text.substr(x + 1), size.height) || size.width < 1 || size.height < 1 ||
+      size.width > kMaxDimension || size.height > kMaxDimension) {
+    return std::nullopt;
+  }
+  return size;
+}
 
 Chain parse_chain(std::string_view text) {
   Chain chain;

@@ -4,6 +4,7 @@
 
 #include "image.hpp"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -68,6 +69,9 @@ constexpr int kMaxDimension = 65535;
 
 // Throws ChainError naming the bad token and what was expected there.
 Chain parse_chain(std::string_view text);
+
+// "WxH" with both sides from 1 to kMaxDimension, as resize= and --size take it; nullopt otherwise.
+std::optional<Size> parse_size(std::string_view text);
 
 std::string to_string(const Op& op);
 std::string to_string(const Chain& chain);

@@ -60,7 +60,13 @@ void Engine::submit(FrameSlot& slot) {
     slot.sequence = next_sequence_++;
     submitted_.push_back(slot.index);
   }
-  start(slot);
+  try {
+    start(slot);
+  } catch (...) {
+    std::lock_guard lock(mutex_);  // never started: nobody may wait for it; the caller still holds the slot
+    submitted_.pop_back();
+    throw;
+  }
 }
 
 FrameSlot* Engine::next_completed() {
@@ -243,28 +249,39 @@ std::unique_ptr<Engine> make_gpu_engine(GpuPath path, const Chain& chain, const 
 
 std::uint64_t run_stream(Engine& engine, FrameReader& reader, FrameWriter& writer) {
   std::uint64_t frames = 0;
-  bool more = true;
-  while (true) {
-    while (more && engine.in_flight() < engine.slots()) {
-      const std::optional<Size> size = reader.next_size();
-      if (!size) {
-        more = false;
-        break;
-      }
-      FrameSlot& slot = engine.acquire(*size);
-      try {
-        reader.read(slot.input);
-      } catch (...) {
-        engine.release(slot);
-        throw;
-      }
-      engine.submit(slot);
-    }
+  auto write_oldest = [&] {
     FrameSlot* done = engine.next_completed();
-    if (done == nullptr) return frames;
+    if (done == nullptr) return false;
     writer.write(done->output);
     engine.release(*done);
     ++frames;
+    return true;
+  };
+  bool more = true;
+  while (true) {
+    while (more && engine.in_flight() < engine.slots()) {
+      try {
+        const std::optional<Size> size = reader.next_size();
+        if (!size) {
+          more = false;
+          break;
+        }
+        FrameSlot& slot = engine.acquire(*size);
+        try {
+          reader.read(slot.input);
+        } catch (...) {
+          engine.release(slot);
+          throw;
+        }
+        engine.submit(slot);
+      } catch (...) {
+        // A bad frame ends the stream, but every whole frame before it still comes out.
+        while (write_oldest()) {
+        }
+        throw;
+      }
+    }
+    if (!write_oldest()) return frames;
   }
 }
 

@@ -59,6 +59,7 @@ class Engine {
   // Blocks until a slot is free, then sizes its buffers for a frame of `in_size` (growing, never shrinking).
   FrameSlot& acquire(Size in_size);
   // Starts the chain on the slot's input. GPU engines return at once; frames complete in submit order.
+  // One thread submits at a time.
   void submit(FrameSlot& slot);
   // The oldest submitted frame once its output is complete; nullptr when none is in flight.
   FrameSlot* next_completed();
@@ -112,7 +113,8 @@ class FrameWriter {
 };
 
 // Every frame from `reader` through `engine` to `writer`, in order, keeping up to slots() frames in flight
-// so reading and writing in this thread overlap the engine's work. Returns the number of frames.
+// so reading and writing in this thread overlap the engine's work. Returns the number of frames. When the
+// reader fails, the frames before the bad one are written first, then its exception propagates.
 std::uint64_t run_stream(Engine& engine, FrameReader& reader, FrameWriter& writer);
 
 }  // namespace imgpipe

@@ -1,5 +1,6 @@
 // The imgpipe command end to end, run as a user would: on a copy of the photographs in data/.
 #include "backend.hpp"
+#include "chain.hpp"
 #include "image_file.hpp"
 #include "ppm.hpp"
 #include "test_images.hpp"
@@ -28,7 +29,8 @@ struct CommandResult {
 };
 
 CommandResult imgpipe(const std::string& arguments) {
-  const std::string command = std::string("'") + IMGPIPE_BINARY + "' " + arguments + " 2>&1";
+  // Grouped, so redirections inside `arguments` apply to imgpipe alone and its stderr still reaches us.
+  const std::string command = std::string("{ '") + IMGPIPE_BINARY + "' " + arguments + "; } 2>&1";
   CommandResult run;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return run;
@@ -236,6 +238,56 @@ TEST(CliMainJob, CpuBackendMatchesOpenCvResizeAndGaussianBlur) {
   }
 }
 #endif
+
+// imgpipe stream on raw rgb24, as ffmpeg pipes it: every frame in gives one frame out, in order.
+TEST(CliStream, RawFramesInGiveTheSameFramesOutInOrder) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  const Size size{97, 61};
+  const Chain chain = parse_chain("resize=48x30,sobel");
+  std::vector<Image> frames;
+  std::string raw;
+  for (int i = 0; i < 7; ++i) {
+    frames.push_back(testing::synthetic_image(size, 40 + i));
+    raw.append(reinterpret_cast<const char*>(frames.back().data()), frames.back().bytes());
+  }
+  testing::write_bytes(dir.path() / "in.rgb", raw);
+  const CommandResult run = imgpipe("stream --input - --size 97x61 --output - --ops resize=48x30,sobel < " +
+                                    quoted(dir.path() / "in.rgb") + " > " + quoted(dir.path() / "out.rgb"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "7 frames")) << run.output;
+  const std::vector<std::uint8_t> out = testing::file_bytes(dir.path() / "out.rgb");
+  const Size out_size = output_size(chain, size);
+  ASSERT_EQ(out.size(), 7 * out_size.rgb_bytes());
+  // The backend --backend auto picks, frame by frame through the single-frame path.
+  bool gpu = false;
+  for (const BackendInfo& b : available_backends()) gpu = gpu || (b.kind == BackendKind::optimized && b.usable);
+  auto backend = make_backend(gpu ? BackendKind::optimized : BackendKind::cpu);
+  for (int i = 0; i < 7; ++i) {
+    const Image expected = apply(*backend, chain, frames[i]);
+    const auto first = out.begin() + static_cast<std::ptrdiff_t>(i * out_size.rgb_bytes());
+    const Image got(out_size, std::vector<std::uint8_t>(first, first + static_cast<std::ptrdiff_t>(out_size.rgb_bytes())));
+    EXPECT_EQ(testing::max_abs_diff(got, expected), 0) << "frame " << i;
+  }
+}
+
+TEST(CliStream, AShortLastFrameIsAnErrorThatSaysSo) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  testing::write_bytes(dir.path() / "in.rgb", std::string(2 * 12 + 5, '\x40'));  // two 2x2 frames and 5 bytes
+  const CommandResult run = imgpipe("stream --input - --size 2x2 --output - --ops flip=h < " +
+                                    quoted(dir.path() / "in.rgb") + " > " + quoted(dir.path() / "out.rgb"));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "frame 2 is short: 5 of 12 bytes")) << run.output;
+  EXPECT_EQ(testing::file_bytes(dir.path() / "out.rgb").size(), 24u) << "the two whole frames still come out";
+}
+
+TEST(CliStream, RawInputNeedsAValidSize) {
+  EXPECT_EQ(imgpipe("stream --input - --output - --ops gray < /dev/null").exit_code, 2);
+  const CommandResult bad = imgpipe("stream --input - --size 0x10 --output - --ops gray < /dev/null");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--size '0x10': expected WxH")) << bad.output;
+}
 
 }  // namespace
 }  // namespace imgpipe

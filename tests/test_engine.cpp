@@ -88,6 +88,31 @@ TEST(Engine, KeepsOrderForAnyFrameCount) {
   }
 }
 
+// A reader that fails at frame `bad` (a short frame, a size change) after `bad` good ones.
+class FailingReader final : public FrameReader {
+ public:
+  FailingReader(const std::vector<Image>& frames, std::size_t bad) : inner_(frames), bad_(bad) {}
+  std::optional<Size> next_size() override { return inner_.next_size(); }
+  void read(FrameView frame) override {
+    if (inner_.read_count() == bad_) throw std::runtime_error("frame " + std::to_string(bad_) + " is short");
+    inner_.read(frame);
+  }
+
+ private:
+  VectorReader inner_;
+  std::size_t bad_;
+};
+
+TEST(Engine, ABadFrameStillLetsTheFramesBeforeItOut) {
+  auto engine = make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), 4);
+  const auto frames = distinct_frames(6, {9, 5});
+  FailingReader reader(frames, 3);
+  VectorWriter writer;
+  EXPECT_THROW(run_stream(*engine, reader, writer), std::runtime_error);
+  EXPECT_EQ(writer.frames.size(), 3u);
+  EXPECT_EQ(engine->in_flight(), 0);
+}
+
 TEST(Engine, AcquireBlocksUntilAReleaseFreesASlot) {
   auto engine = make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), 1);
   FrameSlot& first = engine->acquire({4, 4});
@@ -117,6 +142,11 @@ struct EngineCase {
   bool prefetch;
   int slots;
 };
+
+void PrintTo(const EngineCase& c, std::ostream* os) {
+  *os << to_string(c.kind) << ", " << to_string(c.memory) << (c.prefetch ? " with prefetch" : "") << ", " << c.slots
+      << " slots";
+}
 
 std::string case_name(const ::testing::TestParamInfo<EngineCase>& info) {
   const EngineCase& c = info.param;
