@@ -13,6 +13,7 @@
 // reported, with the spread (max - min) / median of the repeats. GB/s counts the bytes that must move (each
 // input byte read once, each output byte written once), so a path that moves more (unfused intermediates)
 // shows as a lower fraction of the copy ceiling.
+#include "bench_support.hpp"
 #include "chain.hpp"
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
@@ -146,12 +147,8 @@ struct Result {
   double spread = 0;           // (max - min) / median over the repeats
 };
 
-void destroy_graph(cudaGraph_t g) noexcept { gpu::check_noexcept(cudaGraphDestroy(g), "cudaGraphDestroy"); }
-void destroy_graph_exec(cudaGraphExec_t g) noexcept {
-  gpu::check_noexcept(cudaGraphExecDestroy(g), "cudaGraphExecDestroy");
-}
-using Graph = gpu::UniqueHandle<cudaGraph_t, destroy_graph>;
-using GraphExec = gpu::UniqueHandle<cudaGraphExec_t, destroy_graph_exec>;
+using bench::Graph;
+using bench::GraphExec;
 
 class Bench {
  public:
@@ -287,32 +284,8 @@ void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, con
 }
 
 #ifdef IMGPIPE_HAVE_NPP
-void check_npp(NppStatus status, const char* call) {
-  if (status < 0) throw std::runtime_error(std::string(call) + " failed with NppStatus " + std::to_string(status));
-}
-
-NppStreamContext npp_context(cudaStream_t stream) {
-  int device = 0;
-  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
-  const auto attribute = [device](cudaDeviceAttr a) {
-    int v = 0;
-    IMGPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&v, a, device));
-    return v;
-  };
-  NppStreamContext ctx{};
-  ctx.hStream = stream;
-  ctx.nCudaDeviceId = device;
-  ctx.nMultiProcessorCount = attribute(cudaDevAttrMultiProcessorCount);
-  ctx.nMaxThreadsPerMultiProcessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  ctx.nMaxThreadsPerBlock = attribute(cudaDevAttrMaxThreadsPerBlock);
-  ctx.nSharedMemPerBlock = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlock));
-  ctx.nCudaDevAttrComputeCapabilityMajor = attribute(cudaDevAttrComputeCapabilityMajor);
-  ctx.nCudaDevAttrComputeCapabilityMinor = attribute(cudaDevAttrComputeCapabilityMinor);
-  unsigned flags = 0;
-  IMGPIPE_CUDA_CHECK(cudaStreamGetFlags(stream, &flags));
-  ctx.nStreamFlags = flags;
-  return ctx;
-}
+using bench::check_npp;
+using bench::npp_context;
 
 // NPP's resize into one intermediate frame (which stays in L2), then its 5x5 Gaussian with replicated
 // borders (the only border nppiFilterGaussBorder supports; its 5x5 taps are NPP's own).
