@@ -103,9 +103,24 @@ __global__ void sobel_naive_kernel(ConstAosView in, AosView out, BorderMode bord
 
 // Rows [top, top + kRows) and columns [left, left + kCols) of a plane into `tile`, with the frame's border
 // rule outside it. The branch depends only on the block's coordinates: uniform, no warp diverges on it.
-template <int kRows, int kCols>
+// kUniform false is the ablation twin (BorderPolicy::per_element): every element is tested against the frame
+// and mapped when outside, as the naive kernel does, so warps at the frame's edges diverge.
+template <int kRows, int kCols, bool kUniform = true>
 __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], const std::uint8_t* plane,
                                           std::size_t pitch, Extent e, int left, int top, BorderMode border) {
+  if constexpr (!kUniform) {
+    for (int r = threadIdx.y; r < kRows; r += kBlockY) {
+      int sy = top + r;
+      if (sy < 0 || sy >= e.height) sy = border_index(sy, e.height, border);
+      const std::uint8_t* row = plane + offset(0, sy, pitch);
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) {
+        int sx = left + c;
+        if (sx < 0 || sx >= e.width) sx = border_index(sx, e.width, border);
+        tile[r][c] = row[sx];
+      }
+    }
+    return;
+  }
   const bool inside = left >= 0 && top >= 0 && left + kCols <= e.width && top + kRows <= e.height;
   if (inside) {
     const std::uint8_t* src = plane + offset(left, top, pitch);
@@ -120,19 +135,21 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
 }
 
 // Two resident blocks per SM at least; without the hint ptxas squeezes the 31-tap version into 40 registers
-// and spills.
-template <int kRadius>
+// and spills. kGlobalTaps and kUniformBorder select the ablation twins (separable_planes_variant); the
+// optimized path runs <kRadius, false, true>.
+template <int kRadius, bool kGlobalTaps = false, bool kUniformBorder = true>
 __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
-    separable_kernel(ConstPlanesView in, PlanesView out, int slot, BorderMode border) {
+    separable_kernel(ConstPlanesView in, PlanesView out, int slot, const float* global_taps, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kTileH + 2 * kRadius;
   constexpr int kInCols = kTileW + 2 * kRadius;
   __shared__ std::uint8_t tile[kInRows][kInCols];
   __shared__ float rows[kInRows][kTileW];  // row pass for every tile row, halo rows included
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
-  const float* taps = c_taps[slot];
+  const float* taps = kGlobalTaps ? global_taps : c_taps[slot];
 
-  load_tile(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
+  load_tile<kInRows, kInCols, kUniformBorder>(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - kRadius,
+                                              y0 - kRadius, border);
   __syncthreads();
   for (int r = threadIdx.y; r < kInRows; r += kBlockY)
     for (int c = threadIdx.x; c < kTileW; c += kBlockX) {
@@ -188,10 +205,10 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 }
 
 // One instantiation per radius; the launch picks it at run time.
-using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, BorderMode);
-template <int... R>
+using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, const float*, BorderMode);
+template <bool kGlobalTaps, bool kUniformBorder, int... R>
 std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequence<int, R...>) {
-  return {&separable_kernel<R + 1>...};
+  return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder>...};
 }
 
 dim3 tile_grid(Extent e) { return cover(e.width, e.height, dim3(kTileW, kTileH), 3); }
@@ -253,10 +270,27 @@ void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& ta
   require_filter(in.extent, out.extent, "separable_planes");
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
           "separable_planes: odd tap count from 3 to 31");
-  static const auto kernels = separable_kernels(std::make_integer_sequence<int, kMaxRadius>{});
+  static const auto kernels = separable_kernels<false, true>(std::make_integer_sequence<int, kMaxRadius>{});
   kernels[taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, taps.slot(),
-                                                                                             border);
+                                                                                             nullptr, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel", stream);
+}
+
+void separable_planes_variant(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, const float* global_taps,
+                              TapSource source, BorderPolicy policy, BorderMode border, cudaStream_t stream) {
+  require_filter(in.extent, out.extent, "separable_planes_variant");
+  require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
+          "separable_planes_variant: odd tap count from 3 to 31");
+  require(source == TapSource::constant || global_taps != nullptr,
+          "separable_planes_variant: TapSource::global needs the taps in device memory");
+  constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};
+  static const std::array<std::array<SeparableKernel, kMaxRadius>, 4> kernels = {
+      separable_kernels<false, true>(kRadii), separable_kernels<false, false>(kRadii),
+      separable_kernels<true, true>(kRadii), separable_kernels<true, false>(kRadii)};
+  const int variant = (source == TapSource::global ? 2 : 0) + (policy == BorderPolicy::per_element ? 1 : 0);
+  kernels[variant][taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
+      in, out, taps.slot(), global_taps, border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel (variant)", stream);
 }
 
 void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,

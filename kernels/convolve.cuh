@@ -51,6 +51,17 @@ void sobel_naive(ConstAosView in, AosView out, BorderMode border, cudaStream_t s
 // their outer product, as for gaussian and box.
 void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
                       cudaStream_t stream);
+// Ablation twins of separable_planes for benchmarks: the same tiled kernel with one technique swapped back.
+//   TapSource::global         taps read from `global_taps` (device memory, taps.size() floats, equal to `taps`)
+//                             through the general load path instead of the __constant__ bank;
+//   BorderPolicy::per_element every staged element tested against the frame (and mapped when outside), as the
+//                             naive kernel does, instead of one block-uniform inside/outside decision.
+// constant + block_uniform is exactly separable_planes. Results are identical for every combination.
+enum class TapSource { constant, global };
+enum class BorderPolicy { block_uniform, per_element };
+void separable_planes_variant(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, const float* global_taps,
+                              TapSource source, BorderPolicy policy, BorderMode border, cudaStream_t stream);
+
 // `taps`: nine values, row-major (sharpen).
 void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
                       cudaStream_t stream);
