@@ -2,6 +2,7 @@
 #include "backend.hpp"
 #include "backend_choice.hpp"
 #include "batch.hpp"
+#include "bench_command.hpp"
 #include "chain.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
@@ -102,6 +103,9 @@ With ffmpeg:
   ffmpeg -i in.mp4 -f rawvideo -pix_fmt rgb24 - | imgpipe stream --input - --size 1920x1080 --output - \
     --ops resize=1280x720 | ffmpeg -f rawvideo -pix_fmt rgb24 -s 1280x720 -i - out.mp4)");
 
+  BenchOptions bench;
+  CLI::App* bench_command = add_bench_command(app, bench);
+
   CLI::App* backends_command =
       app.add_subcommand("backends", "List the backends compiled in, whether each is usable here, and the GPU");
 
@@ -115,6 +119,7 @@ With ffmpeg:
   try {
     if (*backends_command) return list_backends();
     if (*batch_command) return run_batch(batch);
+    if (*bench_command) return run_bench(bench);
     if (*stream_command) return run_stream_command(stream);
   } catch (const UsageError& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";

@@ -1,0 +1,787 @@
+// How each row of `imgpipe bench` is measured. Method (docs/bench.md): every row runs `warmup` frames untimed,
+// then `repeats` timed runs of `frames_per_repeat` frames; the row keeps each run's time per frame, reports the
+// median and the spread (max - min) / median. Device-resident rows are timed with CUDA events on their stream
+// and rotate through a pool of frames larger than L2; end-to-end rows are timed on the host clock from the
+// first submit to the last completed frame.
+#include "bench_measure.hpp"
+
+#include "backend.hpp"
+#include "bench_ring.hpp"
+#include "bench_support.hpp"
+#include "colour.cuh"
+#include "convolve.cuh"
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+#include "engine.hpp"
+#include "gpu_backend.hpp"
+#include "layout.cuh"
+#include "resize.cuh"
+#include "transpose.cuh"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <variant>
+
+namespace imgpipe::app::bench {
+
+// The measurement pieces shared with imgpipe_bench_kernels (bench/bench_support.hpp).
+using ::imgpipe::bench::capture_graph;
+using ::imgpipe::bench::fill_random;
+using ::imgpipe::bench::GraphExec;
+using ::imgpipe::bench::NppChain;
+using ::imgpipe::bench::summarize;
+using ::imgpipe::bench::Summary;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kEndToEnd = "end-to-end";
+constexpr const char* kKernel = "kernel";
+constexpr const char* kStage = "stage";
+constexpr const char* kAblation = "ablation";
+constexpr std::size_t kPage = 4096;
+
+// ------------------------------------------------------------------------------------------ rows
+
+Row make_row(std::string section, std::string group, std::string name, std::string detail, double bytes,
+             std::string ceiling, std::string twin = "") {
+  Row r;
+  r.section = std::move(section);
+  r.group = std::move(group);
+  r.name = std::move(name);
+  r.detail = std::move(detail);
+  r.bytes_per_frame = bytes;
+  r.ceiling = std::move(ceiling);
+  r.twin = std::move(twin);
+  return r;
+}
+
+void progress(const Row& r) {
+  if (r.status == "ok") {
+    std::fprintf(stderr, "  %-10s %-24s %-38s %10.2f us/frame  %9.0f fps  spread %4.1f%%\n", r.section.c_str(),
+                 r.group.c_str(), r.name.c_str(), r.us_per_frame, 1e6 / r.us_per_frame, 100 * r.spread);
+  } else {
+    std::fprintf(stderr, "  %-10s %-24s %-38s %s: %s\n", r.section.c_str(), r.group.c_str(), r.name.c_str(),
+                 r.status.c_str(), r.reason.c_str());
+  }
+}
+
+void finish(Row& row, const Settings& s, const std::vector<double>& us_per_frame) {
+  const Summary summary = summarize(us_per_frame);
+  row.frames = s.frames_per_repeat;
+  row.repeats = static_cast<int>(us_per_frame.size());
+  row.us_per_frame = summary.median;
+  row.spread = summary.spread;
+  row.samples_us = us_per_frame;
+}
+
+// Measures one row; an exception makes it a failed row with the reason, and the run goes on.
+template <class Measure>
+void add_row(Report& report, Row row, Measure&& measure) {
+  const std::string label = row.section + "/" + row.group + "/" + row.name;
+  const NvtxRange range(label.c_str());
+  try {
+    measure(row);
+  } catch (const std::exception& e) {
+    row.status = "failed";
+    row.reason = e.what();
+  }
+  progress(row);
+  report.rows.push_back(std::move(row));
+}
+
+void add_skipped(Report& report, Row row, const std::string& reason) {
+  row.status = "skipped";
+  row.reason = reason;
+  if (reason.rfind(kNeedsDevice, 0) != 0) progress(row);  // without a device, one note says it for all
+  report.rows.push_back(std::move(row));
+}
+
+std::string gpu_missing_reason(const Report& report) {
+  return std::string(kNeedsDevice) + " (" + report.device.reason + ")";
+}
+
+// ---------------------------------------------------------------------------------------- timing
+
+// Host clock: `run(count)` processes `count` frames and returns when they are complete.
+std::vector<double> time_host(const Settings& s, const std::function<void(int count)>& run) {
+  if (s.warmup > 0) run(s.warmup);
+  std::vector<double> us;
+  for (int r = 0; r < s.repeats; ++r) {
+    const auto start = Clock::now();
+    run(s.frames_per_repeat);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    us.push_back(1e6 * seconds / s.frames_per_repeat);
+  }
+  return us;
+}
+
+// CUDA events on `stream`: `enqueue(first, count)` queues frames first .. first + count - 1 on it.
+std::vector<double> time_stream(const Settings& s, cudaStream_t stream,
+                                const std::function<void(int first, int count)>& enqueue) {
+  const cuda::Event start = cuda::Event::create(true), stop = cuda::Event::create(true);
+  const int warmup = std::max(1, s.warmup);
+  enqueue(0, warmup);
+  IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> us;
+  int next = warmup;
+  for (int r = 0; r < s.repeats; ++r) {
+    start.record(stream);
+    enqueue(next, s.frames_per_repeat);
+    stop.record(stream);
+    stop.synchronize();
+    next += s.frames_per_repeat;
+    us.push_back(1000.0 * cuda::Event::elapsed_ms(start, stop) / s.frames_per_repeat);
+  }
+  return us;
+}
+
+// ----------------------------------------------------------------------------------------- engines
+
+// Managed memory lives where it was last touched. Without touching the host side of each frame, a prefetched
+// input would stay on the device and no byte would cross the bus; a write per page stands for the decoder
+// writing the frame, a read per page for the encoder reading the result.
+void touch_for_write(std::uint8_t* data, std::size_t bytes) {
+  volatile std::uint8_t* v = data;
+  for (std::size_t i = 0; i < bytes; i += kPage) v[i] = v[i];
+}
+unsigned touch_for_read(const std::uint8_t* data, std::size_t bytes) {
+  const volatile std::uint8_t* v = data;
+  unsigned sum = 0;
+  for (std::size_t i = 0; i < bytes; i += kPage) sum += v[i];
+  return sum;
+}
+
+// Keeps the engine full for `count` frames. A slot's input is written once, on the slot's first use (as a
+// decoder writing straight into the slot); after that the frame it holds is resubmitted, so the timed loop
+// measures the engine, not a memcpy. With `touch`, every frame touches its input and output pages on the host.
+class EnginePump {
+ public:
+  EnginePump(Engine& engine, const std::vector<Image>& frames, bool touch)
+      : engine_(engine), frames_(frames), filled_(static_cast<std::size_t>(engine.slots()), false), touch_(touch) {}
+
+  void operator()(int count) {
+    const Size size = frames_.front().size();
+    int submitted = 0, completed = 0;
+    while (completed < count) {
+      while (submitted < count && engine_.in_flight() < engine_.slots()) {
+        FrameSlot& slot = engine_.acquire(size);
+        if (!filled_[static_cast<std::size_t>(slot.index)]) {
+          const Image& frame = frames_[static_cast<std::size_t>(slot.index) % frames_.size()];
+          std::memcpy(slot.input.data, frame.data(), frame.bytes());
+          filled_[static_cast<std::size_t>(slot.index)] = true;
+        } else if (touch_) {
+          touch_for_write(slot.input.data, slot.input.size.rgb_bytes());
+        }
+        engine_.submit(slot);
+        ++submitted;
+      }
+      FrameSlot* done = engine_.next_completed();
+      if (done == nullptr) throw std::logic_error("engine: nothing in flight");
+      if (touch_) sink_ += touch_for_read(done->output.data, done->output.size.rgb_bytes());
+      engine_.release(*done);
+      ++completed;
+    }
+  }
+
+ private:
+  Engine& engine_;
+  const std::vector<Image>& frames_;
+  std::vector<bool> filled_;
+  bool touch_;
+  unsigned sink_ = 0;
+};
+
+double frame_bytes(const Settings& s) {
+  return static_cast<double>(s.size.rgb_bytes() + s.out_size.rgb_bytes());
+}
+
+void measure_engine_row(Report& report, const Settings& s, Row row, const std::function<std::unique_ptr<Engine>()>& make,
+                        bool touch) {
+  add_row(report, std::move(row), [&](Row& r) {
+    const std::unique_ptr<Engine> engine = make();
+    r.detail = engine->describe() + (r.detail.empty() ? "" : "; " + r.detail);
+    EnginePump pump(*engine, s.frames, touch);
+    finish(r, s, time_host(s, [&](int count) { pump(count); }));
+  });
+}
+
+// ----------------------------------------------------------------------------------- device pools
+
+// `count` packed RGB8 frames of up to `frame_bytes` each, back to back in device memory.
+class AosPool {
+ public:
+  AosPool(std::size_t frame_bytes, int count)
+      : frame_bytes_(frame_bytes), count_(count), buffer_(frame_bytes * static_cast<std::size_t>(count)) {}
+  std::uint8_t* frame(int i) const { return buffer_.data() + frame_bytes_ * static_cast<std::size_t>(i % count_); }
+  cuda::AosView view(int i, Size s) const { return {frame(i), {s.width, s.height}, 3 * std::size_t(s.width)}; }
+  cuda::ConstAosView const_view(int i, Size s) const {
+    return {frame(i), {s.width, s.height}, 3 * std::size_t(s.width)};
+  }
+  int count() const { return count_; }
+  // Frame i = frames[i mod frames.size()].
+  void upload(const std::vector<Image>& frames, cudaStream_t stream) const {
+    for (int i = 0; i < count_; ++i) {
+      const Image& f = frames[static_cast<std::size_t>(i) % frames.size()];
+      IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(frame(i), f.data(), f.bytes(), cudaMemcpyHostToDevice, stream));
+    }
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+ private:
+  std::size_t frame_bytes_;
+  int count_;
+  cuda::DeviceBuffer buffer_;
+};
+
+// `count` plane buffers with room for `extent`.
+std::vector<cuda::PlaneBuffer> plane_pool(cuda::Extent extent, int count) {
+  std::vector<cuda::PlaneBuffer> pool;
+  for (int i = 0; i < count; ++i) pool.emplace_back(extent);
+  return pool;
+}
+
+cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
+
+std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------ device
+
+Device describe_device() {
+  Device d;
+  int version = 0;
+  if (cudaDriverGetVersion(&version) == cudaSuccess && version > 0) {
+    d.driver = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  }
+  if (cudaRuntimeGetVersion(&version) == cudaSuccess) {
+    d.runtime = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  }
+  (void)cudaGetLastError();
+  d.available = cuda::device_available();
+  if (!d.available) {
+    for (const BackendInfo& b : available_backends()) {
+      if (b.kind == BackendKind::optimized) d.reason = b.detail;
+    }
+    if (d.reason.empty()) d.reason = "no CUDA device";
+    return d;
+  }
+  int device = 0;
+  cudaDeviceProp p{};
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
+  IMGPIPE_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sms = p.multiProcessorCount;
+  d.l2_bytes = p.l2CacheSize;
+  d.memory_bytes = static_cast<double>(p.totalGlobalMem);
+  return d;
+}
+
+int device_pool_frames(Size in) {
+  int device = 0;
+  cudaDeviceProp p{};
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
+  IMGPIPE_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  const double l2 = std::max(1, p.l2CacheSize);
+  const int frames = static_cast<int>(std::ceil(2.0 * l2 / static_cast<double>(std::max<std::size_t>(1, in.rgb_bytes()))));
+  return std::clamp(frames, 2, 64);
+}
+
+// --------------------------------------------------------------------------------------- ceilings
+
+void measure_host_ceiling(const Settings& s, Report& report) {
+  const NvtxRange range("ceiling host_memcpy");
+  const std::size_t bytes = std::max<std::size_t>(s.ceiling_bytes, 1 << 20);
+  std::vector<std::uint8_t> a(bytes), b(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) a[i] = static_cast<std::uint8_t>(i * 131 + (i >> 12));
+  const auto copy = [&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, bytes, std::size_t{1} << 20),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                        std::memcpy(b.data() + r.begin(), a.data() + r.begin(), r.size());
+                      });
+  };
+  copy();
+  std::vector<double> gbps;
+  for (int r = 0; r < std::max(3, s.repeats); ++r) {
+    const auto start = Clock::now();
+    copy();
+    gbps.push_back(2.0 * bytes / std::chrono::duration<double>(Clock::now() - start).count() / 1e9);
+  }
+  const Summary sum = summarize(gbps);
+  report.ceilings.push_back({kHostCopy, "host memcpy, all threads", "bytes read + bytes written",
+                             2.0 * bytes, sum.median, sum.spread});
+  std::fprintf(stderr, "  ceiling    %-24s %8.1f GB/s\n", kHostCopy, sum.median);
+}
+
+void measure_device_ceilings(const Settings& s, Report& report) {
+  const std::size_t bytes = std::max<std::size_t>(s.ceiling_bytes, 1 << 20);
+  const cuda::PinnedBuffer pinned_a(bytes), pinned_b(bytes);
+  const cuda::DeviceBuffer device_a(bytes), device_b(bytes);
+  std::vector<std::uint8_t> pageable_a(bytes), pageable_b(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    pageable_a[i] = pinned_a.data()[i] = static_cast<std::uint8_t>(i * 131 + (i >> 12));
+    pageable_b[i] = 0;
+  }
+  const cuda::Stream s1 = cuda::Stream::create(), s2 = cuda::Stream::create();
+  fill_random(device_b.data(), bytes, 11, s1.get());
+  const cuda::Event start = cuda::Event::create(true), mid = cuda::Event::create(true),
+                    stop = cuda::Event::create(true);
+
+  // `enqueue` on s1 (and s2, joined back into s1); the rate counts `counted` bytes per run.
+  const auto measure = [&](const char* id, const char* label, const char* counts, double counted,
+                           const std::function<void()>& enqueue) {
+    const NvtxRange range(id);
+    enqueue();
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(s1.get()));
+    std::vector<double> gbps;
+    for (int r = 0; r < std::max(3, s.repeats); ++r) {
+      start.record(s1.get());
+      enqueue();
+      stop.record(s1.get());
+      stop.synchronize();
+      gbps.push_back(counted / (1e6 * cuda::Event::elapsed_ms(start, stop)));
+    }
+    const Summary sum = summarize(gbps);
+    report.ceilings.push_back({id, label, counts, counted, sum.median, sum.spread});
+    std::fprintf(stderr, "  ceiling    %-24s %8.1f GB/s\n", id, sum.median);
+  };
+  const auto copy = [&](void* dst, const void* src, cudaMemcpyKind kind, cudaStream_t stream) {
+    IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream));
+  };
+  const double b = static_cast<double>(bytes);
+
+  measure("pcie_h2d_pinned", "host to device, pinned", "bytes copied", b,
+          [&] { copy(device_a.data(), pinned_a.data(), cudaMemcpyHostToDevice, s1.get()); });
+  measure("pcie_d2h_pinned", "device to host, pinned", "bytes copied", b,
+          [&] { copy(pinned_b.data(), device_b.data(), cudaMemcpyDeviceToHost, s1.get()); });
+  measure(kPcieBoth, "both directions at once, pinned (sum of the two)", "bytes copied up + bytes copied down",
+          2 * b, [&] {
+            // s2 starts with s1 (after `start`), s1 ends after s2: the interval covers both copies.
+            mid.record(s1.get());
+            IMGPIPE_CUDA_CHECK(cudaStreamWaitEvent(s2.get(), mid.get(), 0));
+            copy(device_a.data(), pinned_a.data(), cudaMemcpyHostToDevice, s1.get());
+            copy(pinned_b.data(), device_b.data(), cudaMemcpyDeviceToHost, s2.get());
+            mid.record(s2.get());
+            IMGPIPE_CUDA_CHECK(cudaStreamWaitEvent(s1.get(), mid.get(), 0));
+          });
+  measure("pcie_h2d_pageable", "host to device, pageable", "bytes copied", b,
+          [&] { copy(device_a.data(), pageable_a.data(), cudaMemcpyHostToDevice, s1.get()); });
+  measure("pcie_d2h_pageable", "device to host, pageable", "bytes copied", b,
+          [&] { copy(pageable_b.data(), device_b.data(), cudaMemcpyDeviceToHost, s1.get()); });
+  measure(kDeviceCopy, "device to device copy", "bytes read + bytes written", 2 * b,
+          [&] { copy(device_b.data(), device_a.data(), cudaMemcpyDeviceToDevice, s1.get()); });
+}
+
+// ------------------------------------------------------------------------------------- end to end
+
+void measure_end_to_end(const Settings& s, Report& report) {
+  const double bytes = frame_bytes(s);
+  const std::vector<BackendInfo> infos = available_backends();
+  for (const BackendKind kind : {BackendKind::cpu, BackendKind::naive, BackendKind::optimized}) {
+    const std::string name(to_string(kind));
+    if (!s.backends.contains(name)) continue;
+    const BackendInfo info = *std::find_if(infos.begin(), infos.end(), [&](const BackendInfo& b) { return b.kind == kind; });
+    Row row = make_row(kEndToEnd, "", name, kind == BackendKind::cpu ? info.detail : "",
+                       bytes, kind == BackendKind::cpu ? kHostCopy : kPcieBoth);
+    if (!info.usable) {
+      add_skipped(report, std::move(row),
+                  kind == BackendKind::cpu ? "the cpu backend is " + info.detail : gpu_missing_reason(report));
+      continue;
+    }
+    const EngineOptions options{s.slots, MemoryMode::pinned, true};
+    measure_engine_row(report, s, std::move(row), [&] { return make_engine(kind, s.chain, options); }, false);
+  }
+
+  if (!s.backends.contains("npp")) return;
+  Row row = make_row(kEndToEnd, "", "npp", "", bytes, kPcieBoth);
+  if (!report.device.available) return add_skipped(report, std::move(row), gpu_missing_reason(report));
+  if (const auto why = NppChain::unsupported(s.chain)) return add_skipped(report, std::move(row), *why);
+  add_row(report, std::move(row), [&](Row& r) {
+    constexpr int kNppStreams = 2;
+    BenchRing ring(kNppStreams, s.size, s.out_size);
+    std::vector<std::unique_ptr<NppChain>> chains;
+    for (int i = 0; i < kNppStreams; ++i) chains.push_back(std::make_unique<NppChain>(s.chain, s.size, ring.stream(i)));
+    ring.set_work([&](int slot, const std::uint8_t* in, std::uint8_t* out, cudaStream_t) { chains[slot]->run(in, out); });
+    ring.fill_inputs(s.frames);
+    r.detail = chains.front()->describe() + "; 2 streams, pinned host buffers, the engine's issue order";
+    finish(r, s, time_host(s, [&](int count) { ring.run(count); }));
+  });
+}
+
+// ----------------------------------------------------------------------------------------- kernels
+
+void measure_kernels(const Settings& s, Report& report) {
+  const bool kernel = s.sections.contains("kernel"), stage = s.sections.contains("stage");
+  std::vector<std::string> paths;
+  for (const char* p : {"naive", "optimized"})
+    if (s.backends.contains(p)) paths.push_back(p);
+  const bool npp = s.backends.contains("npp");
+  const auto path_of = [](const std::string& p) { return p == "naive" ? GpuPath::naive : GpuPath::optimized; };
+  const auto path_detail = [](const std::string& p) {
+    return p == "naive" ? std::string("DeviceChain naive: AoS kernels, ping-pong between interleaved frames")
+                        : std::string("DeviceChain optimized: planes, constant taps, textures, fused stages");
+  };
+
+  std::vector<Size> sizes = {s.size};
+  for (const Op& op : s.chain.ops) sizes.push_back(output_size(op, sizes.back()));
+  const auto stage_group = [&](std::size_t i) { return std::to_string(i + 1) + ": " + to_string(s.chain.ops[i]); };
+
+  if (!report.device.available) {
+    const std::string why = gpu_missing_reason(report);
+    if (kernel) {
+      for (const std::string& p : paths) add_skipped(report, make_row(kKernel, "", p, "", 0, kDeviceCopy), why);
+      if (npp) add_skipped(report, make_row(kKernel, "", "npp", "", 0, kDeviceCopy), why);
+    }
+    if (stage) {
+      for (std::size_t i = 0; i < s.chain.ops.size(); ++i)
+        for (const std::string& p : paths) add_skipped(report, make_row(kStage, stage_group(i), p, "", 0, kDeviceCopy), why);
+    }
+    return;
+  }
+
+  const cuda::Stream stream_owner = cuda::Stream::create();
+  const cudaStream_t stream = stream_owner.get();
+  const int pool = s.device_pool;
+  const AosPool in(s.size.rgb_bytes(), pool);
+  in.upload(s.frames, stream);
+
+  if (kernel) {
+    const AosPool out(s.out_size.rgb_bytes(), pool);
+    const double bytes = frame_bytes(s);
+    for (const std::string& p : paths) {
+      add_row(report, make_row(kKernel, "", p, path_detail(p), bytes, kDeviceCopy), [&](Row& r) {
+        DeviceChain chain(path_of(p), s.chain);
+        finish(r, s, time_stream(s, stream, [&](int first, int count) {
+                 for (int i = first; i < first + count; ++i) chain.run(in.frame(i), s.size, out.frame(i), stream);
+               }));
+      });
+    }
+    if (npp) {
+      Row row = make_row(kKernel, "", "npp", "", bytes, kDeviceCopy);
+      if (const auto why = NppChain::unsupported(s.chain)) {
+        add_skipped(report, std::move(row), *why);
+      } else {
+        add_row(report, std::move(row), [&](Row& r) {
+          NppChain chain(s.chain, s.size, stream);
+          r.detail = chain.describe();
+          finish(r, s, time_stream(s, stream, [&](int first, int count) {
+                   for (int i = first; i < first + count; ++i) chain.run(in.frame(i), out.frame(i));
+                 }));
+        });
+      }
+    }
+  }
+
+  if (!stage || s.chain.ops.empty()) return;
+  // Stage i reads what the chain's first i ops make of the frames, so every op sees realistic content.
+  std::unique_ptr<AosPool> stage_in;
+  for (std::size_t i = 0; i < s.chain.ops.size(); ++i) {
+    const AosPool& from = i == 0 ? in : *stage_in;
+    auto to = std::make_unique<AosPool>(sizes[i + 1].rgb_bytes(), pool);
+    const Chain one{{s.chain.ops[i]}};
+    const double bytes = static_cast<double>(sizes[i].rgb_bytes() + sizes[i + 1].rgb_bytes());
+    try {
+      DeviceChain make(GpuPath::optimized, one);
+      for (int f = 0; f < pool; ++f) make.run(from.frame(f), sizes[i], to->frame(f), stream);
+      IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    } catch (const std::exception& e) {
+      for (const std::string& p : paths) {
+        Row row = make_row(kStage, stage_group(i), p, "", bytes, kDeviceCopy);
+        row.status = "failed";
+        row.reason = std::string("preparing the stage's input: ") + e.what();
+        progress(row);
+        report.rows.push_back(row);
+      }
+      stage_in = std::move(to);
+      continue;
+    }
+    for (const std::string& p : paths) {
+      const std::string detail = path_detail(p) + "; " + to_string(sizes[i]) + " -> " + to_string(sizes[i + 1]);
+      add_row(report, make_row(kStage, stage_group(i), p, detail, bytes, kDeviceCopy), [&](Row& r) {
+        DeviceChain chain(path_of(p), one);
+        finish(r, s, time_stream(s, stream, [&](int first, int count) {
+                 for (int f = first; f < first + count; ++f) chain.run(from.frame(f), sizes[i], to->frame(f), stream);
+               }));
+      });
+    }
+    stage_in = std::move(to);
+  }
+}
+
+// ---------------------------------------------------------------------------------------- ablation
+
+namespace {
+
+constexpr const char* kGroupLayout = "layout: AoS vs SoA";
+constexpr const char* kGroupResize = "bilinear: hand vs texture";
+constexpr const char* kGroupTranspose = "transpose";
+constexpr const char* kGroupTaps = "filter taps";
+constexpr const char* kGroupBorders = "filter borders";
+constexpr const char* kGroupMemory = "host memory";
+constexpr const char* kGroupStreams = "streams";
+constexpr const char* kGroupGraph = "CUDA graph";
+
+// The filter the taps and border ablations run: the chain's first gaussian or box, else gaussian=5:1.0.
+struct FilterChoice {
+  std::vector<float> taps;
+  cuda::BorderMode border = cuda::BorderMode::reflect101;
+  std::string text;
+};
+FilterChoice choose_filter(const Chain& chain) {
+  for (const Op& op : chain.ops) {
+    if (const auto* g = std::get_if<Gaussian>(&op)) {
+      return {to_float(gaussian_weights(g->ksize, g->sigma)),
+              g->border == Border::replicate ? cuda::BorderMode::replicate : cuda::BorderMode::reflect101,
+              to_string(op)};
+    }
+    if (const auto* b = std::get_if<Box>(&op)) {
+      return {std::vector<float>(static_cast<std::size_t>(b->ksize), 1.0f / b->ksize),
+              b->border == Border::replicate ? cuda::BorderMode::replicate : cuda::BorderMode::reflect101,
+              to_string(op)};
+    }
+  }
+  return {to_float(gaussian_weights(5, 1.0)), cuda::BorderMode::reflect101, "gaussian=5:1.0"};
+}
+
+// The resize target: the chain's first resize, else two thirds of the frame.
+Size choose_resize(const Chain& chain, Size in) {
+  for (const Op& op : chain.ops)
+    if (const auto* r = std::get_if<Resize>(&op)) return r->size;
+  return {std::max(1, in.width * 2 / 3), std::max(1, in.height * 2 / 3)};
+}
+
+}  // namespace
+
+void measure_ablations(const Settings& s, Report& report) {
+  const FilterChoice filter = choose_filter(s.chain);
+  const Size target = choose_resize(s.chain, s.size);
+  const Size transposed{s.size.height, s.size.width};
+  const double frame2 = 2.0 * static_cast<double>(s.size.rgb_bytes());  // read one frame, write one frame
+  const double resize_bytes = static_cast<double>(s.size.rgb_bytes() + target.rgb_bytes());
+  const double chain_bytes = frame_bytes(s);
+
+  std::vector<Row> planned = {
+      make_row(kAblation, kGroupLayout, "AoS gray_naive", "gray on the interleaved frame, one thread per pixel", frame2,
+               kDeviceCopy),
+      make_row(kAblation, kGroupLayout, "SoA deinterleave+gray+interleave",
+               "to planes, gray_planes (4 pixels per thread, 32-bit words), back to interleaved", frame2, kDeviceCopy,
+               "AoS gray_naive"),
+      make_row(kAblation, kGroupLayout, "SoA gray_planes, resident planes",
+               "gray_planes alone, frames already in planes (what a chain of plane stages pays per stage)", frame2,
+               kDeviceCopy, "AoS gray_naive"),
+      make_row(kAblation, kGroupResize, "hand, AoS", "resize_linear_naive " + to_string(s.size) + " -> " +
+               to_string(target) + ", interleaved", resize_bytes, kDeviceCopy),
+      make_row(kAblation, kGroupResize, "hand, planes", "resize_linear_planes_hand, bilinear weights by hand on planes",
+               resize_bytes, kDeviceCopy, "hand, AoS"),
+      make_row(kAblation, kGroupResize, "texture, planes",
+               "resize_linear_planes, the texture unit's linear filtering on planes", resize_bytes, kDeviceCopy,
+               "hand, planes"),
+      make_row(kAblation, kGroupTranspose, "naive", "dihedral_naive transpose, interleaved: coalesced reads, scattered writes",
+               frame2, kDeviceCopy),
+      make_row(kAblation, kGroupTranspose, "tiled", "dihedral_tiled on planes: 32x32 shared tile (bank conflicts)",
+               frame2, kDeviceCopy, "naive"),
+      make_row(kAblation, kGroupTranspose, "tiled+padded", "dihedral_tiled_padded on planes: 32x33 tile", frame2,
+               kDeviceCopy, "tiled"),
+      make_row(kAblation, kGroupTaps, "global taps", filter.text + ", separable on planes, taps in global memory",
+               frame2, kDeviceCopy),
+      make_row(kAblation, kGroupTaps, "constant taps", filter.text + ", separable on planes, taps in __constant__",
+               frame2, kDeviceCopy, "global taps"),
+      make_row(kAblation, kGroupBorders, "per-element borders",
+               filter.text + ", every staged element tested against the frame (divergent at edges)", frame2,
+               kDeviceCopy),
+      make_row(kAblation, kGroupBorders, "block-uniform borders",
+               filter.text + ", one inside/outside decision per block", frame2, kDeviceCopy, "per-element borders"),
+      make_row(kAblation, kGroupMemory, "pageable", "", chain_bytes, kPcieBoth),
+      make_row(kAblation, kGroupMemory, "pinned", "", chain_bytes, kPcieBoth, "pageable"),
+      make_row(kAblation, kGroupMemory, "managed, no prefetch", "host touches a byte per page of each frame",
+               chain_bytes, kPcieBoth, "pageable"),
+      make_row(kAblation, kGroupMemory, "managed + prefetch", "host touches a byte per page of each frame", chain_bytes,
+               kPcieBoth, "pageable"),
+      make_row(kAblation, kGroupStreams, "1 stream", "", chain_bytes, kPcieBoth),
+      make_row(kAblation, kGroupStreams, "2 streams", "", chain_bytes, kPcieBoth, "1 stream"),
+      make_row(kAblation, kGroupStreams, "3 streams", "", chain_bytes, kPcieBoth, "1 stream"),
+      make_row(kAblation, kGroupStreams, "4 streams", "", chain_bytes, kPcieBoth, "1 stream"),
+      make_row(kAblation, kGroupGraph, "launches", "optimized DeviceChain::run per frame, device-resident", chain_bytes,
+               kDeviceCopy),
+      make_row(kAblation, kGroupGraph, "graph replay",
+               "each frame's DeviceChain::run captured once into a CUDA graph, one cudaGraphLaunch per frame",
+               chain_bytes, kDeviceCopy, "launches"),
+  };
+  if (!report.device.available) {
+    for (Row& r : planned) add_skipped(report, std::move(r), gpu_missing_reason(report));
+    return;
+  }
+  const auto take = [&](const char* group, const char* name) {
+    for (Row& r : planned)
+      if (r.group == group && r.name == name) return r;
+    throw std::logic_error(std::string("no planned ablation row ") + group + "/" + name);
+  };
+
+  const cuda::Stream stream_owner = cuda::Stream::create();
+  const cudaStream_t stream = stream_owner.get();
+  const int pool = s.device_pool;
+  const std::size_t out_bytes = std::max(s.size.rgb_bytes(), target.rgb_bytes());
+  const AosPool aos_in(s.size.rgb_bytes(), pool), aos_out(out_bytes, pool);
+  aos_in.upload(s.frames, stream);
+  const cuda::Extent room{std::max({s.size.width, s.size.height, target.width}),
+                          std::max({s.size.width, s.size.height, target.height})};
+  std::vector<cuda::PlaneBuffer> planes_in = plane_pool(extent_of(s.size), pool);
+  std::vector<cuda::PlaneBuffer> planes_out = plane_pool(room, pool);
+  const cuda::Extent e = extent_of(s.size);
+  for (int i = 0; i < pool; ++i) cuda::deinterleave(aos_in.const_view(i, s.size), planes_in[i].view(e), stream);
+  IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto pin = [&](int i) { return cuda::as_const(planes_in[static_cast<std::size_t>(i % pool)].view(e)); };
+  const auto pout = [&](int i, cuda::Extent x) { return planes_out[static_cast<std::size_t>(i % pool)].view(x); };
+  const auto device_row = [&](const char* group, const char* name, const std::function<void(int)>& frame) {
+    add_row(report, take(group, name), [&](Row& r) {
+      finish(r, s, time_stream(s, stream, [&](int first, int count) {
+               for (int i = first; i < first + count; ++i) frame(i);
+             }));
+    });
+  };
+
+  // Layout.
+  device_row(kGroupLayout, "AoS gray_naive",
+             [&](int i) { cuda::gray_naive(aos_in.const_view(i, s.size), aos_out.view(i, s.size), stream); });
+  device_row(kGroupLayout, "SoA deinterleave+gray+interleave", [&](int i) {
+    cuda::PlanesView work = pout(i, e);
+    cuda::deinterleave(aos_in.const_view(i, s.size), work, stream);
+    cuda::gray_planes(cuda::as_const(work), work, stream);  // pointwise, in place
+    cuda::interleave(cuda::as_const(work), aos_out.view(i, s.size), stream);
+  });
+  device_row(kGroupLayout, "SoA gray_planes, resident planes",
+             [&](int i) { cuda::gray_planes(pin(i), pout(i, e), stream); });
+
+  // Bilinear: hand-written weights vs the texture unit.
+  const cuda::Extent te = extent_of(target);
+  device_row(kGroupResize, "hand, AoS",
+             [&](int i) { cuda::resize_linear_naive(aos_in.const_view(i, s.size), aos_out.view(i, target), stream); });
+  device_row(kGroupResize, "hand, planes", [&](int i) { cuda::resize_linear_planes_hand(pin(i), pout(i, te), stream); });
+  {
+    std::vector<std::optional<cuda::LinearPlaneTextures>> textures(static_cast<std::size_t>(pool));
+    Row row = take(kGroupResize, "texture, planes");
+    if (!cuda::LinearPlaneTextures::fit(planes_in.front().whole())) {
+      add_skipped(report, std::move(row), "the texture unit cannot cover planes of this size");
+    } else {
+      for (int i = 0; i < pool; ++i) textures[static_cast<std::size_t>(i)].emplace(planes_in[static_cast<std::size_t>(i)].whole());
+      device_row(kGroupResize, "texture, planes", [&](int i) {
+        cuda::resize_linear_planes(*textures[static_cast<std::size_t>(i % pool)], e, pout(i, te), stream);
+      });
+    }
+  }
+
+  // Transpose.
+  const cuda::Extent tr = extent_of(transposed);
+  device_row(kGroupTranspose, "naive", [&](int i) {
+    cuda::dihedral_naive(cuda::Dihedral::transpose, aos_in.const_view(i, s.size), aos_out.view(i, transposed), stream);
+  });
+  device_row(kGroupTranspose, "tiled",
+             [&](int i) { cuda::dihedral_tiled(cuda::Dihedral::transpose, pin(i), pout(i, tr), stream); });
+  device_row(kGroupTranspose, "tiled+padded",
+             [&](int i) { cuda::dihedral_tiled_padded(cuda::Dihedral::transpose, pin(i), pout(i, tr), stream); });
+
+  // Filter taps and borders: one kernel, one technique swapped at a time.
+  {
+    const cuda::ConstantTaps constant(filter.taps);
+    const cuda::DeviceBuffer global(filter.taps.size() * sizeof(float));
+    IMGPIPE_CUDA_CHECK(cudaMemcpy(global.data(), filter.taps.data(), filter.taps.size() * sizeof(float),
+                                  cudaMemcpyHostToDevice));
+    const auto* global_taps = reinterpret_cast<const float*>(global.data());
+    const auto variant = [&](cuda::TapSource source, cuda::BorderPolicy policy) {
+      return [&, source, policy](int i) {
+        cuda::separable_planes_variant(pin(i), pout(i, e), constant, global_taps, source, policy, filter.border,
+                                       stream);
+      };
+    };
+    device_row(kGroupTaps, "global taps", variant(cuda::TapSource::global, cuda::BorderPolicy::block_uniform));
+    device_row(kGroupTaps, "constant taps", variant(cuda::TapSource::constant, cuda::BorderPolicy::block_uniform));
+    device_row(kGroupBorders, "per-element borders",
+               variant(cuda::TapSource::constant, cuda::BorderPolicy::per_element));
+    device_row(kGroupBorders, "block-uniform borders",
+               variant(cuda::TapSource::constant, cuda::BorderPolicy::block_uniform));
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the taps outlive the work that reads them
+  }
+
+  // Host memory of the ring engine, then its streams (one per slot).
+  for (const auto& [name, mode, prefetch] :
+       {std::tuple{"pageable", MemoryMode::pageable, false}, std::tuple{"pinned", MemoryMode::pinned, false},
+        std::tuple{"managed, no prefetch", MemoryMode::managed, false},
+        std::tuple{"managed + prefetch", MemoryMode::managed, true}}) {
+    const EngineOptions options{s.slots, mode, prefetch};
+    measure_engine_row(report, s, take(kGroupMemory, name),
+                       [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); },
+                       mode == MemoryMode::managed);
+  }
+  for (int streams = 1; streams <= 4; ++streams) {
+    const EngineOptions options{streams, MemoryMode::pinned, true};
+    const std::string name = std::to_string(streams) + (streams == 1 ? " stream" : " streams");
+    measure_engine_row(report, s, take(kGroupStreams, name.c_str()),
+                       [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); }, false);
+  }
+
+  // CUDA graph replay of the per-frame chain, against launching it.
+  {
+    const AosPool out(s.out_size.rgb_bytes(), pool);
+    DeviceChain chain(GpuPath::optimized, s.chain);
+    device_row(kGroupGraph, "launches",
+               [&](int i) { chain.run(aos_in.frame(i), s.size, out.frame(i), stream); });
+    add_row(report, take(kGroupGraph, "graph replay"), [&](Row& r) {
+      for (int i = 0; i < pool; ++i) chain.run(aos_in.frame(i), s.size, out.frame(i), stream);  // plan buffers now
+      IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<GraphExec> graphs;
+      for (int i = 0; i < pool; ++i) {
+        graphs.push_back(capture_graph(stream, [&] { chain.run(aos_in.frame(i), s.size, out.frame(i), stream); }));
+      }
+      finish(r, s, time_stream(s, stream, [&](int first, int count) {
+               for (int i = first; i < first + count; ++i) {
+                 IMGPIPE_CUDA_CHECK(cudaGraphLaunch(graphs[static_cast<std::size_t>(i % pool)].get(), stream));
+               }
+             }));
+    });
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+}
+
+// ------------------------------------------------------------------------------------------- trace
+
+void record_trace(const Settings& s, const std::filesystem::path& path, Report& report) {
+  if (!report.device.available) {
+    report.notes.push_back("--trace: no trace written; it needs a CUDA device");
+    return;
+  }
+  const NvtxRange range("trace");
+  BenchRing ring(s.slots, s.size, s.out_size);
+  std::vector<DeviceChain> chains;
+  for (int i = 0; i < s.slots; ++i) chains.emplace_back(GpuPath::optimized, s.chain);
+  ring.set_work([&](int slot, const std::uint8_t* in, std::uint8_t* out, cudaStream_t stream) {
+    chains[static_cast<std::size_t>(slot)].run(in, s.size, out, stream);
+  });
+  ring.fill_inputs(s.frames);
+  ring.run(std::max(s.warmup, 2 * s.slots));
+  const int frames = std::clamp(s.frames_per_repeat, 2 * s.slots, 64);
+  std::vector<TraceSpan> spans;
+  const double seconds = ring.run(frames, &spans);
+  const std::string title = "imgpipe bench: optimized chain " + to_string(s.chain) + ", " + std::to_string(s.slots) +
+                            " streams, pinned, " + report.device.name;
+  write_trace(path, title, s.slots, spans);
+  char line[256];
+  std::snprintf(line, sizeof line, "trace: %d frames on %d streams (%.0f frames/s with events) in %s", frames, s.slots,
+                frames / seconds, path.string().c_str());
+  report.notes.push_back(line);
+}
+
+}  // namespace imgpipe::app::bench

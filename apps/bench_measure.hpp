@@ -1,0 +1,55 @@
+// The measurements of `imgpipe bench`, section by section. Each appends its rows to the report (skipped and
+// failed ones too, with the reason) and prints one progress line per row on stderr. docs/bench.md says what
+// every row means.
+#pragma once
+
+#include "bench_report.hpp"
+#include "chain.hpp"
+#include "image.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace imgpipe::app::bench {
+
+struct Settings {
+  Chain chain;
+  std::vector<Image> frames;  // host frames, all of `size`
+  Size size;
+  Size out_size;
+  int frames_per_repeat = 200;
+  int repeats = 5;
+  int warmup = 10;  // frames run untimed before the repeats of every row
+  int slots = 3;    // the optimized engine's frames in flight
+  std::size_t ceiling_bytes = std::size_t{256} << 20;
+  int device_pool = 0;  // frames rotated through in device memory (set by measure_device_ceilings)
+  std::set<std::string> backends;  // cpu, naive, optimized, npp
+  std::set<std::string> sections;  // e2e, kernel, stage, ablation
+};
+
+// The device imgpipe would run on, the driver's and the runtime's CUDA versions; available false (with the
+// reason) when the CUDA runtime sees no usable device.
+Device describe_device();
+
+// Frames to rotate through in device memory so they do not all sit in L2: twice L2 of inputs, 2 to 64 frames.
+int device_pool_frames(Size in);
+
+// host_memcpy: a memcpy over all hardware threads, bytes read + written.
+void measure_host_ceiling(const Settings& settings, Report& report);
+// The PCIe and device-memory ceilings (needs a device).
+void measure_device_ceilings(const Settings& settings, Report& report);
+
+// Each backend through its engine, pinned host memory in and out (cpu: pageable), plus NPP on a two-stream ring.
+void measure_end_to_end(const Settings& settings, Report& report);
+// The chain on device-resident frames (DeviceChain naive and optimized, NPP), and each op of it alone.
+void measure_kernels(const Settings& settings, Report& report);
+// One technique at a time, each row with its twin.
+void measure_ablations(const Settings& settings, Report& report);
+
+// A Chrome trace-event file of the optimized chain on a ring of settings.slots streams.
+void record_trace(const Settings& settings, const std::filesystem::path& path, Report& report);
+
+}  // namespace imgpipe::app::bench

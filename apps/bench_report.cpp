@@ -1,0 +1,238 @@
+#include "bench_report.hpp"
+
+#include "io_error.hpp"
+
+#include <cuda_runtime.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+namespace imgpipe::app::bench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const Ceiling* find_ceiling(const Report& report, const std::string& id) {
+  for (const Ceiling& c : report.ceilings)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+const Row* find_row(const Report& report, const std::string& section, const std::string& group,
+                    const std::string& name) {
+  for (const Row& r : report.rows)
+    if (r.section == section && r.group == group && r.name == name) return &r;
+  return nullptr;
+}
+
+Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+std::string shorten(std::string text, std::size_t width) {
+  if (text.size() > width) text = text.substr(0, width - 1) + "~";
+  return text;
+}
+
+std::string ceiling_short(const std::string& id) {
+  if (id == kPcieBoth) return "pcie";
+  if (id == kDeviceCopy) return "d2d";
+  if (id == kHostCopy) return "host";
+  return id;
+}
+
+void ofstream_or_throw(std::ofstream& f, const std::filesystem::path& path) {
+  if (!f) throw io::IoError(path, "cannot open for writing");
+}
+
+}  // namespace
+
+Derived derive(const Report& report, const Row& row) {
+  Derived d;
+  if (row.status != "ok" || row.us_per_frame <= 0) return d;
+  d.fps = 1e6 / row.us_per_frame;
+  d.gbps = row.bytes_per_frame * *d.fps / 1e9;
+  if (const Ceiling* c = find_ceiling(report, row.ceiling); c && c->gbps > 0) {
+    d.ceiling_gbps = c->gbps;
+    d.fraction = *d.gbps / c->gbps;
+  }
+  if (!row.twin.empty()) {
+    const Row* twin = find_row(report, row.section, row.group, row.twin);
+    if (twin && twin->status == "ok" && twin->us_per_frame > 0) d.speedup = twin->us_per_frame / row.us_per_frame;
+  }
+  return d;
+}
+
+void print_table(const Report& report, std::FILE* out) {
+  const Parameters& p = report.parameters;
+  std::fprintf(out, "\nimgpipe bench %s | %s | %s -> %s | %s | %d frames x %d repeats (median) | %s\n",
+               report.version.c_str(), p.chain.c_str(), to_string(p.size).c_str(), to_string(p.output_size).c_str(),
+               p.input.c_str(), p.frames, p.repeats, report.date.c_str());
+  if (report.device.available) {
+    const Device& d = report.device;
+    std::fprintf(out, "device: %s (sm_%d%d, %d SMs, %.0f MB L2), driver CUDA %s, runtime %s; host %d threads\n",
+                 d.name.c_str(), d.cc_major, d.cc_minor, d.sms, d.l2_bytes / 1e6, d.driver.c_str(),
+                 d.runtime.c_str(), report.host_threads);
+  } else {
+    std::fprintf(out, "device: none (%s); host %d threads\n", report.device.reason.c_str(), report.host_threads);
+  }
+  std::fprintf(out, "ceilings GB/s:");
+  for (const Ceiling& c : report.ceilings) std::fprintf(out, " %s %.1f |", c.id.c_str(), c.gbps);
+  std::fprintf(out, "\n");
+
+  std::fprintf(out, "%-10s %-24s %-34s %10s %10s %8s %12s %14s %6s\n", "section", "group", "row", "fps", "us/frame",
+               "GB/s", "of ceiling", "speedup/twin", "spread");
+  int without_device = 0;
+  for (const Row& r : report.rows) {
+    const std::string section = r.section == "end-to-end" ? "e2e" : r.section;
+    if (r.status == "skipped" && r.reason.rfind(kNeedsDevice, 0) == 0) {
+      ++without_device;
+      continue;
+    }
+    if (r.status != "ok") {
+      std::fprintf(out, "%-10s %-24s %-34s %s: %s\n", section.c_str(), shorten(r.group, 24).c_str(),
+                   shorten(r.name, 34).c_str(), r.status.c_str(), shorten(r.reason, 90).c_str());
+      continue;
+    }
+    const Derived d = derive(report, r);
+    char fraction[32] = "";
+    if (d.fraction) std::snprintf(fraction, sizeof fraction, "%5.1f%% %s", 100 * *d.fraction, ceiling_short(r.ceiling).c_str());
+    char speedup[48] = "";
+    if (d.speedup) std::snprintf(speedup, sizeof speedup, "%.2fx %s", *d.speedup, shorten(r.twin, 8).c_str());
+    std::fprintf(out, "%-10s %-24s %-34s %10.0f %10.2f %8.1f %12s %14s %5.1f%%\n", section.c_str(),
+                 shorten(r.group, 24).c_str(), shorten(r.name, 34).c_str(), d.fps.value_or(0), r.us_per_frame,
+                 d.gbps.value_or(0), fraction, speedup, 100 * r.spread);
+  }
+  if (without_device > 0) {
+    std::fprintf(out, "%-10s %d GPU rows skipped: they need a CUDA device\n", "gpu", without_device);
+  }
+  for (const std::string& note : report.notes) std::fprintf(out, "note: %s\n", note.c_str());
+  std::fflush(out);
+}
+
+void write_json(const Report& report, const std::filesystem::path& path) {
+  Json doc;
+  doc["schema"] = "imgpipe-bench/1";
+  doc["imgpipe_version"] = report.version;
+  doc["date"] = report.date;
+  doc["command"] = report.command;
+
+  const Device& d = report.device;
+  Json device;
+  device["available"] = d.available;
+  if (d.available) {
+    device["name"] = d.name;
+    device["compute_capability"] = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
+    device["sms"] = d.sms;
+    device["l2_bytes"] = d.l2_bytes;
+    device["memory_bytes"] = d.memory_bytes;
+  } else {
+    device["reason"] = d.reason;
+  }
+  doc["device"] = device;
+  doc["versions"] = {{"cuda_driver", d.driver.empty() ? Json(nullptr) : Json(d.driver)},
+                     {"cuda_runtime", d.runtime.empty() ? Json(nullptr) : Json(d.runtime)},
+                     {"cuda_toolkit_built_with", std::to_string(CUDART_VERSION / 1000) + "." +
+                                                     std::to_string(CUDART_VERSION % 1000 / 10)},
+                     {"npp_compiled_in", report.npp},
+                     {"cpu_backend", report.cpu_backend}};
+  doc["host"] = {{"threads", report.host_threads}};
+
+  const Parameters& p = report.parameters;
+  doc["parameters"] = {{"ops", p.ops},
+                       {"chain", p.chain},
+                       {"size", {{"width", p.size.width}, {"height", p.size.height}}},
+                       {"output_size", {{"width", p.output_size.width}, {"height", p.output_size.height}}},
+                       {"frames", p.frames},
+                       {"repeats", p.repeats},
+                       {"warmup_frames", p.warmup},
+                       {"slots", p.slots},
+                       {"input", p.input},
+                       {"distinct_frames", p.distinct_frames},
+                       {"device_pool_frames", p.device_pool},
+                       {"ceiling_copy_bytes", p.ceiling_bytes},
+                       {"backends", p.backends},
+                       {"sections", p.sections}};
+
+  Json ceilings = Json::array();
+  for (const Ceiling& c : report.ceilings) {
+    ceilings.push_back({{"id", c.id},
+                        {"label", c.label},
+                        {"counts", c.counts},
+                        {"bytes", c.bytes},
+                        {"gb_per_s", c.gbps},
+                        {"spread", c.spread}});
+  }
+  doc["ceilings"] = ceilings;
+
+  Json rows = Json::array();
+  for (const Row& r : report.rows) {
+    const Derived x = derive(report, r);
+    Json row;
+    row["section"] = r.section;
+    row["group"] = r.group;
+    row["name"] = r.name;
+    row["detail"] = r.detail;
+    row["status"] = r.status;
+    row["reason"] = r.reason.empty() ? Json(nullptr) : Json(r.reason);
+    row["frames"] = r.frames;
+    row["repeats"] = r.repeats;
+    const bool ok = r.status == "ok";
+    row["us_per_frame"] = ok ? Json(r.us_per_frame) : Json(nullptr);
+    row["fps"] = optional_number(x.fps);
+    row["bytes_per_frame"] = r.bytes_per_frame > 0 ? Json(r.bytes_per_frame) : Json(nullptr);
+    row["gb_per_s"] = optional_number(x.gbps);
+    row["ceiling"] = r.ceiling.empty() ? Json(nullptr) : Json(r.ceiling);
+    row["ceiling_gb_per_s"] = optional_number(x.ceiling_gbps);
+    row["fraction_of_ceiling"] = optional_number(x.fraction);
+    row["twin"] = r.twin.empty() ? Json(nullptr) : Json(r.twin);
+    row["speedup"] = optional_number(x.speedup);
+    row["spread"] = ok ? Json(r.spread) : Json(nullptr);
+    row["samples_us_per_frame"] = r.samples_us;
+    rows.push_back(row);
+  }
+  doc["rows"] = rows;
+  doc["notes"] = report.notes;
+
+  std::ofstream f(path);
+  ofstream_or_throw(f, path);
+  f << doc.dump(2) << "\n";
+  if (!f) throw io::IoError(path, "write failed");
+}
+
+void write_trace(const std::filesystem::path& path, const std::string& title, int tracks,
+                 const std::vector<TraceSpan>& spans) {
+  Json events = Json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", title}}}});
+  for (int t = 0; t < tracks; ++t) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", t},
+                      {"args", {{"name", "stream " + std::to_string(t) + " (slot " + std::to_string(t) + ")"}}}});
+    events.push_back(
+        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"sort_index", t}}}});
+  }
+  for (const TraceSpan& s : spans) {
+    events.push_back({{"name", s.name},
+                      {"cat", s.category},
+                      {"ph", "X"},
+                      {"ts", s.start_us},
+                      {"dur", s.duration_us},
+                      {"pid", 1},
+                      {"tid", s.track},
+                      {"args", {{"frame", s.frame}, {"bytes", s.bytes}}}});
+  }
+  Json doc;
+  doc["traceEvents"] = events;
+  doc["displayTimeUnit"] = "ms";
+  doc["otherData"] = {{"source", "imgpipe bench --trace"},
+                      {"clock", "CUDA events, microseconds from the first event; a span starts when its stream "
+                                "reached it, so it includes any wait for a copy engine or for SMs"}};
+  std::ofstream f(path);
+  ofstream_or_throw(f, path);
+  f << doc.dump(1) << "\n";
+  if (!f) throw io::IoError(path, "write failed");
+}
+
+}  // namespace imgpipe::app::bench
