@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace imgpipe::io {
@@ -48,13 +50,19 @@ std::filesystem::path temporary_name_for(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer must not hang the run; it is refused below as not a regular file.
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (file.get() < 0) throw IoError(path, system_reason("cannot open"));
   struct stat info {};
   if (::fstat(file.get(), &info) != 0) throw IoError(path, system_reason("cannot stat"));
   if (S_ISDIR(info.st_mode)) throw IoError(path, "is a directory, not an image file");
-  if (!S_ISREG(info.st_mode)) throw IoError(path, "is not a regular file");
+  if (!S_ISREG(info.st_mode)) throw IoError(path, "is not a regular file (a FIFO, socket or device)");
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    throw PixelLimitError(path, "the file is " + std::to_string(info.st_size) +
+                                    " bytes, more than any image within the pixel limit can need (" +
+                                    std::to_string(max_bytes) + " bytes); refused without reading it");
+  }
 
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(info.st_size));
   std::size_t done = 0;
@@ -68,7 +76,15 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
+std::uint64_t max_image_file_bytes(std::uint64_t max_pixels) {
+  constexpr std::uint64_t kSlack = std::uint64_t{64} << 20;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (max_pixels > (kMax - kSlack) / 8) return kMax;
+  return max_pixels * 8 + kSlack;
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
+                           Existing existing) {
   const std::filesystem::path temporary = temporary_name_for(path);
   auto fail = [&](const std::string& reason) {
     ::unlink(temporary.c_str());
@@ -76,19 +92,33 @@ void write_file_atomically(const std::filesystem::path& path, std::span<const st
   };
 
   FileDescriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
-  if (file.get() < 0) throw IoError(path, system_reason("cannot create"));
+  if (file.get() < 0) throw IoError(path, system_reason("cannot create a temporary file in its folder"));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(file.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(system_reason("cannot write"));
+    if (n < 0) fail(system_reason("cannot write"));  // ENOSPC, EDQUOT, EFBIG (ulimit -f), EIO...
     done += static_cast<std::size_t>(n);
   }
   if (file.close() != 0) fail(system_reason("cannot write"));
 
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) fail("cannot rename the finished temporary file into place: " + error.message());
+  if (existing == Existing::replace) {
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+      fail(system_reason("cannot rename the finished temporary file into place"));
+    }
+    return;
+  }
+  // Never replace: renameat2(RENAME_NOREPLACE), or link + unlink where the file system lacks it; both refuse
+  // atomically when `path` exists.
+  if (::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return;
+  if (errno == EINVAL || errno == ENOSYS) {
+    if (::link(temporary.c_str(), path.c_str()) == 0) {
+      ::unlink(temporary.c_str());
+      return;
+    }
+  }
+  if (errno == EEXIST) fail("exists (it appeared while imgpipe was writing); not replaced");
+  fail(system_reason("cannot rename the finished temporary file into place"));
 }
 
 }  // namespace imgpipe::io

@@ -36,22 +36,71 @@ std::string image_extensions_text() {
   return text;
 }
 
-std::vector<std::filesystem::path> list_images(const std::filesystem::path& root) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> images;
+namespace {
+
+namespace fs = std::filesystem;
+
+// One folder, then its subfolders; `relative` is the folder's path relative to the root.
+void walk(const fs::path& root, const fs::path& relative, std::vector<FolderEntry>& entries) {
   std::error_code error;
-  fs::recursive_directory_iterator it(root, error), end;
-  if (error) throw IoError(root, "cannot list the folder: " + error.message());
+  fs::directory_iterator it(root / relative, error), end;
+  if (error) {
+    if (relative.empty()) throw IoError(root, "cannot list the folder: " + error.message());
+    entries.push_back({relative, "cannot list the folder: " + error.message() + "; images in it were not processed"});
+    return;
+  }
+  std::vector<fs::path> folders;
   for (; it != end; it.increment(error)) {
     if (error) break;
     const fs::directory_entry& entry = *it;
-    std::error_code status_error;  // a dangling link is simply not an image file
-    if (entry.is_regular_file(status_error) && is_image_extension(entry.path().extension().string())) {
-      images.push_back(entry.path().lexically_relative(root));
+    const fs::path name = relative / entry.path().filename();
+    const bool image_name = is_image_extension(entry.path().extension().string());
+    std::error_code status_error;
+    const fs::file_status own = entry.symlink_status(status_error);
+    if (fs::is_directory(own)) {
+      folders.push_back(name);
+      if (image_name) entries.push_back({name, "is a directory, not an image file (images inside it are processed)"});
+      continue;
+    }
+    if (!image_name) continue;
+    const fs::file_status target = entry.status(status_error);  // follows a link
+    if (fs::is_regular_file(target)) {
+      entries.push_back({name, ""});
+    } else if (fs::is_symlink(own) && !fs::exists(target)) {
+      entries.push_back({name, "is a broken symbolic link"});
+    } else if (fs::is_directory(target)) {
+      entries.push_back({name, "is a link to a directory, not an image file (links to folders are not followed)"});
+    } else {
+      entries.push_back({name, "is not a regular file (a FIFO, socket or device)"});
     }
   }
-  if (error) throw IoError(root, "cannot list the folder: " + error.message());
-  std::sort(images.begin(), images.end());
+  if (error) {
+    if (relative.empty()) throw IoError(root, "cannot list the folder: " + error.message());
+    entries.push_back({relative, "cannot list the whole folder: " + error.message()});
+  }
+  for (const fs::path& folder : folders) walk(root, folder, entries);
+}
+
+}  // namespace
+
+std::vector<FolderEntry> list_image_entries(const std::filesystem::path& root) {
+  std::vector<FolderEntry> entries;
+  walk(root, {}, entries);
+  std::sort(entries.begin(), entries.end(), [](const FolderEntry& a, const FolderEntry& b) {
+    return a.relative < b.relative;
+  });
+  return entries;
+}
+
+std::vector<std::filesystem::path> list_images(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> images;
+  for (FolderEntry& entry : list_image_entries(root)) {
+    if (entry.problem.empty()) {
+      images.push_back(std::move(entry.relative));
+    } else if (entry.problem.starts_with("cannot list")) {
+      throw IoError(root / entry.relative, entry.problem);
+    }
+  }
   return images;
 }
 

@@ -20,4 +20,15 @@ std::string lowercase_extension(const std::filesystem::path& path);
 // Throws IoError when `root` or a folder below it cannot be read.
 std::vector<std::filesystem::path> list_images(const std::filesystem::path& root);
 
+// What a batch should hear about: the image files list_images() gives (empty `problem`), and, with the reason
+// in `problem`, every entry that is named like an image but cannot be one (a folder, which is still walked;
+// a link to a folder; a broken link; a FIFO, socket or device) and every folder below `root` that cannot be
+// listed. Relative to `root`, sorted. Throws IoError only when `root` itself cannot be listed.
+struct FolderEntry {
+  std::filesystem::path relative;
+  std::string problem;
+  bool operator==(const FolderEntry&) const = default;
+};
+std::vector<FolderEntry> list_image_entries(const std::filesystem::path& root);
+
 }  // namespace imgpipe::io

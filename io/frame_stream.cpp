@@ -1,8 +1,10 @@
 #include "frame_stream.hpp"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <unistd.h>
 
 #ifdef IMGPIPE_HAVE_OPENCV
 #include <opencv2/imgproc.hpp>
@@ -11,14 +13,25 @@
 
 namespace imgpipe::io {
 
-RawFrameReader::RawFrameReader(int fd, Size frame_size, std::string name)
-    : fd_(fd), size_(frame_size), name_(std::move(name)) {
+RawFrameReader::RawFrameReader(int fd, Size frame_size, std::string name, int cancel_fd)
+    : fd_(fd), size_(frame_size), name_(std::move(name)), cancel_fd_(cancel_fd) {
   if (size_.width < 1 || size_.height < 1) throw IoError(name_ + ": raw frame size must be at least 1x1");
 }
 
 std::size_t RawFrameReader::read_some(std::uint8_t* dst, std::size_t bytes) {
   std::size_t done = 0;
   while (done < bytes) {
+    if (cancel_fd_ >= 0) {
+      pollfd fds[2] = {{fd_, POLLIN, 0}, {cancel_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(name_ + ": poll failed at frame " + std::to_string(frames_) + ": " + std::strerror(errno));
+      }
+      if (fds[1].revents != 0) {
+        throw StreamCancelled(name_ + ": reading stopped at frame " + std::to_string(frames_) +
+                              (done > 0 || lookahead_ ? " (a partly read frame was discarded)" : ""));
+      }
+    }
     const ssize_t n = ::read(fd_, dst + done, bytes - done);
     if (n == 0) break;
     if (n < 0) {
@@ -74,8 +87,14 @@ namespace {
 
 class VideoReader final : public FrameReader {
  public:
-  explicit VideoReader(const std::filesystem::path& path) : path_(path), capture_(path.string()) {
+  VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path), capture_(path.string()) {
     if (!capture_.isOpened()) throw IoError(path, "cannot open as a video (missing, unreadable or no decoder)");
+    const double width = capture_.get(cv::CAP_PROP_FRAME_WIDTH), height = capture_.get(cv::CAP_PROP_FRAME_HEIGHT);
+    if (width >= 1 && height >= 1 && width * height > static_cast<double>(max_pixels)) {
+      throw PixelLimitError(path, pixel_limit_reason(static_cast<std::uint64_t>(width),
+                                                     static_cast<std::uint64_t>(height), max_pixels) +
+                                      " (the frame size the video declares; no frame was decoded)");
+    }
   }
   std::optional<Size> next_size() override {
     if (!capture_.read(bgr_) || bgr_.empty()) return std::nullopt;
@@ -132,8 +151,8 @@ class VideoWriter final : public FrameWriter {
 
 }  // namespace
 
-std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path) {
-  return std::make_unique<VideoReader>(path);
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
+  return std::make_unique<VideoReader>(path, max_pixels);
 }
 
 std::optional<double> video_fps(const std::filesystem::path& path) {
@@ -154,7 +173,7 @@ namespace {
 }
 }  // namespace
 
-std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path) { no_video(path); }
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t) { no_video(path); }
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size, double) { no_video(path); }
 

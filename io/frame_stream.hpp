@@ -4,6 +4,7 @@
 
 #include "engine.hpp"
 #include "io_error.hpp"
+#include "ppm.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -13,11 +14,19 @@
 
 namespace imgpipe::io {
 
+// Thrown by a reader whose cancel descriptor became readable (imgpipe stream after SIGINT/SIGTERM).
+class StreamCancelled : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 // Fixed-size rgb24 frames back to back. Reads straight into the engine's buffer (no extra copy).
 // A stream that ends inside a frame is an error naming the frame, never a silent drop.
+// With `cancel_fd` >= 0, every read waits on `fd` and `cancel_fd` together, and once `cancel_fd` is readable
+// the reader throws StreamCancelled instead of blocking (a stalled producer cannot keep a stopped run alive).
 class RawFrameReader final : public FrameReader {
  public:
-  RawFrameReader(int fd, Size frame_size, std::string name);
+  RawFrameReader(int fd, Size frame_size, std::string name, int cancel_fd = -1);
   std::optional<Size> next_size() override;
   void read(FrameView frame) override;
   std::uint64_t frames_read() const { return frames_; }
@@ -29,6 +38,7 @@ class RawFrameReader final : public FrameReader {
   int fd_;
   Size size_;
   std::string name_;
+  int cancel_fd_;
   std::uint64_t frames_ = 0;
   std::optional<std::uint8_t> lookahead_;  // one byte read to learn whether another frame follows
 };
@@ -43,9 +53,11 @@ class RawFrameWriter final : public FrameWriter {
   std::string name_;
 };
 
-// Opens a video file for reading; throws IoError when it cannot be opened or the build has no OpenCV.
+// Opens a video file for reading; throws IoError when it cannot be opened or the build has no OpenCV, and
+// PixelLimitError when the size the container declares exceeds `max_pixels` (before a frame is decoded).
 // Every frame must have the first frame's size (an error names the frame otherwise).
-std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path);
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path,
+                                               std::uint64_t max_pixels = kDefaultMaxPixels);
 // Frames per second the file declares, or nullopt when it declares none.
 std::optional<double> video_fps(const std::filesystem::path& path);
 // Writes frames of `size` at `fps`; the codec comes from the extension (.mp4: mp4v, .avi: MJPG, .mkv: XVID).

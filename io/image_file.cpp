@@ -2,6 +2,7 @@
 
 #include "file_bytes.hpp"
 #include "folder.hpp"
+#include "image_header.hpp"
 #include "ppm.hpp"
 
 #include <algorithm>
@@ -62,7 +63,8 @@ std::vector<std::string> to_rgb8(const cv::Mat& decoded, const FrameAllocator& a
   return warnings;
 }
 
-std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate) {
+std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate,
+                                            std::uint64_t max_pixels) {
   // JPEG has no alpha, so read it as colour, which applies its EXIF orientation; keep the rest unchanged
   // so that alpha and 16-bit samples are seen before they are converted.
   const bool jpeg = starts_with(bytes, {0xFF, 0xD8, 0xFF});
@@ -74,6 +76,12 @@ std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes,
     throw IoError("OpenCV could not decode it: " + e.msg);
   }
   if (decoded.empty()) throw IoError("not a decodable image (corrupt, truncated, or a format OpenCV does not read)");
+  // A format whose header imgpipe does not read itself is checked once decoded, before the frame is allocated.
+  const std::uint64_t pixels = static_cast<std::uint64_t>(decoded.cols) * static_cast<std::uint64_t>(decoded.rows);
+  if (pixels > max_pixels) {
+    throw PixelLimitError(pixel_limit_reason(static_cast<std::uint64_t>(decoded.cols),
+                                             static_cast<std::uint64_t>(decoded.rows), max_pixels));
+  }
   return to_rgb8(decoded, allocate);
 }
 
@@ -103,19 +111,27 @@ std::string needs_opencv(const char* verb, const std::string& extension) {
 #endif  // IMGPIPE_HAVE_OPENCV
 
 std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const std::string& extension,
-                                      const FrameAllocator& allocate) {
+                                      const FrameAllocator& allocate, std::uint64_t max_pixels) {
   if (bytes.empty()) throw IoError("empty file");
   if (starts_with(bytes, {'P', '6'})) {
-    decode_ppm_into(bytes, allocate);
+    decode_ppm_into(bytes, allocate, max_pixels);
     return {};
   }
 #ifdef IMGPIPE_HAVE_OPENCV
   (void)extension;
-  return decode_with_opencv(bytes, allocate);
+  // Before OpenCV sees the file: its own size limit is fixed when the library loads (OPENCV_IO_MAX_IMAGE_PIXELS,
+  // default 2^30), so imgpipe's limit is checked here, from the header, before any decoder allocates.
+  const ImageHeader header = read_image_header(bytes);
+  if (header.size && header.size->pixels() > max_pixels) {
+    throw PixelLimitError(pixel_limit_reason(header.size->width, header.size->height, max_pixels) + "; its " +
+                          header.format + " header says so, and nothing was decoded");
+  }
+  if (!header.truncated.empty()) throw IoError(header.truncated);
+  return decode_with_opencv(bytes, allocate, max_pixels);
 #else
   // Other netpbm kinds get decode_ppm's own explanation of what it does not read.
   if (starts_with(bytes, {'P'}) || extension == ".ppm") {
-    decode_ppm_into(bytes, allocate);
+    decode_ppm_into(bytes, allocate, max_pixels);
     return {};
   }
   throw IoError(needs_opencv("reading", extension));
@@ -138,28 +154,36 @@ std::vector<std::uint8_t> encode_image(ConstFrameView image, const std::string& 
 
 }  // namespace
 
-std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate) {
-  const std::vector<std::uint8_t> bytes = read_file(path);
+std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate,
+                                         std::uint64_t max_pixels) {
+  const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels));
   try {
-    return decode_image(bytes, lowercase_extension(path), allocate);
+    return decode_image(bytes, lowercase_extension(path), allocate, max_pixels);
+  } catch (const PixelLimitError& e) {
+    if (!e.path().empty()) throw;
+    throw PixelLimitError(path, e.reason());
   } catch (const IoError& e) {
+    if (!e.path().empty()) throw;
     throw IoError(path, e.reason());
   }
 }
 
-ReadResult read_image(const std::filesystem::path& path) {
+ReadResult read_image(const std::filesystem::path& path, std::uint64_t max_pixels) {
   ReadResult result;
-  result.warnings = read_image_into(path, [&result](Size size) {
-    result.image = Image(size);
-    return result.image.view();
-  });
+  result.warnings = read_image_into(
+      path,
+      [&result](Size size) {
+        result.image = Image(size);
+        return result.image.view();
+      },
+      max_pixels);
   return result;
 }
 
-void write_image(const std::filesystem::path& path, ConstFrameView image, int quality) {
+void write_image(const std::filesystem::path& path, ConstFrameView image, int quality, Existing existing) {
   if (quality < 1 || quality > 100) throw std::invalid_argument("write_image: quality must be 1..100");
   try {
-    write_file_atomically(path, encode_image(image, lowercase_extension(path), quality));
+    write_file_atomically(path, encode_image(image, lowercase_extension(path), quality), existing);
   } catch (const IoError& e) {
     if (!e.path().empty()) throw;
     throw IoError(path, e.reason());

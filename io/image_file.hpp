@@ -2,6 +2,7 @@
 // WebP) go through OpenCV's imgcodecs when the build has OpenCV, and otherwise fail with a message that says so.
 #pragma once
 
+#include "file_bytes.hpp"
 #include "image.hpp"
 #include "io_error.hpp"
 #include "ppm.hpp"
@@ -21,16 +22,27 @@ struct ReadResult {
 // Any image as 8-bit RGB: grayscale is copied into three channels, 16-bit samples are scaled down
 // (v / 257), an alpha channel is dropped (with a warning when any pixel is not fully opaque).
 // JPEG EXIF orientation is applied. The format comes from the file's contents, not its name.
-ReadResult read_image(const std::filesystem::path& path);
+//
+// Refused with IoError naming the path: missing, unreadable, a directory or not a regular file, empty, corrupt,
+// truncated (JPEG without its end-of-image marker, PNG without IEND, PPM short of its raster). Refused with
+// PixelLimitError when the header declares more than `max_pixels` pixels, checked before any decoder
+// allocates (PNG, JPEG, BMP, WebP, TIFF and PPM headers are read by imgpipe itself; any other format OpenCV
+// reads is checked once decoded, before `allocate`), and files larger than max_image_file_bytes(max_pixels)
+// are refused unread.
+ReadResult read_image(const std::filesystem::path& path, std::uint64_t max_pixels = kDefaultMaxPixels);
 // The same, decoding straight into allocate(size) (an engine's pinned buffer: no extra host copy);
 // returns the warnings.
-std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate);
+std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate,
+                                         std::uint64_t max_pixels = kDefaultMaxPixels);
 
 // The format comes from the extension (.ppm, .png, .jpg/.jpeg, .bmp, .tif/.tiff, .webp); `quality` (1..100)
-// applies to JPEG and WebP. Written to a temporary name in the same folder, then renamed into place.
-void write_image(const std::filesystem::path& path, ConstFrameView image, int quality = 95);
-inline void write_image(const std::filesystem::path& path, const Image& image, int quality = 95) {
-  write_image(path, image.view(), quality);
+// applies to JPEG and WebP. Written to a temporary name in the same folder, then renamed into place; with
+// Existing::keep an existing file is never replaced (IoError instead).
+void write_image(const std::filesystem::path& path, ConstFrameView image, int quality = 95,
+                 Existing existing = Existing::replace);
+inline void write_image(const std::filesystem::path& path, const Image& image, int quality = 95,
+                        Existing existing = Existing::replace) {
+  write_image(path, image.view(), quality, existing);
 }
 
 // True when this build reads and writes formats other than PPM.

@@ -22,4 +22,11 @@ class IoError : public std::runtime_error {
   std::string reason_;
 };
 
+// An image refused because it is larger than the pixel limit (a decompression bomb, or simply too big):
+// kept apart so a command can say how to raise the limit.
+class PixelLimitError : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 }  // namespace imgpipe::io

@@ -84,7 +84,13 @@ std::string describe_magic(std::span<const std::uint8_t> bytes) {
 
 }  // namespace
 
-void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate) {
+std::string pixel_limit_reason(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels) {
+  // width and height come from headers of at most 32 bits each, so the product fits.
+  return "image of " + std::to_string(width) + "x" + std::to_string(height) + " (" + std::to_string(width * height) +
+         " pixels) exceeds the limit of " + std::to_string(max_pixels) + " pixels";
+}
+
+void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate, std::uint64_t max_pixels) {
   if (bytes.empty()) throw IoError("empty file");
   if (bytes.size() < 2 || bytes[0] != 'P' || bytes[1] != '6') {
     throw IoError("not a binary PPM: found " + describe_magic(bytes) + "; imgpipe reads P6 with maxval 255");
@@ -99,10 +105,7 @@ void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& 
   if (maxval != 255) {
     throw IoError("maxval " + std::to_string(maxval) + " is not supported; imgpipe reads 8-bit PPM (maxval 255)");
   }
-  if (width * height > kMaxPixels) {
-    throw IoError("image of " + std::to_string(width) + "x" + std::to_string(height) +
-                  " exceeds the limit of " + std::to_string(kMaxPixels) + " pixels");
-  }
+  if (width * height > max_pixels) throw PixelLimitError(pixel_limit_reason(width, height, max_pixels));
   header.skip_raster_delimiter();
 
   const Size size{static_cast<int>(width), static_cast<int>(height)};
@@ -115,12 +118,15 @@ void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& 
   std::memcpy(allocate(size).data, bytes.data() + raster_start, size.rgb_bytes());
 }
 
-Image decode_ppm(std::span<const std::uint8_t> bytes) {
+Image decode_ppm(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels) {
   Image image;
-  decode_ppm_into(bytes, [&image](Size size) {
-    image = Image(size);
-    return image.view();
-  });
+  decode_ppm_into(
+      bytes,
+      [&image](Size size) {
+        image = Image(size);
+        return image.view();
+      },
+      max_pixels);
   return image;
 }
 
@@ -133,10 +139,12 @@ std::vector<std::uint8_t> encode_ppm(ConstFrameView image) {
   return bytes;
 }
 
-Image read_ppm(const std::filesystem::path& path) {
-  const std::vector<std::uint8_t> bytes = read_file(path);
+Image read_ppm(const std::filesystem::path& path, std::uint64_t max_pixels) {
+  const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels));
   try {
-    return decode_ppm(bytes);
+    return decode_ppm(bytes, max_pixels);
+  } catch (const PixelLimitError& e) {
+    throw PixelLimitError(path, e.reason());
   } catch (const IoError& e) {
     throw IoError(path, e.reason());
   }

@@ -11,22 +11,30 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace imgpipe::io {
 
-// Images above this many pixels are refused from their header, before anything is allocated for them:
-// 2^28 pixels (768 MiB of RGB), e.g. 16384 x 16384.
-constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 28;
+// The default pixel limit: images above it are refused from their header, before anything is allocated
+// for them: 2^28 pixels (768 MiB of RGB), e.g. 16384 x 16384. Every reader takes the limit as a parameter
+// (imgpipe's --max-pixels / IMGPIPE_MAX_PIXELS); this is what it defaults to.
+constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 28;
+constexpr std::uint64_t kMaxPixels = kDefaultMaxPixels;  // the name existing callers use
+
+// The message every reader gives when a header declares more than `max_pixels` (PixelLimitError).
+std::string pixel_limit_reason(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels);
 
 // Where a decoder puts a frame once it knows its size: memory someone else owns (an engine's pinned slot).
 using FrameAllocator = std::function<FrameView(Size)>;
 
-// Throw IoError naming the path (for files) and the reason: unsupported variant, bad header, truncated raster.
-Image read_ppm(const std::filesystem::path& path);
-Image decode_ppm(std::span<const std::uint8_t> bytes);
+// Throw IoError naming the path (for files) and the reason: unsupported variant, bad header, truncated raster;
+// PixelLimitError when the header declares more than `max_pixels` pixels.
+Image read_ppm(const std::filesystem::path& path, std::uint64_t max_pixels = kDefaultMaxPixels);
+Image decode_ppm(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels = kDefaultMaxPixels);
 // The raster goes straight into allocate(size); nothing is allocated before the header has been checked.
-void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate);
+void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate,
+                     std::uint64_t max_pixels = kDefaultMaxPixels);
 
 // write_ppm goes through a temporary name and a rename, like every imgpipe writer.
 void write_ppm(const std::filesystem::path& path, const Image& image);

@@ -1,0 +1,61 @@
+// Image files crafted byte by byte: headers that declare whatever size a test needs, in a file of a few dozen
+// bytes (decompression bombs as far as any header reader can tell).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace imgpipe::testing {
+
+inline void put_be32(std::vector<std::uint8_t>& b, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+
+inline std::uint32_t crc32(const std::vector<std::uint8_t>& data, std::size_t from) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::size_t i = from; i < data.size(); ++i) {
+    crc ^= data[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+inline void png_chunk(std::vector<std::uint8_t>& png, const char* type, const std::vector<std::uint8_t>& data) {
+  put_be32(png, static_cast<std::uint32_t>(data.size()));
+  const std::size_t start = png.size();
+  png.insert(png.end(), type, type + 4);
+  png.insert(png.end(), data.begin(), data.end());
+  put_be32(png, crc32(png, start));
+}
+
+// A well-formed PNG (valid CRCs, IEND) whose IHDR declares width x height, 8-bit RGB; its IDAT holds one
+// tiny zlib block, so the file is 70 bytes whatever it declares. libpng would accept the header.
+inline std::vector<std::uint8_t> declared_png(std::uint32_t width, std::uint32_t height) {
+  std::vector<std::uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  std::vector<std::uint8_t> ihdr;
+  put_be32(ihdr, width);
+  put_be32(ihdr, height);
+  ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});  // 8-bit RGB, deflate, no filter, no interlace
+  png_chunk(png, "IHDR", ihdr);
+  png_chunk(png, "IDAT", {0x78, 0x01, 0x01, 0x01, 0x00, 0xFE, 0xFF, 0x00, 0x00, 0x01, 0x00, 0x01});
+  png_chunk(png, "IEND", {});
+  return png;
+}
+
+// A baseline JPEG's marker structure (SOI, APP0, SOF0 declaring width x height, SOS with a few bytes of
+// scan data, EOI).
+inline std::vector<std::uint8_t> declared_jpeg(std::uint16_t width, std::uint16_t height) {
+  std::vector<std::uint8_t> jpeg = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1,
+                                    0,    0};
+  jpeg.insert(jpeg.end(), {0xFF, 0xC0, 0x00, 0x11, 8, static_cast<std::uint8_t>(height >> 8),
+                           static_cast<std::uint8_t>(height), static_cast<std::uint8_t>(width >> 8),
+                           static_cast<std::uint8_t>(width), 3, 1, 0x11, 0, 2, 0x11, 1, 3, 0x11, 1});
+  jpeg.insert(jpeg.end(), {0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 0x3F, 0, 0x12, 0x34, 0xFF, 0x00,
+                           0xFF, 0xD9});
+  return jpeg;
+}
+
+inline std::string as_string(const std::vector<std::uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+}  // namespace imgpipe::testing
