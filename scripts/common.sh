@@ -2,8 +2,10 @@
 # Sourced, not run.
 
 # Build tools and the libraries CMake looks for. OpenCV is optional for imgpipe, but these scripts set up
-# the full build; the CUDA toolkit comes from NVIDIA, not from here.
-imgpipe_packages=(cmake ninja-build g++ libopencv-dev libgtest-dev libgmock-dev libcli11-dev libtbb-dev)
+# the full build (nlohmann-json for `imgpipe bench --json`, matplotlib for tools/plot_bench.py); the CUDA
+# toolkit comes from NVIDIA, not from here.
+imgpipe_packages=(cmake ninja-build g++ libopencv-dev libgtest-dev libgmock-dev libcli11-dev libtbb-dev
+  nlohmann-json3-dev python3-matplotlib)
 
 install_missing() {
   local missing=() package

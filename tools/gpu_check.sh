@@ -46,6 +46,11 @@ for step in "${steps[@]}"; do
       for b in "$BUILD"/bench/imgpipe_bench_kernels; do
         [ -x "$b" ] && "$b" --json "$OUT/bench_kernels.json" 2>&1 | tee "$OUT/bench_kernels.log"
       done
+      # imgpipe bench: progress to bench.log, the table (printed last) to bench_table.txt; docs/bench.md.
+      "$BUILD"/apps/imgpipe bench --ops "${BENCH_OPS:-resize=1280x720,gaussian=5:1.0}" --size "${BENCH_SIZE:-1920x1080}" \
+        --frames "${BENCH_FRAMES:-300}" --repeats "${BENCH_REPEATS:-7}" \
+        --json "$OUT/bench.json" --trace "$OUT/bench_trace.json" 2> "$OUT/bench.log" | tee "$OUT/bench_table.txt" \
+        || status=1
       ;;
     *) echo "unknown step '$step' (build, test, sanitize, bench)"; exit 2 ;;
   esac

@@ -1,0 +1,153 @@
+// imgpipe bench run as a user would, tiny: the JSON it writes has the documented structure (docs/bench.md),
+// every measured number is positive, and without a CUDA device the GPU rows say they need one. Nothing here
+// asserts a speed.
+#include "backend.hpp"
+#include "cuda_check.hpp"
+#include "test_io_helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+
+namespace imgpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult imgpipe(const std::string& arguments) {
+  const std::string command = std::string("{ '") + IMGPIPE_BINARY + "' " + arguments + "; } 2>&1";
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+Json read_json(const fs::path& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return Json::parse(f);  // throws, failing the test, when the file is not JSON
+}
+
+bool positive_number(const Json& v) { return v.is_number() && v.get<double>() > 0; }
+
+constexpr const char* kTinyRun =
+    "bench --frames 3 --repeats 1 --warmup 1 --size 64x48 --distinct 2 --ceiling-mib 2 "
+    "--ops resize=32x24,gaussian=5:1.0";
+
+TEST(BenchCommand, WritesTheDocumentedJson) {
+  const testing::TempDir dir;
+  const fs::path json = dir.path() / "bench.json", trace = dir.path() / "trace.json";
+  const CommandResult run = imgpipe(std::string(kTinyRun) + " --json '" + json.string() + "' --trace '" +
+                                    trace.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("ceilings GB/s"), std::string::npos) << run.output;
+
+  const Json doc = read_json(json);
+  EXPECT_EQ(doc.at("schema"), "imgpipe-bench/1");
+  for (const char* key : {"imgpipe_version", "date", "command", "device", "versions", "host", "parameters",
+                          "ceilings", "rows", "notes"}) {
+    EXPECT_TRUE(doc.contains(key)) << key;
+  }
+  const Json& p = doc.at("parameters");
+  EXPECT_EQ(p.at("size").at("width"), 64);
+  EXPECT_EQ(p.at("size").at("height"), 48);
+  EXPECT_EQ(p.at("output_size").at("width"), 32);
+  EXPECT_EQ(p.at("frames"), 3);
+  EXPECT_EQ(p.at("repeats"), 1);
+  EXPECT_EQ(p.at("chain"), "resize=32x24,gaussian=5:1");
+
+  // Ceilings: the host's always; the device's with a device. Every rate positive.
+  std::set<std::string> ceilings;
+  for (const Json& c : doc.at("ceilings")) {
+    ceilings.insert(c.at("id").get<std::string>());
+    EXPECT_TRUE(positive_number(c.at("gb_per_s"))) << c.dump();
+    EXPECT_TRUE(positive_number(c.at("bytes"))) << c.dump();
+  }
+  EXPECT_TRUE(ceilings.contains("host_memcpy"));
+  const bool device = doc.at("device").at("available").get<bool>();
+  EXPECT_EQ(device, cuda::device_available());
+  if (device) {
+    for (const char* id : {"pcie_h2d_pinned", "pcie_d2h_pinned", "pcie_both_pinned", "pcie_h2d_pageable",
+                           "pcie_d2h_pageable", "d2d"}) {
+      EXPECT_TRUE(ceilings.contains(id)) << id;
+    }
+  }
+
+  // Rows: every section present; ok rows carry positive numbers; the others say why.
+  const Json& rows = doc.at("rows");
+  ASSERT_TRUE(rows.is_array());
+  ASSERT_FALSE(rows.empty());
+  std::set<std::string> sections;
+  int ok = 0;
+  for (const Json& r : rows) {
+    sections.insert(r.at("section").get<std::string>());
+    ASSERT_TRUE(r.at("name").is_string()) << r.dump();
+    const std::string status = r.at("status");
+    ASSERT_TRUE(status == "ok" || status == "skipped" || status == "failed") << r.dump();
+    EXPECT_NE(status, "failed") << r.dump();
+    if (status != "ok") {
+      EXPECT_TRUE(r.at("reason").is_string()) << r.dump();
+      EXPECT_TRUE(r.at("fps").is_null()) << r.dump();
+      if (!device && r.at("name") != "cpu") {
+        EXPECT_NE(r.at("reason").get<std::string>().find("CUDA device"), std::string::npos) << r.dump();
+      }
+      continue;
+    }
+    ++ok;
+    for (const char* key : {"us_per_frame", "fps", "bytes_per_frame", "gb_per_s", "ceiling_gb_per_s",
+                            "fraction_of_ceiling"}) {
+      EXPECT_TRUE(positive_number(r.at(key))) << key << " in " << r.dump();
+    }
+    EXPECT_TRUE(r.at("spread").is_number() && r.at("spread").get<double>() >= 0) << r.dump();
+    EXPECT_EQ(r.at("samples_us_per_frame").size(), 1u) << r.dump();
+    EXPECT_TRUE(ceilings.contains(r.at("ceiling").get<std::string>())) << r.dump();
+    if (!r.at("twin").is_null()) {
+      EXPECT_TRUE(r.at("speedup").is_null() || positive_number(r.at("speedup"))) << r.dump();
+    }
+  }
+  for (const char* s : {"end-to-end", "kernel", "stage", "ablation"}) EXPECT_TRUE(sections.contains(s)) << s;
+
+  bool cpu_usable = false;
+  for (const BackendInfo& b : available_backends()) cpu_usable = cpu_usable || (b.kind == BackendKind::cpu && b.usable);
+  if (device) {
+    EXPECT_GT(ok, 20) << "with a device, the GPU rows run";
+    const Json t = read_json(trace);
+    ASSERT_TRUE(t.at("traceEvents").is_array());
+    int spans = 0;
+    for (const Json& e : t.at("traceEvents")) {
+      if (e.at("ph") != "X") continue;
+      ++spans;
+      EXPECT_TRUE(e.at("ts").get<double>() >= 0 && e.at("dur").get<double>() >= 0) << e.dump();
+    }
+    EXPECT_GT(spans, 0);
+  } else {
+    EXPECT_EQ(ok, cpu_usable ? 1 : 0) << "without a device, only the cpu row runs";
+    EXPECT_FALSE(fs::exists(trace)) << "no trace without a device";
+    EXPECT_NE(run.output.find("GPU rows need a CUDA device"), std::string::npos) << run.output;
+  }
+}
+
+TEST(BenchCommand, BadArgumentsAreUsageErrors) {
+  EXPECT_EQ(imgpipe("bench --ops bogus --frames 1 --repeats 1").exit_code, 2);
+  EXPECT_EQ(imgpipe("bench --ops gray --size 0x5 --frames 1 --repeats 1").exit_code, 2);
+  EXPECT_EQ(imgpipe("bench --ops gray --backends cpu,tpu").exit_code, 2);
+  EXPECT_EQ(imgpipe("bench --ops gray --json /nonexistent-folder/x.json").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace imgpipe
