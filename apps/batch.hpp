@@ -1,7 +1,13 @@
 // imgpipe batch: every image under a folder through the chain, into another folder.
 #pragma once
 
+#include "engine.hpp"
+#include "ppm.hpp"
+
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace imgpipe::app {
@@ -15,12 +21,20 @@ struct BatchOptions {
   int quality = 95;             // JPEG and WebP
   int jobs = 0;                 // decode/encode threads; 0: one per hardware thread
   bool overwrite = false;
+  bool skip_existing = false;   // existing outputs are skipped (counted, not failed): resumes an interrupted batch
+  std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
   std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
   int slots = 0;                  // frames in flight; 0: jobs + 2, at most kMaxSlots
 };
 
-// Runs the batch and returns its exit code (kExitOk or kExitSomeFailed). Throws UsageError for bad
-// arguments, before anything is written, and std::runtime_error when no backend can run or one fails for good.
+// Makes the engine the batch runs on; the default picks the backend per BatchOptions::backend. Tests pass a
+// test double (an engine whose allocations or device fail on cue).
+using EngineFactory = std::function<std::unique_ptr<Engine>(const Chain&, const EngineOptions&)>;
+
+// Runs the batch and returns its exit code: kExitOk, kExitSomeFailed, kExitDevice after a sticky CUDA error,
+// or 128 + the signal after SIGINT/SIGTERM (see signals.hpp). Throws UsageError for bad arguments, before
+// anything is written, and std::runtime_error when no backend can run.
 int run_batch(const BatchOptions& options);
+int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_batch);
 
 }  // namespace imgpipe::app

@@ -1,4 +1,4 @@
-// What imgpipe's exit status means (documented in the README).
+// What imgpipe's exit status means (documented in the README and in --help).
 #pragma once
 
 #include <stdexcept>
@@ -6,10 +6,14 @@
 namespace imgpipe::app {
 
 enum ExitCode : int {
-  kExitOk = 0,           // every file succeeded
-  kExitSomeFailed = 1,   // the batch ran, some files failed (each reported on stderr)
+  kExitOk = 0,           // every file (or frame) succeeded
+  kExitSomeFailed = 1,   // the batch ran, some files failed (each reported on stderr); a stream had no frames or
+                         // a bad frame ended it (the frames before it were written)
   kExitUsage = 2,        // bad arguments: unknown option, bad op chain, bad folders; nothing was written
   kExitRuntime = 3,      // no usable backend, or a failure that stopped the run
+  kExitDevice = 4,       // the GPU failed for good (a sticky CUDA error such as an illegal address): the run
+                         // stopped; files finished before it are complete
+  kExitSignalBase = 128, // + the signal: 130 after SIGINT, 143 after SIGTERM (in-flight work finished, summary printed)
 };
 
 // A mistake in what the user asked for; main() prints it and exits with kExitUsage.

@@ -11,16 +11,26 @@ namespace imgpipe::app {
 struct FilePlan {
   std::filesystem::path input;   // input folder / relative path
   std::filesystem::path output;  // output folder / relative path, extension per --format
-  std::string refusal;           // why this file will not be written, or empty
+  std::string refusal;           // why this file will not be written (a failure), or empty
+  bool skip = false;             // its output exists and --skip-existing was given (not a failure)
+};
+
+// What to do with an output that already exists.
+enum class ExistingOutputs {
+  refuse,     // the default: report the file as failed, keep the output
+  overwrite,  // --overwrite
+  skip,       // --skip-existing: count the file as skipped, keep the output (resumes an interrupted batch)
 };
 
 // Throws UsageError when the output folder is the input folder or lies inside it (outputs would become inputs).
 void check_folders(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir);
 
 // One plan per image under input_dir, in sorted order. `format` is "same" or an extension without its dot.
-// A file is refused (not failed silently) when its output exists and `overwrite` is off, when another
-// input already maps to the same output, or when the output path would land on an input.
+// A file is refused (not failed silently) when its output exists and `existing` is refuse, when another
+// input already maps to the same output, or when the output path would land on an input. Entries named like
+// images that cannot be read as files (folders, broken links, FIFOs...) and folders that cannot be listed
+// get a plan too, refused with the reason, so the batch reports them.
 std::vector<FilePlan> plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
-                                   std::string_view format, bool overwrite);
+                                   std::string_view format, ExistingOutputs existing);
 
 }  // namespace imgpipe::app

@@ -6,6 +6,7 @@
 #include "chain.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
+#include "signals.hpp"
 #include "stream.hpp"
 
 #include <CLI/CLI.hpp>
@@ -20,10 +21,13 @@ using namespace imgpipe;
 using namespace imgpipe::app;
 
 constexpr const char* kExitCodesHelp = R"(Exit codes:
-  0  every file succeeded
-  1  some files failed (each is reported on stderr with its path and reason)
-  2  usage error: bad arguments, a bad op chain, bad folders; nothing was written
-  3  no usable backend, or a failure that stopped the run)";
+  0    every file (or frame) succeeded
+  1    some files failed (each is reported on stderr with its path and reason); a stream had no
+       frames, or a bad frame ended it (the frames before it were written)
+  2    usage error: bad arguments, a bad op chain, bad folders; nothing was written
+  3    no usable backend, or a failure that stopped the run
+  4    the GPU failed with a sticky CUDA error (e.g. an illegal address); the run stopped
+  130  SIGINT, 143 SIGTERM: no new files or frames were read, those in flight were finished)";
 
 int list_backends() {
   std::printf("%-10s %-12s %-7s %s\n", "backend", "compiled in", "usable", "detail");
@@ -49,6 +53,16 @@ void add_engine_options(CLI::App& command, std::string& memory, int& slots, cons
                                                           (slots_default.empty() ? "" : "; " + slots_default));
   option->check(CLI::Range(slots_default.empty() ? 1 : 0, kMaxSlots));
   if (slots_default.empty()) option->capture_default_str();
+}
+
+// The decompression-bomb guard, shared by batch and stream.
+void add_max_pixels_option(CLI::App& command, std::uint64_t& max_pixels) {
+  command.add_option("--max-pixels", max_pixels,
+                     "Refuse images (and frames the chain makes) above this many pixels, from the header, "
+                     "before decoding")
+      ->envname("IMGPIPE_MAX_PIXELS")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 34))
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -80,7 +94,12 @@ int main(int argc, char** argv) {
   batch_command->add_option("--jobs", batch.jobs, "Decode/encode threads; 0 = one per hardware thread")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
-  batch_command->add_flag("--overwrite", batch.overwrite, "Replace existing outputs (otherwise each is reported)");
+  auto* overwrite =
+      batch_command->add_flag("--overwrite", batch.overwrite, "Replace existing outputs (otherwise each is reported)");
+  batch_command->add_flag("--skip-existing", batch.skip_existing,
+                          "Skip inputs whose output exists (resumes an interrupted batch)")
+      ->excludes(overwrite);
+  add_max_pixels_option(*batch_command, batch.max_pixels);
   add_engine_options(*batch_command, batch.memory, batch.slots, "0: jobs + 2");
   batch_command->footer(std::string(chain_help()));
 
@@ -92,6 +111,7 @@ int main(int argc, char** argv) {
       ->required();
   stream_command->add_option("--ops", stream.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\"")->required();
   stream_command->add_option("--size", stream.size, "WxH of the raw input frames (--input -)");
+  add_max_pixels_option(*stream_command, stream.max_pixels);
   stream_command->add_option("--fps", stream.fps, "Output frame rate for a video file; default: the input's, else 30");
   stream_command->add_option("--backend", stream.backend, "auto: optimized with a CUDA device, else cpu")
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
@@ -117,6 +137,7 @@ With ffmpeg:
   }
 
   try {
+    if (*batch_command || *stream_command) install_signal_handling();  // SIGINT/SIGTERM: finish, summarise, 130/143
     if (*backends_command) return list_backends();
     if (*batch_command) return run_batch(batch);
     if (*bench_command) return run_bench(bench);

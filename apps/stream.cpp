@@ -1,14 +1,17 @@
 #include "stream.hpp"
 
 #include "backend_choice.hpp"
+#include "cuda_check.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "frame_stream.hpp"
+#include "signals.hpp"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 namespace imgpipe::app {
@@ -43,6 +46,7 @@ class CountingWriter final : public FrameWriter {
   void clear_progress() const {
     if (terminal_) std::cerr << "\r\033[K" << std::flush;
   }
+  std::uint64_t frames() const { return frames_; }
 
  private:
   FrameWriter& inner_;
@@ -52,6 +56,55 @@ class CountingWriter final : public FrameWriter {
 
 }  // namespace
 
+StreamGuard::StreamGuard(FrameReader& inner, std::string name, const Chain& chain, std::uint64_t max_pixels)
+    : inner_(inner), name_(std::move(name)), chain_(chain), max_pixels_(max_pixels) {}
+
+std::optional<Size> StreamGuard::next_size() {
+  if (stop_signal() != 0) return std::nullopt;
+  std::optional<Size> size;
+  try {
+    size = inner_.next_size();
+  } catch (const io::StreamCancelled&) {
+    return std::nullopt;  // between frames: nothing was lost
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  if (!size) return size;
+  const std::string frame = name_ + ": frame " + std::to_string(frames_);
+  if (!first_) first_ = *size;
+  if (*size != *first_) {
+    failed_ = true;
+    throw io::IoError(frame + " is " + to_string(*size) + " but the stream began at " + to_string(*first_) +
+                      "; a stream keeps one frame size");
+  }
+  Size largest = *size, step = *size;
+  for (const Op& op : chain_.ops) {
+    step = output_size(op, step);
+    if (step.pixels() > largest.pixels()) largest = step;
+  }
+  if (largest.pixels() > max_pixels_) {
+    failed_ = true;
+    throw io::PixelLimitError(frame + ": " +
+                              (largest == *size ? "the frame" : "the chain makes a " + to_string(largest) + " frame that") +
+                              " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
+                              std::to_string(max_pixels_) + "; --max-pixels or IMGPIPE_MAX_PIXELS raises it");
+  }
+  return size;
+}
+
+void StreamGuard::read(FrameView frame) {
+  try {
+    inner_.read(frame);
+  } catch (const io::StreamCancelled&) {
+    throw;
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  ++frames_;
+}
+
 int run_stream_command(const StreamOptions& options) {
   Chain chain;
   try {
@@ -59,6 +112,7 @@ int run_stream_command(const StreamOptions& options) {
   } catch (const ChainError& e) {
     throw UsageError(std::string("--ops: ") + e.what());
   }
+  if (options.max_pixels < 1) throw UsageError("--max-pixels must be at least 1");
   const bool raw_in = options.input == "-";
   const bool raw_out = options.output == "-";
   std::optional<Size> raw_size;
@@ -69,8 +123,18 @@ int run_stream_command(const StreamOptions& options) {
       throw UsageError("--size '" + options.size + "': expected WxH with W and H from 1 to " +
                        std::to_string(kMaxDimension));
     }
+    if (raw_size->pixels() > options.max_pixels) {
+      throw UsageError("--size " + options.size + " is " + std::to_string(raw_size->pixels()) +
+                       " pixels a frame, more than the limit of " + std::to_string(options.max_pixels) +
+                       "; --max-pixels or IMGPIPE_MAX_PIXELS raises it");
+    }
   } else if (!options.size.empty()) {
     throw UsageError("--size applies to raw input (--input -); a video file knows its frame size");
+  } else if (std::error_code error; options.input.find('%') == std::string::npos &&
+                                    options.input.find("://") == std::string::npos &&
+                                    !std::filesystem::exists(options.input, error)) {
+    // Image sequences (frame_%04d.png) and URLs are OpenCV's to resolve; a plain path must exist.
+    throw UsageError("--input '" + options.input + "' does not exist");
   }
   if (options.fps < 0) throw UsageError("--fps must be positive");
   EngineOptions engine_options;
@@ -81,12 +145,14 @@ int run_stream_command(const StreamOptions& options) {
     throw UsageError(std::string("--memory: ") + e.what());
   }
 
+  const std::string input_name = raw_in ? "stdin" : options.input;
   std::unique_ptr<FrameReader> reader;
   if (raw_in) {
-    reader = std::make_unique<io::RawFrameReader>(STDIN_FILENO, *raw_size, "stdin");
+    reader = std::make_unique<io::RawFrameReader>(STDIN_FILENO, *raw_size, "stdin", stop_fd());
   } else {
-    reader = io::open_video_reader(options.input);
+    reader = io::open_video_reader(options.input, options.max_pixels);
   }
+  StreamGuard guarded(*reader, input_name, chain, options.max_pixels);
   std::unique_ptr<FrameWriter> sink;
   if (raw_out) {
     sink = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
@@ -99,18 +165,48 @@ int run_stream_command(const StreamOptions& options) {
 
   CountingWriter writer(*sink);
   const auto start = std::chrono::steady_clock::now();
-  const std::uint64_t frames = run_stream(*engine, *reader, writer);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  writer.clear_progress();
-  if (frames == 0) {
-    std::cerr << "imgpipe: no frames in " << (raw_in ? "stdin" : options.input) << "\n";
+  auto summary = [&](const char* ending) {
+    writer.clear_progress();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::uint64_t frames = writer.frames();
+    char text[320];
+    std::snprintf(text, sizeof text, "imgpipe: %llu frames%s in %.2f s (%.1f frames/s) on the %s\n",
+                  static_cast<unsigned long long>(frames), ending, seconds, seconds > 0 ? frames / seconds : 0.0,
+                  engine->describe().c_str());
+    std::cerr << text;
+  };
+  auto stopped_by_signal = [&](const std::string& detail) {
+    const int signal = stop_signal();
+    summary(" written");
+    std::cerr << "imgpipe: interrupted by " << signal_name(signal) << ": stopped reading " << input_name << " after "
+              << guarded.frames_read() << " frames; the frames read were finished and written" << detail << "\n";
+    return kExitSignalBase + signal;
+  };
+  try {
+    run_stream(*engine, guarded, writer);
+  } catch (const io::StreamCancelled& e) {
+    return stopped_by_signal(std::string(" (") + e.what() + ")");
+  } catch (const cuda::CudaError& e) {
+    if (!e.sticky()) throw;
+    writer.clear_progress();
+    std::cerr << "imgpipe: the GPU failed: " << e.what()
+              << "; a sticky CUDA error leaves the device unusable for this process, so the stream stopped\n";
+    summary(" written before the GPU failed");
+    return kExitDevice;
+  } catch (const std::exception& e) {
+    if (!guarded.failed()) throw;  // the engine or the output: a failure that stops the run
+    writer.clear_progress();
+    std::cerr << "imgpipe: " << e.what() << "\n";
+    summary(" written before the bad frame");
     return kExitSomeFailed;
   }
-  char summary[256];
-  std::snprintf(summary, sizeof summary, "imgpipe: %llu frames in %.2f s (%.1f frames/s) on the %s\n",
-                static_cast<unsigned long long>(frames), seconds, seconds > 0 ? frames / seconds : 0.0,
-                engine->describe().c_str());
-  std::cerr << summary;
+  if (stop_signal() != 0) return stopped_by_signal("");
+  if (writer.frames() == 0) {
+    writer.clear_progress();
+    std::cerr << "imgpipe: no frames in " << input_name << "; nothing was written\n";
+    return kExitSomeFailed;
+  }
+  summary("");
   return kExitOk;
 }
 

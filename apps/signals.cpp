@@ -1,0 +1,83 @@
+#include "signals.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <mutex>
+
+namespace imgpipe::app {
+namespace {
+
+std::atomic<int> g_signal{0};
+std::atomic<int> g_wake_read{-1};
+std::atomic<int> g_wake_write{-1};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler needs a lock-free atomic");
+
+// A non-blocking self-pipe: the handler writes one byte, readers poll the other end.
+void make_wake_pipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;  // without it raw reads just are not woken early
+    g_wake_read.store(fds[0]);
+    g_wake_write.store(fds[1]);
+  });
+}
+
+// Async-signal-safe: a lock-free store and write(2); errno is preserved for the interrupted code.
+extern "C" void on_stop_signal(int signal) {
+  const int saved = errno;
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, signal);
+  const int fd = g_wake_write.load();
+  if (fd >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t ignored = ::write(fd, &byte, 1);
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+void install_signal_handling() {
+  make_wake_pipe();
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // other system calls carry on; raw stdin reads are woken through stop_fd()
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::signal(SIGXFSZ, SIG_IGN);
+}
+
+int stop_signal() noexcept { return g_signal.load(); }
+
+void request_stop(int signal) noexcept {
+  make_wake_pipe();
+  on_stop_signal(signal);
+}
+
+void clear_stop_for_tests() noexcept {
+  g_signal.store(0);
+  const int fd = g_wake_read.load();
+  char buffer[64];
+  if (fd >= 0) {
+    while (::read(fd, buffer, sizeof buffer) > 0) {
+    }
+  }
+}
+
+int stop_fd() noexcept { return g_wake_read.load(); }
+
+const char* signal_name(int signal) noexcept {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "a signal";
+  }
+}
+
+}  // namespace imgpipe::app
