@@ -1,0 +1,991 @@
+// Bad input and faults, end to end (issue 6; docs/reliability.md maps every case to its test here):
+// the imgpipe command run as a user would on bad files, decompression bombs, bad arguments, bad streams,
+// signals, unwritable outputs and full disks; and the batch driven in-process against engine test doubles
+// for GPU out-of-memory and sticky CUDA errors (with real-GPU versions that run where a device is).
+#include "backend.hpp"
+#include "batch.hpp"
+#include "chain.hpp"
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+#include "engine.hpp"
+#include "exit_codes.hpp"
+#include "frame_stream.hpp"
+#include "image_file.hpp"
+#include "ppm.hpp"
+#include "reference.hpp"
+#include "signals.hpp"
+#include "stream.hpp"
+#include "test_crafted_images.hpp"
+#include "test_images.hpp"
+#include "test_io_helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+// A kernel that writes through a null pointer: a real illegal-address fault (test_gpu_fault.cu).
+void imgpipe_test_launch_illegal_write(cudaStream_t stream);
+
+namespace imgpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::write_bytes;
+
+// ---------------------------------------------------------------------------------------------------------
+// Running the command
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult imgpipe_cmd(const std::string& arguments, const std::string& environment = "") {
+  const std::string command = "{ " + environment + " '" + IMGPIPE_BINARY + "' " + arguments + "; } 2>&1";
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string quoted(const fs::path& path) {
+  std::string text(1, '\'');  // built up, not "'" + ...: GCC 12 warns falsely (-Wrestrict) on that form
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
+// "f<i>.ppm"
+std::string numbered(int i) {
+  std::string name(1, 'f');
+  name += std::to_string(i);
+  name += ".ppm";
+  return name;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// imgpipe as a child process with its own descriptors, for signals and resource limits.
+struct SpawnOptions {
+  int stdin_fd = -1;   // default: /dev/null
+  int stdout_fd = -1;  // default: the stderr file
+  fs::path stderr_path;
+  std::optional<rlim_t> file_size_limit;  // RLIMIT_FSIZE, bytes
+  std::vector<std::string> prefix;        // e.g. setpriv ... -- (run as another user)
+};
+
+pid_t spawn_imgpipe(const std::vector<std::string>& arguments, const SpawnOptions& options) {
+  std::vector<std::string> words = options.prefix;
+  words.push_back(IMGPIPE_BINARY);
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  const int err = ::open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    ::dup2(options.stdin_fd >= 0 ? options.stdin_fd : null_in, STDIN_FILENO);
+    ::dup2(options.stdout_fd >= 0 ? options.stdout_fd : err, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    if (options.file_size_limit) {
+      const rlimit limit{*options.file_size_limit, *options.file_size_limit};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(err);
+  ::close(null_in);
+  return pid;
+}
+
+// Exit code, or -signal when the child was killed by one.
+int wait_for(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1000;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Inputs
+
+fs::path photo_folder() { return fs::path(IMGPIPE_DATA_DIR) / (io::has_opencv_codecs() ? "images" : "ppm"); }
+
+std::vector<fs::path> photo_names() {
+  std::vector<fs::path> names;
+  for (const auto& entry : fs::directory_iterator(photo_folder())) names.push_back(entry.path().filename());
+  return names;
+}
+
+fs::path make_input(const fs::path& root) {
+  const fs::path in = root / "in";
+  fs::create_directories(in);
+  for (const fs::path& name : photo_names()) fs::copy_file(photo_folder() / name, in / name);
+  return in;
+}
+
+std::vector<fs::path> temporaries_in(const fs::path& folder) {
+  std::vector<fs::path> found;
+  if (!fs::exists(folder)) return found;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    if (contains(entry.path().filename().string(), ".imgpipe-tmp-")) found.push_back(entry.path());
+  }
+  return found;
+}
+
+bool some_backend_usable() {
+  for (const BackendInfo& b : available_backends())
+    if (b.usable) return true;
+  return false;
+}
+
+// What `setpriv` needs to run imgpipe as an unprivileged user when the tests run as root (root ignores file
+// permissions, so permission faults cannot be shown as root). Empty prefix: already unprivileged.
+struct Unprivileged {
+  std::vector<std::string> prefix;
+  std::string shell_prefix;
+  std::string skip_reason;  // non-empty: no honest way here
+};
+
+Unprivileged unprivileged() {
+  Unprivileged u;
+  if (::geteuid() != 0) return u;
+  u.prefix = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  u.shell_prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups --";
+  if (std::system(("setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x '" + std::string(IMGPIPE_BINARY) +
+                   "' 2>/dev/null")
+                      .c_str()) != 0) {
+    u.skip_reason = "running as root, which ignores file permissions, and setpriv cannot run imgpipe as user 65534 "
+                    "here (no setpriv, or the build folder is not readable by other users)";
+  }
+  return u;
+}
+
+// True when `path` cannot be read by the user imgpipe will run as.
+bool unreadable_for(const Unprivileged& u, const fs::path& path) {
+  return std::system((u.shell_prefix + " test -r " + quoted(path) + " 2>/dev/null").c_str()) != 0;
+}
+
+class Reliability : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!some_backend_usable()) GTEST_SKIP() << "no backend is usable here (no OpenCV and no CUDA device)";
+  }
+
+  // Runs the batch with one bad input beside the photographs and checks the contract: the bad file is named
+  // on stderr with `reason`, counted, the exit code is 1, and every photograph still comes out whole.
+  void expect_reported(const fs::path& bad, const std::string& reason, const std::string& shell_prefix = "",
+                       const std::string& options = "") {
+    const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h " + options,
+                                          shell_prefix);
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_TRUE(contains(run.output, bad.string() + ": " + reason)) << "expected '" << bad.string() << ": " << reason
+                                                                   << "' in:\n" << run.output;
+    EXPECT_TRUE(contains(run.output, std::to_string(photo_names().size()) + " done, 1 failed")) << run.output;
+    for (const fs::path& name : photo_names()) {
+      const Image source = io::read_image(photo_folder() / name).image;
+      ASSERT_TRUE(fs::exists(out / name)) << name;
+      EXPECT_EQ(io::read_image(out / name).image.size(), source.size()) << name;
+    }
+    EXPECT_FALSE(fs::is_regular_file(out / bad.lexically_relative(in))) << "no output for the bad file";
+    EXPECT_TRUE(temporaries_in(out).empty());
+  }
+
+  TempDir dir;
+  fs::path in = make_input(dir.path());
+  fs::path out = dir.path() / "out";
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Bad files: each reported with its path and reason, counted, exit 1, every good file still processed
+
+TEST_F(Reliability, ZeroByteFile) {
+  write_bytes(in / "zero.png", "");
+  expect_reported(in / "zero.png", "empty file");
+}
+
+TEST_F(Reliability, RandomBytesWithAnImageExtension) {
+  std::string noise(4096, '\0');
+  std::uint32_t state = 7;
+  for (char& c : noise) c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  noise[0] = 'Z';  // no format's magic number, whatever the generator gives
+  write_bytes(in / "noise.jpg", noise);
+  expect_reported(in / "noise.jpg", io::has_opencv_codecs()
+                                        ? "not a decodable image"
+                                        : "reading .jpg needs a build with OpenCV");
+}
+
+TEST_F(Reliability, RandomBytesNamedPpm) {
+  write_bytes(in / "noise.ppm", "Z" + std::string(100, 'q'));
+  expect_reported(in / "noise.ppm", io::has_opencv_codecs() ? "not a decodable image"  // content, not the name, decides
+                                                              : "not a binary PPM: found no netpbm magic number");
+}
+
+TEST_F(Reliability, TruncatedJpegIsRefusedNotDecodedWithGreyRows) {
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build reads PPM only (no OpenCV)";
+  const std::vector<std::uint8_t> whole = testing::file_bytes(fs::path(IMGPIPE_DATA_DIR) / "images/coffee.jpg");
+  write_bytes(in / "cut.jpg", std::string(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(whole.size() / 2)));
+  expect_reported(in / "cut.jpg", "truncated JPEG: the file ends before its end-of-image marker");
+}
+
+TEST_F(Reliability, TruncatedPng) {
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build reads PPM only (no OpenCV)";
+  const std::vector<std::uint8_t> whole = testing::file_bytes(fs::path(IMGPIPE_DATA_DIR) / "images/coins.png");
+  write_bytes(in / "cut.png", std::string(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(whole.size() / 2)));
+  expect_reported(in / "cut.png", "truncated PNG: the file ends inside its IDAT chunk");
+}
+
+TEST_F(Reliability, TruncatedPpm) {
+  write_bytes(in / "cut.ppm", "P6 64 64 255\n" + std::string(1000, 'x'));
+  expect_reported(in / "cut.ppm", "truncated raster");
+}
+
+TEST_F(Reliability, DirectoryNamedLikeAnImageIsReportedAndItsImagesProcessed) {
+  const fs::path folder = in / "album.png";
+  fs::create_directories(folder);
+  io::write_image(folder / "inner.ppm", testing::random_image({5, 4}, 3));
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, folder.string() + ": not processed: is a directory, not an image file")) << run.output;
+  EXPECT_TRUE(contains(run.output, std::to_string(photo_names().size() + 1) + " done, 1 failed")) << run.output;
+  EXPECT_EQ(io::read_image(out / "album.png" / "inner.ppm").image.size(), (Size{5, 4}));
+}
+
+TEST_F(Reliability, BrokenLinkAndFifoAreReportedWithoutBlocking) {
+  fs::create_symlink("nowhere.png", in / "dangling.png");
+  ASSERT_EQ(::mkfifo((in / "pipe.ppm").c_str(), 0644), 0);  // opening it to read would wait for a writer forever
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, (in / "dangling.png").string() + ": not processed: is a broken symbolic link"))
+      << run.output;
+  EXPECT_TRUE(contains(run.output, (in / "pipe.ppm").string() + ": not processed: is not a regular file")) << run.output;
+  EXPECT_TRUE(contains(run.output, std::to_string(photo_names().size()) + " done, 2 failed")) << run.output;
+}
+
+TEST_F(Reliability, FileWithoutReadPermission) {
+  const Unprivileged user = unprivileged();
+  if (!user.skip_reason.empty()) GTEST_SKIP() << user.skip_reason;
+  io::write_image(in / "secret.ppm", testing::random_image({4, 4}, 1));
+  ::chmod((in / "secret.ppm").c_str(), 0);
+  if (!unreadable_for(user, in / "secret.ppm")) GTEST_SKIP() << "this user reads files without read permission";
+  fs::create_directories(out);
+  ::chmod(out.c_str(), 0777);  // writable by the unprivileged user
+  expect_reported(in / "secret.ppm", "cannot open: Permission denied", user.shell_prefix);
+}
+
+TEST_F(Reliability, UnreadableSubfolderIsReportedAndTheRestProcessed) {
+  const Unprivileged user = unprivileged();
+  if (!user.skip_reason.empty()) GTEST_SKIP() << user.skip_reason;
+  fs::create_directories(in / "locked");
+  io::write_image(in / "locked" / "a.ppm", testing::random_image({4, 4}, 1));
+  ::chmod((in / "locked").c_str(), 0);
+  if (!unreadable_for(user, in / "locked")) GTEST_SKIP() << "this user reads folders without read permission";
+  fs::create_directories(out);
+  ::chmod(out.c_str(), 0777);
+  expect_reported(in / "locked", "not processed: cannot list the folder: Permission denied", user.shell_prefix);
+  ::chmod((in / "locked").c_str(), 0755);  // so TempDir can remove it
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Decompression bombs and the pixel limit
+
+TEST_F(Reliability, PngDeclaring100000x100000IsRefusedFromItsHeader) {
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build reads PPM only (no OpenCV); PpmBomb covers it";
+  write_bytes(in / "bomb.png", testing::as_string(testing::declared_png(100000, 100000)));
+  expect_reported(in / "bomb.png",
+                  "image of 100000x100000 (10000000000 pixels) exceeds the limit of 268435456 pixels; its PNG header "
+                  "says so, and nothing was decoded; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit");
+}
+
+TEST_F(Reliability, JpegDeclaring65535x65535IsRefusedFromItsHeader) {
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build reads PPM only (no OpenCV); PpmBomb covers it";
+  write_bytes(in / "bomb.jpg", testing::as_string(testing::declared_jpeg(65535, 65535)));
+  expect_reported(in / "bomb.jpg", "image of 65535x65535 (4294836225 pixels) exceeds the limit of 268435456 pixels");
+}
+
+TEST_F(Reliability, PpmBomb) {
+  write_bytes(in / "bomb.ppm", "P6 100000 100000 255\nabc");
+  expect_reported(in / "bomb.ppm", "image of 100000x100000 (10000000000 pixels) exceeds the limit of 268435456 pixels");
+}
+
+TEST_F(Reliability, MaxPixelsComesFromTheFlagOrTheEnvironmentAndTheFlagWins) {
+  const std::string batch = "batch " + quoted(in) + " " + quoted(out) + " --ops flip=h --format ppm";
+  const std::string refused = "exceeds the limit of 1000 pixels";
+  const std::size_t photos = photo_names().size();
+  CommandResult run = imgpipe_cmd(batch + " --max-pixels 1000");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, refused)) << run.output;
+  EXPECT_TRUE(contains(run.output, "0 done, " + std::to_string(photos) + " failed")) << run.output;
+  run = imgpipe_cmd(batch, "IMGPIPE_MAX_PIXELS=1000");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, refused)) << run.output;
+  run = imgpipe_cmd(batch + " --max-pixels 100000000", "IMGPIPE_MAX_PIXELS=1000");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, std::to_string(photos) + " done, 0 failed")) << run.output;
+}
+
+TEST(ReliabilityUsage, BadMaxPixelsValuesAreUsageErrors) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  const std::string batch = "batch " + quoted(photo_folder()) + " " + quoted(out) + " --ops flip=h";
+  for (const char* value : {"0", "-5", "abc", "1e9", "99999999999999999999"}) {
+    const CommandResult run = imgpipe_cmd(batch + " --max-pixels " + value);
+    EXPECT_EQ(run.exit_code, 2) << value << run.output;
+    EXPECT_TRUE(contains(run.output, "--max-pixels")) << run.output;
+  }
+  const CommandResult env = imgpipe_cmd(batch, "IMGPIPE_MAX_PIXELS=lots");
+  EXPECT_EQ(env.exit_code, 2) << env.output;
+  EXPECT_TRUE(contains(env.output, "--max-pixels")) << env.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Reliability, AChainThatBlowsAnImageUpPastTheLimitIsRefusedPerFile) {
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops resize=65535x65535,box=3");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "the chain makes a 65535x65535 frame (4294836225 pixels)")) << run.output;
+  EXPECT_TRUE(contains(run.output, "0 done, " + std::to_string(photo_names().size()) + " failed")) << run.output;
+}
+
+TEST_F(Reliability, AFileLargerThanAnyImageWithinTheLimitIsRefusedUnread) {
+  write_bytes(in / "huge.ppm", "P6 1 1 255\n");
+  ASSERT_EQ(::truncate((in / "huge.ppm").c_str(), off_t{3} << 30), 0);  // 3 GiB, sparse
+  expect_reported(in / "huge.ppm", "the file is 3221225472 bytes, more than any image within the pixel limit can need");
+}
+
+TEST(ReliabilityUsage, RawStreamSizeOverTheLimitIsAUsageError) {
+  const CommandResult run = imgpipe_cmd("stream --input - --size 20000x20000 --output - --ops flip=h < /dev/null");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "--size 20000x20000 is 400000000 pixels a frame, more than the limit")) << run.output;
+  EXPECT_EQ(imgpipe_cmd("stream --input - --size 20000x20000 --output - --ops flip=h --max-pixels 400000000 < /dev/null")
+                .exit_code,
+            1)
+      << "within a raised limit, an empty input is just empty";
+}
+
+TEST(ReliabilityStream, VideoDeclaringMoreThanTheLimitIsRefusedBeforeDecoding) {
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build has no video support (no OpenCV)";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const CommandResult run = imgpipe_cmd("stream --input " + quoted(fs::path(IMGPIPE_DATA_DIR) / "video/clip.mp4") +
+                                        " --output " + quoted(dir.path() / "out.mp4") + " --ops flip=h --max-pixels 100");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "exceeds the limit of 100 pixels (the frame size the video declares")) << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out.mp4"));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Bad arguments: a clear usage error, exit 2, nothing written
+
+void expect_usage_error(const std::string& arguments, const std::string& message, const fs::path& must_not_exist) {
+  const CommandResult run = imgpipe_cmd(arguments);
+  EXPECT_EQ(run.exit_code, 2) << arguments << "\n" << run.output;
+  EXPECT_TRUE(contains(run.output, message)) << "expected '" << message << "' in:\n" << run.output;
+  EXPECT_FALSE(fs::exists(must_not_exist)) << arguments;
+}
+
+TEST(ReliabilityUsage, BadOpsAreUsageErrorsNamingTheToken) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  const std::string batch = "batch " + quoted(photo_folder()) + " " + quoted(out) + " --ops ";
+  expect_usage_error(batch + "'flip=h,blur=3'", "bad op 'blur=3': expected one of resize,", out);
+  expect_usage_error(batch + "resize=0x0", "bad op 'resize=0x0'", out);
+  expect_usage_error(batch + "resize=-5x10", "bad op 'resize=-5x10'", out);
+  expect_usage_error(batch + "resize=70000x10", "bad op 'resize=70000x10'", out);
+  expect_usage_error(batch + "box=4", "bad op 'box=4'", out);
+  expect_usage_error(batch + "gaussian=6:1.0", "bad op 'gaussian=6:1.0'", out);
+  expect_usage_error(batch + "gaussian=33", "bad op 'gaussian=33'", out);
+  expect_usage_error(batch + "''", "--ops", out);
+}
+
+TEST(ReliabilityUsage, BadRawSizesAreUsageErrors) {
+  for (const char* size : {"0x0", "-3x4", "4x-3", "70000x1", "12", "x", "4x4x4"}) {
+    const CommandResult run =
+        imgpipe_cmd(std::string("stream --input - --size '") + size + "' --output - --ops flip=h < /dev/null");
+    EXPECT_EQ(run.exit_code, 2) << size << run.output;
+    EXPECT_TRUE(contains(run.output, "--size")) << size << run.output;
+  }
+}
+
+TEST(ReliabilityUsage, OutputFolderThroughALinkIntoTheInputIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "in");
+  io::write_image(dir.path() / "in" / "a.ppm", testing::random_image({4, 4}, 1));
+  fs::create_directory_symlink("in", dir.path() / "alias");
+  expect_usage_error("batch " + quoted(dir.path() / "in") + " " + quoted(dir.path() / "alias" / "out") + " --ops flip=h",
+                     "is the input folder", dir.path() / "in" / "out");
+}
+
+TEST(ReliabilityUsage, OutputFolderThatCannotBeCreated) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend (the folder is created after the backend)";
+  TempDir dir;
+  write_bytes(dir.path() / "file", "a regular file");
+  expect_usage_error("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "file" / "out") + " --ops flip=h",
+                     "cannot create the output folder '" + (dir.path() / "file" / "out").string() + "'",
+                     dir.path() / "file" / "out");
+}
+
+TEST(ReliabilityUsage, OverwriteAndSkipExistingContradict) {
+  TempDir dir;
+  expect_usage_error("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") +
+                         " --ops flip=h --overwrite --skip-existing",
+                     "--overwrite excludes --skip-existing", dir.path() / "out");
+}
+
+TEST(ReliabilityUsage, MissingInputs) {
+  TempDir dir;
+  expect_usage_error("batch " + quoted(dir.path() / "nope") + " " + quoted(dir.path() / "out") + " --ops flip=h",
+                     "does not exist", dir.path() / "out");
+  expect_usage_error("stream --input " + quoted(dir.path() / "nope.mp4") + " --output " +
+                         quoted(dir.path() / "out.mp4") + " --ops flip=h",
+                     "--input '" + (dir.path() / "nope.mp4").string() + "' does not exist", dir.path() / "out.mp4");
+  fs::create_directories(dir.path() / "empty");
+  expect_usage_error("batch " + quoted(dir.path() / "empty") + " " + quoted(dir.path() / "out") + " --ops flip=h",
+                     "no images", dir.path() / "out");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Streams
+
+TEST(ReliabilityStream, ZeroFrameInput) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const CommandResult run = imgpipe_cmd("stream --input - --size 4x4 --output - --ops flip=h < /dev/null > " +
+                                        quoted(dir.path() / "out.rgb"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "no frames in stdin; nothing was written")) << run.output;
+  EXPECT_EQ(fs::file_size(dir.path() / "out.rgb"), 0u);
+}
+
+TEST(ReliabilityStream, VideoThatCannotBeOpened) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  write_bytes(dir.path() / "notes.mp4", "this is text, not a video");
+  const CommandResult run = imgpipe_cmd("stream --input " + quoted(dir.path() / "notes.mp4") + " --output " +
+                                        quoted(dir.path() / "out.mp4") + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, (dir.path() / "notes.mp4").string() + ": " +
+                                       (io::has_opencv_codecs() ? "cannot open as a video" : "video files need a build")))
+      << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out.mp4"));
+}
+
+TEST(ReliabilityStream, ShortLastRawFrameNamesTheFrameAndExitsOne) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  write_bytes(dir.path() / "in.rgb", std::string(3 * 12 + 7, '\x10'));
+  const CommandResult run = imgpipe_cmd("stream --input - --size 2x2 --output - --ops flip=h < " +
+                                        quoted(dir.path() / "in.rgb") + " > " + quoted(dir.path() / "out.rgb"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "stdin: frame 3 is short: 7 of 12 bytes")) << run.output;
+  EXPECT_TRUE(contains(run.output, "3 frames written before the bad frame")) << run.output;
+  EXPECT_EQ(fs::file_size(dir.path() / "out.rgb"), 36u);
+}
+
+TEST(ReliabilityStream, OutputOnAFullDevice) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here to stand in for a full disk";
+  TempDir dir;
+  write_bytes(dir.path() / "in.rgb", std::string(5 * 12, '\x10'));
+  const CommandResult run = imgpipe_cmd("stream --input - --size 2x2 --output - --ops flip=h < " +
+                                        quoted(dir.path() / "in.rgb") + " > /dev/full");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "stdout: write failed: No space left on device")) << run.output;
+}
+
+class VectorReader final : public FrameReader {
+ public:
+  explicit VectorReader(std::vector<Image> frames) : frames_(std::move(frames)) {}
+  std::optional<Size> next_size() override {
+    if (next_ == frames_.size()) return std::nullopt;
+    return frames_[next_].size();
+  }
+  void read(FrameView frame) override {
+    std::memcpy(frame.data, frames_[next_].data(), frames_[next_].bytes());
+    ++next_;
+  }
+
+ private:
+  std::vector<Image> frames_;
+  std::size_t next_ = 0;
+};
+
+class CountingWriter final : public FrameWriter {
+ public:
+  void write(ConstFrameView) override { ++frames; }
+  int frames = 0;
+};
+
+// A stream keeps one frame size: a change names the frame; the frames before it still come out. (A raw stream
+// cannot change size; a video reported by OpenCV can, and every reader goes through this guard.)
+TEST(ReliabilityStream, FrameSizeChangeMidStreamNamesTheFrame) {
+  const Chain chain = parse_chain("flip=h");
+  std::vector<Image> frames = {Image({4, 4}), Image({4, 4}), Image({4, 4}), Image({5, 4}), Image({4, 4})};
+  VectorReader inner(frames);
+  app::StreamGuard guard(inner, "clip.mp4", chain, io::kDefaultMaxPixels);
+  class CopyBackend final : public Backend {
+   public:
+    std::string name() const override { return "copy"; }
+    void set_chain(const Chain&) override {}
+    void process(ConstFrameView in, FrameView out) override { std::memcpy(out.data, in.data, in.size.rgb_bytes()); }
+  };
+  const auto engine = make_backend_engine(std::make_unique<CopyBackend>(), chain, 2);
+  CountingWriter writer;
+  try {
+    run_stream(*engine, guard, writer);
+    FAIL() << "a size change went through";
+  } catch (const io::IoError& e) {
+    EXPECT_EQ(std::string(e.what()), "clip.mp4: frame 3 is 5x4 but the stream began at 4x4; a stream keeps one frame size");
+  }
+  EXPECT_TRUE(guard.failed());
+  EXPECT_EQ(writer.frames, 3);
+}
+
+TEST(ReliabilityStream, AFrameTheChainBlowsUpPastTheLimitNamesTheFrame) {
+  std::vector<Image> frames = {Image({4, 4})};
+  VectorReader inner(frames);
+  app::StreamGuard guard(inner, "stdin", parse_chain("resize=100x100"), 1000);
+  try {
+    guard.next_size();
+    FAIL() << "went past the limit";
+  } catch (const io::PixelLimitError& e) {
+    EXPECT_TRUE(contains(e.what(), "stdin: frame 0: the chain makes a 100x100 frame that has 10000 pixels")) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Faults: resuming, signals, unwritable outputs, full disks
+
+TEST_F(Reliability, SkipExistingResumesAnInterruptedBatch) {
+  const std::string batch = "batch " + quoted(in) + " " + quoted(out) + " --ops flip=h --format ppm";
+  ASSERT_EQ(imgpipe_cmd(batch).exit_code, 0);
+  std::map<fs::path, std::vector<std::uint8_t>> kept;
+  std::vector<fs::path> outputs;
+  for (const auto& entry : fs::directory_iterator(out)) outputs.push_back(entry.path());
+  std::sort(outputs.begin(), outputs.end());
+  ASSERT_GE(outputs.size(), 3u);
+  fs::remove(outputs[0]);  // as if the run had stopped before these two
+  fs::remove(outputs[2]);
+  for (const fs::path& path : outputs)
+    if (fs::exists(path)) {
+      write_bytes(path, "kept");  // a skipped output is not even read: its bytes stay whatever they are
+      kept[path] = testing::file_bytes(path);
+    }
+  const CommandResult run = imgpipe_cmd(batch + " --skip-existing");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "2 done, 0 failed, " + std::to_string(outputs.size() - 2) + " skipped (output exists)"))
+      << run.output;
+  for (const auto& [path, bytes] : kept) EXPECT_EQ(testing::file_bytes(path), bytes) << path;
+  EXPECT_GT(io::read_ppm(outputs[0]).size().pixels(), 0u) << "restored";
+  EXPECT_GT(io::read_ppm(outputs[2]).size().pixels(), 0u) << "restored";
+}
+
+// Many images, so a signal sent when the first output appears lands while the batch is running.
+fs::path make_many(const fs::path& root, int count) {
+  const fs::path folder = root / "many";
+  fs::create_directories(folder);
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "img%04d.ppm", i);
+    io::write_image(folder / name, testing::random_image({256, 256}, static_cast<std::uint32_t>(i)));
+  }
+  return folder;
+}
+
+bool wait_for_first_output(const fs::path& folder, pid_t child) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a hang guard, not a timing check
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(folder)) {
+      for (const auto& entry : fs::directory_iterator(folder)) {
+        if (entry.path().filename().string()[0] != '.') return true;
+      }
+    }
+    int status = 0;
+    if (::waitpid(child, &status, WNOHANG) == child) return false;  // (reaped: the caller must not wait again)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+void signal_a_running_batch(int signal_number) {
+  TempDir dir;
+  const fs::path many = make_many(dir.path(), 200), out = dir.path() / "out";
+  SpawnOptions options;
+  options.stderr_path = dir.path() / "stderr.txt";
+  const pid_t child = spawn_imgpipe({"batch", many.string(), out.string(), "--ops", "gaussian=31,box=31,gaussian=31",
+                                     "--jobs", "1", "--format", "ppm"},
+                                    options);
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(wait_for_first_output(out, child)) << read_text(options.stderr_path);
+  ::kill(child, signal_number);
+  const int exit_code = wait_for(child);
+  const std::string err = read_text(options.stderr_path);
+  if (exit_code == 0) GTEST_SKIP() << "the batch finished before the signal arrived; nothing to check\n" << err;
+  EXPECT_EQ(exit_code, 128 + signal_number) << err;
+  EXPECT_TRUE(contains(err, std::string("interrupted by ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"))) << err;
+  EXPECT_TRUE(contains(err, " done, 0 failed")) << err;  // the summary
+  EXPECT_TRUE(temporaries_in(out).empty());
+  std::size_t outputs = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    ++outputs;
+    EXPECT_EQ(io::read_ppm(entry.path()).size(), (Size{256, 256})) << entry.path() << " is not whole";
+  }
+  EXPECT_GE(outputs, 1u);
+  EXPECT_TRUE(contains(err, std::to_string(outputs) + " done, 0 failed")) << "every file counted done is there\n" << err;
+}
+
+TEST_F(Reliability, SigintFinishesInFlightLeavesNoTemporariesAndExits130) { signal_a_running_batch(SIGINT); }
+
+TEST_F(Reliability, SigtermExits143) { signal_a_running_batch(SIGTERM); }
+
+// Deterministic: stdin stays open, so only the signal can end the run; imgpipe is blocked reading it.
+TEST(ReliabilityStream, SigintStopsARawStreamBlockedOnItsInput) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  int input[2], output[2];
+  ASSERT_EQ(::pipe2(input, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(output, O_CLOEXEC), 0);
+  SpawnOptions options;
+  options.stdin_fd = input[0];
+  options.stdout_fd = output[1];
+  options.stderr_path = dir.path() / "stderr.txt";
+  const pid_t child =
+      spawn_imgpipe({"stream", "--input", "-", "--size", "2x2", "--output", "-", "--ops", "flip=h", "--slots", "3"},
+                    options);
+  ::close(input[0]);
+  ::close(output[1]);
+  const std::string frames(4 * 12 + 5, '\x22');  // four frames and the start of a fifth
+  ASSERT_EQ(::write(input[1], frames.data(), frames.size()), static_cast<ssize_t>(frames.size()));
+  std::string out;
+  char buffer[256];
+  while (out.size() < 12) {  // the first frame out: the handlers are installed, the reader is running
+    const ssize_t n = ::read(output[0], buffer, sizeof buffer);
+    ASSERT_GT(n, 0) << read_text(options.stderr_path);
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::kill(child, SIGINT);
+  for (ssize_t n; (n = ::read(output[0], buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+  const int exit_code = wait_for(child);
+  ::close(input[1]);
+  ::close(output[0]);
+  const std::string err = read_text(options.stderr_path);
+  EXPECT_EQ(exit_code, 130) << err;
+  EXPECT_TRUE(contains(err, "interrupted by SIGINT: stopped reading stdin")) << err;
+  EXPECT_EQ(out.size() % 12, 0u) << "whole frames only";
+  EXPECT_TRUE(contains(err, std::to_string(out.size() / 12) + " frames written")) << err;
+}
+
+TEST_F(Reliability, AnOutputSubfolderThatIsAFileFailsOnlyItsFiles) {
+  fs::create_directories(in / "nested");
+  io::write_image(in / "nested" / "a.ppm", testing::random_image({4, 4}, 1));
+  write_bytes(out / "nested", "a regular file where the folder should be");
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, (out / "nested").string() + ": cannot create the folder")) << run.output;
+  EXPECT_TRUE(contains(run.output, std::to_string(photo_names().size()) + " done, 1 failed")) << run.output;
+  EXPECT_TRUE(temporaries_in(out).empty());
+}
+
+TEST_F(Reliability, ReadOnlyOutputFolderFailsEveryFileClearlyAndEnds) {
+  const Unprivileged user = unprivileged();
+  if (!user.skip_reason.empty()) GTEST_SKIP() << user.skip_reason;
+  fs::create_directories(out);
+  ::chmod(out.c_str(), 0555);
+  if (user.prefix.empty() && ::access(out.c_str(), W_OK) == 0) GTEST_SKIP() << "this user writes into read-only folders";
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h", user.shell_prefix);
+  ::chmod(out.c_str(), 0755);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  for (const fs::path& name : photo_names()) {
+    EXPECT_TRUE(contains(run.output, (out / name).string() +
+                                         ": cannot create a temporary file in its folder: Permission denied"))
+        << run.output;
+  }
+  EXPECT_TRUE(contains(run.output, "0 done, " + std::to_string(photo_names().size()) + " failed")) << run.output;
+}
+
+// A full disk, as the file-size limit: write() fails midway through the big outputs (EFBIG, as ENOSPC would);
+// those files are reported, their temporaries removed, the small output written. imgpipe itself ignores
+// SIGXFSZ (the test does not), or the limit would kill it.
+TEST_F(Reliability, AWriteFailingMidwayFailsThatFileAndLeavesNoTemporary) {
+  io::write_image(in / "tiny.ppm", testing::random_image({4, 4}, 2));
+  SpawnOptions options;
+  options.stderr_path = dir.path() / "stderr.txt";
+  options.file_size_limit = 4096;
+  const pid_t child = spawn_imgpipe({"batch", in.string(), out.string(), "--ops", "flip=h", "--format", "ppm"}, options);
+  const int exit_code = wait_for(child);
+  const std::string err = read_text(options.stderr_path);
+  EXPECT_EQ(exit_code, 1) << err;
+  for (const fs::path& name : photo_names()) {
+    const fs::path output = out / fs::path(name).replace_extension(".ppm");
+    EXPECT_TRUE(contains(err, output.string() + ": cannot write: File too large")) << err;
+    EXPECT_FALSE(fs::exists(output));
+  }
+  EXPECT_TRUE(contains(err, "1 done, " + std::to_string(photo_names().size()) + " failed")) << err;
+  EXPECT_EQ(io::read_ppm(out / "tiny.ppm").size(), (Size{4, 4}));
+  EXPECT_TRUE(temporaries_in(out).empty());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GPU faults through the batch, against engine test doubles (no GPU needed): the handling logic
+
+// Captures std::cerr (the batch's reports and summary) for the test's duration.
+class CaptureStderr {
+ public:
+  CaptureStderr() : old_(std::cerr.rdbuf(buffer_.rdbuf())) {}
+  ~CaptureStderr() { std::cerr.rdbuf(old_); }
+  std::string text() const { return buffer_.str(); }
+
+ private:
+  std::stringstream buffer_;
+  std::streambuf* old_;
+};
+
+// Host memory, the chain through the reference; fails on cue the way the GPU ring engine does: cudaMalloc
+// of a slot's buffers (CudaBadAlloc from acquire) or a sticky fault reported when a frame is waited for.
+class FaultyEngine final : public Engine {
+ public:
+  struct Faults {
+    std::size_t bad_alloc_above_pixels = ~std::size_t{0};
+    std::optional<std::uint64_t> sticky_at_frame;      // sequence number whose wait fails, and every wait after
+    std::optional<std::uint64_t> signal_at_submission;  // request_stop(SIGINT) when this frame is submitted
+  };
+  FaultyEngine(const Chain& chain, int slots, Faults faults)
+      : Engine(slots), faults_(faults), buffers_(static_cast<std::size_t>(slots)) {
+    set_chain(chain);
+  }
+  std::string describe() const override { return "faulty test engine"; }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    if (in.pixels() > faults_.bad_alloc_above_pixels) {
+      throw cuda::CudaBadAlloc(cudaErrorMemoryAllocation, "cudaMalloc(&p, bytes) failed: cudaErrorMemoryAllocation "
+                                                          "(out of memory) at a test double");
+    }
+    auto& b = buffers_[static_cast<std::size_t>(slot.index)];
+    b.input.resize(in.rgb_bytes());
+    b.output.resize(out.rgb_bytes());
+    slot.input = {b.input.data(), in};
+    slot.output = {b.output.data(), out};
+  }
+  void start(FrameSlot& slot) override {
+    if (faults_.signal_at_submission && slot.sequence == *faults_.signal_at_submission) app::request_stop(SIGINT);
+    const Image in(slot.input.size, std::vector<std::uint8_t>(slot.input.data, slot.input.data + slot.input.size.rgb_bytes()));
+    const Image result = reference::apply(chain(), in);
+    std::memcpy(slot.output.data, result.data(), result.bytes());
+  }
+  void wait(FrameSlot& slot) override {
+    if (faults_.sticky_at_frame && slot.sequence >= *faults_.sticky_at_frame) {
+      throw cuda::CudaError(cudaErrorIllegalAddress, "cudaEventSynchronize(get()) failed: cudaErrorIllegalAddress "
+                                                     "(an illegal memory access was encountered) at a test double");
+    }
+  }
+
+ private:
+  struct Buffers {
+    std::vector<std::uint8_t> input, output;
+  };
+  Faults faults_;
+  std::vector<Buffers> buffers_;
+};
+
+// Six PPMs (readable in any build), the fourth one large.
+fs::path make_mixed(const fs::path& root) {
+  const fs::path folder = root / "in";
+  fs::create_directories(folder);
+  for (int i = 0; i < 6; ++i) {
+    const Size size = i == 3 ? Size{300, 200} : Size{16 + i, 12};
+    io::write_image(folder / (numbered(i)), testing::random_image(size, static_cast<std::uint32_t>(i)));
+  }
+  return folder;
+}
+
+app::BatchOptions mixed_options(const fs::path& root) {
+  app::BatchOptions options;
+  options.input_dir = make_mixed(root);
+  options.output_dir = root / "out";
+  options.ops = "flip=h";
+  options.jobs = 2;
+  return options;
+}
+
+template <class Set>
+FaultyEngine::Faults with(Set set) {
+  FaultyEngine::Faults faults;
+  set(faults);
+  return faults;
+}
+
+app::EngineFactory faulty(FaultyEngine::Faults faults) {
+  return [faults](const Chain& chain, const EngineOptions& engine_options) -> std::unique_ptr<Engine> {
+    return std::make_unique<FaultyEngine>(chain, engine_options.slots, faults);
+  };
+}
+
+TEST(ReliabilityGpuHandling, OutOfMemoryOnOneImageFailsOnlyThatImage) {
+  TempDir dir;
+  const app::BatchOptions options = mixed_options(dir.path());
+  CaptureStderr err;
+  const int code = app::run_batch(options, faulty(with([](auto& f) { f.bad_alloc_above_pixels = 10000; })));
+  EXPECT_EQ(code, app::kExitSomeFailed) << err.text();
+  EXPECT_TRUE(contains(err.text(), (options.input_dir / "f3.ppm").string() +
+                                       ": not enough GPU memory for this 300x200 image (cudaMalloc"))
+      << err.text();
+  EXPECT_TRUE(contains(err.text(), "skipped, the batch goes on")) << err.text();
+  EXPECT_TRUE(contains(err.text(), "5 done, 1 failed")) << err.text();
+  for (int i : {0, 1, 2, 4, 5}) {
+    const Image source = io::read_ppm(options.input_dir / (numbered(i)));
+    EXPECT_EQ(testing::max_abs_diff(io::read_ppm(options.output_dir / (numbered(i))),
+                                    reference::apply(parse_chain("flip=h"), source)),
+              0);
+  }
+  EXPECT_FALSE(fs::exists(options.output_dir / "f3.ppm"));
+}
+
+TEST(ReliabilityGpuHandling, StickyErrorStopsTheRunWithExitCode4) {
+  TempDir dir;
+  const app::BatchOptions options = mixed_options(dir.path());
+  CaptureStderr err;
+  const int code = app::run_batch(options, faulty(with([](auto& f) { f.sticky_at_frame = 2; })));
+  EXPECT_EQ(code, app::kExitDevice) << err.text();
+  EXPECT_EQ(code, 4);
+  EXPECT_TRUE(contains(err.text(), "the GPU failed: cudaEventSynchronize(get()) failed: cudaErrorIllegalAddress"))
+      << err.text();
+  EXPECT_TRUE(contains(err.text(), "the run stopped")) << err.text();
+  EXPECT_TRUE(contains(err.text(), "2 done,")) << err.text();
+  EXPECT_TRUE(fs::exists(options.output_dir / "f0.ppm"));
+  EXPECT_TRUE(fs::exists(options.output_dir / "f1.ppm"));
+  for (int i = 2; i < 6; ++i) EXPECT_FALSE(fs::exists(options.output_dir / (numbered(i)))) << i;
+  EXPECT_TRUE(temporaries_in(options.output_dir).empty());
+}
+
+TEST(ReliabilityGpuHandling, ASignalStopsReadingAndFinishesWhatIsInFlight) {
+  TempDir dir;
+  app::BatchOptions options = mixed_options(dir.path());
+  options.slots = 2;
+  app::clear_stop_for_tests();
+  CaptureStderr err;
+  const int code = app::run_batch(options, faulty(with([](auto& f) { f.signal_at_submission = 1; })));
+  app::clear_stop_for_tests();
+  EXPECT_EQ(code, 130) << err.text();
+  EXPECT_TRUE(contains(err.text(), "interrupted by SIGINT: no new files were started; files in flight were finished"))
+      << err.text();
+  EXPECT_TRUE(contains(err.text(), "not started")) << err.text();
+  EXPECT_TRUE(fs::exists(options.output_dir / "f0.ppm"));
+  EXPECT_TRUE(fs::exists(options.output_dir / "f1.ppm")) << "the frame submitted as the signal came is finished";
+  EXPECT_FALSE(fs::exists(options.output_dir / "f5.ppm")) << "at most slots + 1 files can have been started";
+  EXPECT_TRUE(temporaries_in(options.output_dir).empty());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The same faults on a real GPU (the H200); these skip without a CUDA device.
+
+TEST(ReliabilityGpu, RealOutOfMemoryOnOneImageFailsOnlyThatImage) {
+  if (!cuda::device_available()) GTEST_SKIP() << "needs a CUDA device";
+  TempDir dir;
+  const fs::path in = dir.path() / "in";
+  fs::create_directories(in);
+  io::write_image(in / "a.ppm", testing::random_image({64, 64}, 1));
+  io::write_image(in / "b_huge.ppm", testing::random_image({9000, 9000}, 2));  // 243 MB in, 243 MB out on the device
+  io::write_image(in / "c.ppm", testing::random_image({64, 64}, 3));
+  app::BatchOptions options;
+  options.input_dir = in;
+  options.output_dir = dir.path() / "out";
+  options.ops = "flip=h";
+  options.backend = "optimized";
+  options.jobs = 1;
+  options.slots = 1;  // one slot: the huge frame must grow the same buffers the small ones use
+  // Leave 256 MiB free: the small frames fit, the huge one cannot (a real cudaMalloc failure, not a double).
+  std::size_t free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  constexpr std::size_t kHeadroom = std::size_t{256} << 20;
+  ASSERT_GT(free, kHeadroom);
+  cuda::DeviceBuffer hog(free - kHeadroom);
+  CaptureStderr err;
+  const int code = app::run_batch(options);
+  EXPECT_EQ(code, app::kExitSomeFailed) << err.text();
+  EXPECT_TRUE(contains(err.text(), (in / "b_huge.ppm").string() + ": not enough GPU memory for this 9000x9000 image"))
+      << err.text();
+  EXPECT_TRUE(contains(err.text(), "2 done, 1 failed")) << err.text();
+  EXPECT_TRUE(fs::exists(options.output_dir / "a.ppm"));
+  EXPECT_TRUE(fs::exists(options.output_dir / "c.ppm"));
+}
+
+// A kernel really faults (illegal address). The CUDA context is broken for the rest of the process, so the
+// batch runs in a death-test child, re-executed fresh ("threadsafe"), which exits with run_batch's code.
+class IllegalAddressEngine final : public Engine {
+ public:
+  IllegalAddressEngine(const Chain& chain, int slots)
+      : Engine(slots), buffers_(static_cast<std::size_t>(slots)), stream_(cuda::Stream::create()) {
+    set_chain(chain);
+  }
+  std::string describe() const override { return "engine whose third frame faults on the GPU"; }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    auto& b = buffers_[static_cast<std::size_t>(slot.index)];
+    b.input.resize(in.rgb_bytes());
+    b.output.resize(out.rgb_bytes());
+    slot.input = {b.input.data(), in};
+    slot.output = {b.output.data(), out};
+  }
+  void start(FrameSlot& slot) override {
+    if (slot.sequence == 2) imgpipe_test_launch_illegal_write(stream_.get());
+    const Image in(slot.input.size, std::vector<std::uint8_t>(slot.input.data, slot.input.data + slot.input.size.rgb_bytes()));
+    const Image result = reference::apply(chain(), in);
+    std::memcpy(slot.output.data, result.data(), result.bytes());
+  }
+  void wait(FrameSlot&) override { stream_.synchronize(); }
+
+ private:
+  struct Buffers {
+    std::vector<std::uint8_t> input, output;
+  };
+  std::vector<Buffers> buffers_;
+  cuda::Stream stream_;
+};
+
+TEST(ReliabilityGpu, RealStickyErrorStopsTheRunWithExitCode4) {
+  if (!cuda::device_available()) GTEST_SKIP() << "needs a CUDA device";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        TempDir dir;
+        app::BatchOptions options = mixed_options(dir.path());
+        options.slots = 1;
+        const int code = app::run_batch(options, [](const Chain& chain, const EngineOptions& engine_options) {
+          return std::unique_ptr<Engine>(std::make_unique<IllegalAddressEngine>(chain, engine_options.slots));
+        });
+        const bool first_two = fs::exists(options.output_dir / "f0.ppm") && fs::exists(options.output_dir / "f1.ppm");
+        const bool none_after = !fs::exists(options.output_dir / "f2.ppm") && !fs::exists(options.output_dir / "f5.ppm");
+        std::cerr.flush();
+        ::_exit(first_two && none_after && temporaries_in(options.output_dir).empty() ? code : 99);
+      },
+      ::testing::ExitedWithCode(4), "the GPU failed: .*cudaErrorIllegalAddress");
+}
+
+}  // namespace
+}  // namespace imgpipe
