@@ -1,13 +1,12 @@
 // imgpipe batch: every image under a folder through the chain, into another folder.
 #pragma once
 
+#include "backend_choice.hpp"
 #include "engine.hpp"
 #include "ppm.hpp"
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
-#include <memory>
 #include <string>
 
 namespace imgpipe::app {
@@ -27,13 +26,10 @@ struct BatchOptions {
   int slots = 0;                  // frames in flight; 0: jobs + 2, at most kMaxSlots
 };
 
-// Makes the engine the batch runs on; the default picks the backend per BatchOptions::backend. Tests pass a
-// test double (an engine whose allocations or device fail on cue).
-using EngineFactory = std::function<std::unique_ptr<Engine>(const Chain&, const EngineOptions&)>;
-
 // Runs the batch and returns its exit code: kExitOk, kExitSomeFailed, kExitDevice after a sticky CUDA error,
 // or 128 + the signal after SIGINT/SIGTERM (see signals.hpp). Throws UsageError for bad arguments, before
 // anything is written, and std::runtime_error when no backend can run.
+// The engine comes from `make_engine_for_batch` (default: make_engine for --backend).
 int run_batch(const BatchOptions& options);
 int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_batch);
 

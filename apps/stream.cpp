@@ -106,6 +106,12 @@ void StreamGuard::read(FrameView frame) {
 }
 
 int run_stream_command(const StreamOptions& options) {
+  return run_stream_command(options, [&options](const Chain& chain, const EngineOptions& engine_options) {
+    return make_engine(choose_backend_kind(options.backend), chain, engine_options);
+  });
+}
+
+int run_stream_command(const StreamOptions& options, const EngineFactory& make_engine_for_stream) {
   Chain chain;
   try {
     chain = parse_chain(options.ops);
@@ -161,7 +167,7 @@ int run_stream_command(const StreamOptions& options) {
     if (fps == 0) fps = raw_in ? kDefaultFps : io::video_fps(options.input).value_or(kDefaultFps);
     sink = std::make_unique<LazyVideoWriter>(options.output, fps);
   }
-  const std::unique_ptr<Engine> engine = make_engine(choose_backend_kind(options.backend), chain, engine_options);
+  const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
 
   CountingWriter writer(*sink);
   const auto start = std::chrono::steady_clock::now();

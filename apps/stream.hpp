@@ -1,6 +1,7 @@
 // imgpipe stream: video frames through the chain, one frame out for every frame in, in order.
 #pragma once
 
+#include "backend_choice.hpp"
 #include "chain.hpp"
 #include "engine.hpp"
 #include "ppm.hpp"
@@ -26,7 +27,9 @@ struct StreamOptions {
 // Returns the exit code: kExitOk; kExitSomeFailed when the input had no frames or a bad frame ended it (the
 // frames before it were written); kExitDevice after a sticky CUDA error; 128 + the signal after SIGINT/SIGTERM.
 // Throws UsageError for bad arguments, before anything is read or written.
+// The engine comes from `make_engine_for_stream` (default: make_engine for --backend).
 int run_stream_command(const StreamOptions& options);
+int run_stream_command(const StreamOptions& options, const EngineFactory& make_engine_for_stream);
 
 // The reader imgpipe stream runs on: every frame must have the first frame's size (a video's output has one
 // size) and stay within `max_pixels`, for the frame and every frame the chain makes from it; errors name the

@@ -900,6 +900,49 @@ TEST(ReliabilityGpuHandling, ASignalStopsReadingAndFinishesWhatIsInFlight) {
   EXPECT_TRUE(temporaries_in(options.output_dir).empty());
 }
 
+// Points one of this process's descriptors (stdin, stdout) at a file for the test's duration.
+class RedirectFd {
+ public:
+  RedirectFd(int fd, const fs::path& path, int flags) : fd_(fd), saved_(::dup(fd)) {
+    std::fflush(nullptr);
+    const int file = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+    ::dup2(file, fd);
+    ::close(file);
+  }
+  ~RedirectFd() {
+    std::fflush(nullptr);
+    ::dup2(saved_, fd_);
+    ::close(saved_);
+  }
+
+ private:
+  int fd_;
+  int saved_;
+};
+
+TEST(ReliabilityGpuHandling, StickyErrorStopsAStreamWithExitCode4) {
+  TempDir dir;
+  write_bytes(dir.path() / "in.rgb", std::string(5 * 12, '\x30'));  // five 2x2 frames
+  app::StreamOptions options;
+  options.input = "-";
+  options.output = "-";
+  options.size = "2x2";
+  options.ops = "flip=h";
+  options.slots = 1;
+  int code = -1;
+  CaptureStderr err;
+  {
+    RedirectFd in(STDIN_FILENO, dir.path() / "in.rgb", O_RDONLY);
+    RedirectFd out(STDOUT_FILENO, dir.path() / "out.rgb", O_WRONLY | O_CREAT | O_TRUNC);
+    code = app::run_stream_command(options, faulty(with([](auto& f) { f.sticky_at_frame = 2; })));
+  }
+  EXPECT_EQ(code, app::kExitDevice) << err.text();
+  EXPECT_TRUE(contains(err.text(), "the GPU failed: cudaEventSynchronize(get()) failed: cudaErrorIllegalAddress"))
+      << err.text();
+  EXPECT_TRUE(contains(err.text(), "2 frames written before the GPU failed")) << err.text();
+  EXPECT_EQ(fs::file_size(dir.path() / "out.rgb"), 24u);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The same faults on a real GPU (the H200); these skip without a CUDA device.
 
