@@ -381,6 +381,7 @@ TEST(ReliabilityUsage, RawStreamSizeOverTheLimitIsAUsageError) {
   const CommandResult run = imgpipe_cmd("stream --input - --size 20000x20000 --output - --ops flip=h < /dev/null");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_TRUE(contains(run.output, "--size 20000x20000 is 400000000 pixels a frame, more than the limit")) << run.output;
+  if (!some_backend_usable()) return;  // the rest needs an engine
   EXPECT_EQ(imgpipe_cmd("stream --input - --size 20000x20000 --output - --ops flip=h --max-pixels 400000000 < /dev/null")
                 .exit_code,
             1)
