@@ -12,14 +12,16 @@
 //   the pace. The vertical interpolation, which every staged byte goes through, is integer: one dp2a
 //   instruction weighs a byte of each source row with 16-bit weights (no int->float conversions, whose
 //   throughput is 1/8 of an FMA's). The horizontal interpolation stays integer too (two IMADs) and rounds
-//   half up exactly as OpenCV does, by taking the top byte of a 2^23-biased sum. Only the filter, where the
-//   taps are, runs in float.
+//   half up exactly as OpenCV does, by taking the top byte of a 2^23-biased sum. The row pass of the filter is
+//   integer as well (dp2a with 16-bit taps on pairs of packed resized bytes); only the column pass runs in
+//   float, reading the row sums as 2^23-biased floats without a conversion.
 // - Shared memory on chip, as planes: the resized tile is three 8-bit planes (SoA) with an odd word stride,
 //   the row-filtered tile three float planes whose stride is 4 (mod 32) words, so the lanes of each pass hit
 //   distinct banks. The row pass reads four resized pixels per 32-bit word; the column pass reads float4s
 //   and keeps 8 outputs per thread in registers, loading K + 7 rows for 8 outputs instead of 8K.
-// - Taps: in this file's __constant__ bank, one slot per ResizeFilterTaps, uploaded once; a warp reads one
-//   tap at a time, which the constant cache broadcasts. The radius is a template parameter, so every tap loop
+// - Taps: in this file's __constant__ banks, one slot per ResizeFilterTaps (float taps, the row pass's integer
+//   tap pairs, the column pass's start), uploaded once; a warp reads one tap at a time, which the constant
+//   cache broadcasts. The radius is a template parameter, so every tap loop
 //   unrolls and the taps sit in registers.
 // - Borders: the resized tile is built with its border already applied (reflect101 or replicate): the
 //   column and row source tables are computed once per block, and only blocks whose halo leaves the frame
@@ -35,7 +37,8 @@
 //      16-bit fixed point (8 fraction bits), still interleaved, in shared memory.
 //   3. horizontal interpolation: the resized tile, rounded to 8 bits, as three planes.
 //      (Steps 2-3 repeat over groups of rows when a very wide downscale makes the staged rows large.)
-//   4. row pass: the K taps along each resized row -> float planes (halo rows included).
+//   4. row pass: the K taps along each resized row (integer, R + 1 dp2a per output) -> planes of 2^23-biased
+//      floats (halo rows included).
 //   5. column pass: the K taps down each column, rounded half up -> the interleaved output tile.
 //   6. copy-out: 16-byte stores of the output tile's rows that lie inside the frame.
 #include "resize_filter.cuh"
@@ -56,8 +59,17 @@ namespace imgpipe::cuda {
 namespace {
 
 constexpr int kMaxRadius = (kResizeFilterMaxTaps - 1) / 2;
-constexpr int kTapSlots = 64;  // fused filters planned at once in the process (7.8 KiB of constant memory)
+constexpr int kTapSlots = 128;  // fused filters planned at once in the process, as many as convolve.cu's (32 KiB)
+constexpr int kPairSlots = kMaxRadius + 1;  // dp2a tap pairs per parity
+constexpr int kRowTapBits = 15;             // the row pass's integer taps: 1.0 = 2^15 (fits 16 bits)
+// The filter's taps as given (the column pass of versions 0-1, the row pass of version 0).
 __constant__ float c_taps[kTapSlots][kResizeFilterMaxTaps];
+// The row pass's integer taps T[k] = round(t[k] * 2^15), summing to exactly 2^15, packed for dp2a as two
+// 16-bit halves: [m] = T[2m] | T[2m+1] << 16 for outputs on even bytes, [kPairSlots + m] = T[2m-1] | T[2m] << 16
+// for outputs on odd bytes (T[-1] = T[K] = 0).
+__constant__ unsigned c_row_pairs[kTapSlots][2 * kPairSlots];
+// The column pass's starting value for rows of 2^23-biased integers: 0.5 - 2^23 * sum(t[k] / 2^15).
+__constant__ float c_col_start[kTapSlots];
 
 TapSlots<kTapSlots>& tap_slots() {
   static TapSlots<kTapSlots> slots;
@@ -197,7 +209,34 @@ __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int availab
 
 // ------------------------------------------------------------------------------------------------ kernel
 
-template <int R>
+// Versions of the kernel, each one measured (docs/performance.md); resize_filter_aos runs the last, and the
+// benchmark can run the others (K = 5 only) to show what each step bought.
+//   0  as first written.
+//   1  + step 1 starts an L2 prefetch of every source row span the tile reads (cp.async.bulk.prefetch.L2, one
+//      instruction per row), so the tile's whole input is on its way from DRAM while the tables are built, and
+//      the loads of step 2, which each thread issues one item at a time, find it in L2.
+//   2  + integer row pass: R + 1 dp2a per output on the packed resized bytes (integer taps, 15 fraction bits)
+//      instead of 2R + 1 FFMA on bytes unpacked to float; each sum starts at the bits of 2^23, so it comes
+//      out as a float 2^23 + sum that the column pass reads with no conversion.
+//   3  + step 2 issues the loads of two items before interpolating either.
+//   4  + step 2 keeps one 16-byte chunk column per thread and walks the rows (two rows loaded before either
+//      is interpolated): the item's division, the chunk's address and its alignment test leave the loop.
+//   5  + row pass keeps one quad per thread and walks the rows: no division per item.
+//   6  - the prefetch of version 1. Measured (ncu, 1080p, one frame): each bulk prefetch needs its address in
+//      a uniform register, so the compiler issues them lane by lane in a loop (36 rounds per warp); step 1 went
+//      from 4% to 12% of the instructions, and the prefetch lands too late to help: step 2's loads follow
+//      within a few hundred cycles, while the DRAM needs microseconds to deliver a frame.
+// Tried and dropped (docs/performance.md): step 2 loading three rows before interpolating instead of two
+// (0.5 us slower per frame single, 0.1-0.4 batched).
+constexpr int kFinalVersion = kResizeFilterVersions - 1;
+constexpr int kVersionRadius = 2;  // the radius earlier versions are built for (K = 5, the benchmark's)
+
+// A source row span's prefetch into L2 (sm_90 bulk copy engine): `bytes` a multiple of 16, `p` 16-byte aligned.
+__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
+template <int R, int V>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
   constexpr int K = 2 * R + 1;
   constexpr int kRows = tile_rows(R);
@@ -221,10 +260,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   const int y0 = static_cast<int>(blockIdx.y) * kTileH;
   const int x_last = min(x0 + kTileW, p.out_w) - 1;  // last output column/row of this tile in the frame
   const int y_last = min(y0 + kTileH, p.out_h) - 1;
+  const std::uint8_t* const in_frame = p.in + blockIdx.z * p.in_frame;
 
   // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
   // output reads, with the border applied only where the halo leaves the frame (a block-uniform test).
   if (tid < kTableThreads) {
+    // The sources of every resized column lie in [span0, span1] (the map is monotonic); span0 is rounded
+    // down to 16 pixels (48 bytes) so that the 16-byte loads stay aligned.
+    const auto span_of = [&]() {
+      const int span0 = linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkPixels * kChunkPixels;
+      const int span1 = linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1;
+      return make_int2(span0, (3 * (span1 - span0 + 1) + kChunkBytes - 1) / kChunkBytes);
+    };
     if (tid < kRows) {
       int ry = min(y0 - R + tid, y_last + R);
       if (y0 - R < 0 || y0 + kTileH + R > p.out_h) ry = border_index(ry, p.out_h, p.border);
@@ -240,14 +287,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         weights = kSameRowWeights;
       }
       row_table[tid] = make_int4(ya, yb, static_cast<int>(weights), 0);
+      if constexpr (V >= 1 && V < 6) {
+        // Whole 16-byte chunks of the span that lie inside the row (the row's last partial chunk is left out).
+        if (p.vec_in) {
+          const int2 s = span_of();
+          const int bytes = min(kChunkBytes * s.y, 3 * (p.in_w - s.x) / kChunkBytes * kChunkBytes);
+          if (bytes > 0) {
+            const std::uint8_t* const base = in_frame + 3 * s.x;
+            prefetch_l2(base + static_cast<std::uint64_t>(static_cast<unsigned>(ya)) * p.in_pitch,
+                        static_cast<unsigned>(bytes));
+            if (yb != ya) {
+              prefetch_l2(base + static_cast<std::uint64_t>(static_cast<unsigned>(yb)) * p.in_pitch,
+                          static_cast<unsigned>(bytes));
+            }
+          }
+        }
+      }
     }
-    if (tid == 0) {
-      // The sources of every resized column lie in [span0, span1] (the map is monotonic); span0 is rounded
-      // down to 16 pixels (48 bytes) so that the 16-byte loads stay aligned.
-      const int span0 = linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkPixels * kChunkPixels;
-      const int span1 = linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1;
-      *span = make_int2(span0, (3 * (span1 - span0 + 1) + kChunkBytes - 1) / kChunkBytes);
-    }
+    if (tid == 0) *span = span_of();
   } else if (tid < kTableThreads + 4 * kWords) {
     const int j = tid - kTableThreads;
     int rx = min(x0 - R + j, x_last + R);
@@ -260,38 +317,111 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 
   const int span0 = span->x;
   const int chunks = span->y;
-  const std::uint8_t* const in_span = p.in + blockIdx.z * p.in_frame + 3 * span0;
+  const std::uint8_t* const in_span = in_frame + 3 * span0;
   const int bytes_left = 3 * (p.in_w - span0);  // bytes of a source row from span0 on
 
   for (int first = 0; first < kRows; first += p.chunk_rows) {
     const int rows = min(p.chunk_rows, kRows - first);
+    const int items = rows * p.chunks;
 
     // ---- 2. Vertical interpolation: lanes on consecutive 16-byte chunks of one source row pair.
-    for (int item = tid; item < rows * p.chunks; item += kThreads) {
+    // Item -> staged row i and chunk k, both source rows' 16 bytes (missing bytes past the row's end read as
+    // 0), the row weights and where the 16 interpolated values go.
+    struct Staging {
+      uint4 a, b;
+      unsigned weights;
+      int dst;
+      bool live;
+    };
+    const auto load = [&](int item) {
+      Staging s;
       const int i = p.chunks == 1 ? item : static_cast<int>(__umulhi(static_cast<unsigned>(item), p.chunks_magic));
       const int k = item - i * p.chunks;
-      if (k >= chunks) continue;
-      const int4 rt = row_table[first + i];
+      s.live = item < items && k < chunks;
+      const int4 rt = row_table[first + min(i, rows - 1)];
       const std::uint8_t* const chunk = in_span + kChunkBytes * k;
       const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.x)) * p.in_pitch;
       const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.y)) * p.in_pitch;
       const int available = bytes_left - kChunkBytes * k;
-      uint4 wa, wb;
-      if (p.vec_in && available >= kChunkBytes) {
-        wa = __ldg(reinterpret_cast<const uint4*>(a));
-        wb = __ldg(reinterpret_cast<const uint4*>(b));
-      } else {
-        wa = load_partial(a, available);
-        wb = load_partial(b, available);
+      if (s.live && p.vec_in && available >= kChunkBytes) {
+        s.a = __ldg(reinterpret_cast<const uint4*>(a));
+        s.b = __ldg(reinterpret_cast<const uint4*>(b));
+      } else if (s.live) {
+        s.a = load_partial(a, available);
+        s.b = load_partial(b, available);
       }
-      const unsigned weights = static_cast<unsigned>(rt.z);
-      const uint2 v0 = lerp_rows(wa.x, wb.x, weights);
-      const uint2 v1 = lerp_rows(wa.y, wb.y, weights);
-      const uint2 v2 = lerp_rows(wa.z, wb.z, weights);
-      const uint2 v3 = lerp_rows(wa.w, wb.w, weights);
-      uint4* const dst = reinterpret_cast<uint4*>(staged + i * p.staged_row_bytes + 2 * kChunkBytes * k);
+      s.weights = static_cast<unsigned>(rt.z);
+      s.dst = i * p.staged_row_bytes + 2 * kChunkBytes * k;
+      return s;
+    };
+    const auto store = [&](const Staging& s) {
+      const uint2 v0 = lerp_rows(s.a.x, s.b.x, s.weights);
+      const uint2 v1 = lerp_rows(s.a.y, s.b.y, s.weights);
+      const uint2 v2 = lerp_rows(s.a.z, s.b.z, s.weights);
+      const uint2 v3 = lerp_rows(s.a.w, s.b.w, s.weights);
+      uint4* const dst = reinterpret_cast<uint4*>(staged + s.dst);
       dst[0] = make_uint4(v0.x, v0.y, v1.x, v1.y);
       dst[1] = make_uint4(v2.x, v2.y, v3.x, v3.y);
+    };
+    if (V >= 4 && p.chunks <= kThreads) {
+      // Each thread keeps one chunk k of rows i0, i0 + step, ...: the chunk's address, whether it takes the
+      // 16-byte path and where it goes are worked out once; per row, one table read and two multiply-adds.
+      // Two rows are loaded before either is interpolated.
+      const int step = kThreads / p.chunks;
+      const int i0 = tid / p.chunks;
+      const int k = tid - i0 * p.chunks;
+      if (i0 < step && k < chunks) {
+        const std::uint8_t* const chunk = in_span + kChunkBytes * k;
+        const int available = bytes_left - kChunkBytes * k;
+        const bool vec = p.vec_in && available >= kChunkBytes;
+        unsigned char* const dst = staged + 2 * kChunkBytes * k;
+        const auto row_load = [&](int i) {
+          Staging s;
+          const int4 rt = row_table[first + i];
+          const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.x)) * p.in_pitch;
+          const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.y)) * p.in_pitch;
+          if (vec) {
+            s.a = __ldg(reinterpret_cast<const uint4*>(a));
+            s.b = __ldg(reinterpret_cast<const uint4*>(b));
+          } else {
+            s.a = load_partial(a, available);
+            s.b = load_partial(b, available);
+          }
+          s.weights = static_cast<unsigned>(rt.z);
+          s.dst = i * p.staged_row_bytes;
+          s.live = true;
+          return s;
+        };
+        const auto row_store = [&](const Staging& s) {
+          const uint2 v0 = lerp_rows(s.a.x, s.b.x, s.weights);
+          const uint2 v1 = lerp_rows(s.a.y, s.b.y, s.weights);
+          const uint2 v2 = lerp_rows(s.a.z, s.b.z, s.weights);
+          const uint2 v3 = lerp_rows(s.a.w, s.b.w, s.weights);
+          uint4* const d = reinterpret_cast<uint4*>(dst + s.dst);
+          d[0] = make_uint4(v0.x, v0.y, v1.x, v1.y);
+          d[1] = make_uint4(v2.x, v2.y, v3.x, v3.y);
+        };
+        int i = i0;
+        for (; i + step < rows; i += 2 * step) {
+          const Staging s0 = row_load(i);
+          const Staging s1 = row_load(i + step);
+          row_store(s0);
+          row_store(s1);
+        }
+        if (i < rows) row_store(row_load(i));
+      }
+    } else if constexpr (V >= 3) {
+      for (int item = tid; item < items; item += 2 * kThreads) {
+        const Staging s0 = load(item);
+        const Staging s1 = load(item + kThreads);
+        if (s0.live) store(s0);
+        if (s1.live) store(s1);
+      }
+    } else {
+      for (int item = tid; item < items; item += kThreads) {
+        const Staging s = load(item);
+        if (s.live) store(s);
+      }
     }
     __syncthreads();
 
@@ -326,43 +456,102 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     __syncthreads();
   }
 
-  float taps[K];
-#pragma unroll
-  for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t];
-
   // ---- 4. Row pass: consecutive lanes on consecutive resized rows (odd stride: distinct banks).
-  for (int item = tid; item < 3 * kRows * kQuads; item += kThreads) {
-    const int row = item % (3 * kRows);  // plane-major: channel * kRows + tile row
-    const int q = item / (3 * kRows);
-    const unsigned* const src = resized + row * kStride + q;
-    unsigned w[kPassWords];
+  if constexpr (V >= 2) {
+    // Output j of a quad reads bytes j .. j + 2R of the words from 4q on, in pairs that start on even bytes:
+    // (j + 2m, j + 2m + 1) weighed by T[2m], T[2m+1] for even j; (j - 1 + 2m, j + 2m) by T[2m-1], T[2m] for odd
+    // j. A pair starting at byte b of a word is dp2a.lo (b = 0) or dp2a.hi (b = 2) of that word. The sum,
+    // at most 255 * (2^15 + K/2) < 2^23, starts at the bits of 2^23 and so ends as the float 2^23 + sum.
+    unsigned even[R + 1], odd[R + 1];
 #pragma unroll
-    for (int m = 0; m < kPassWords; ++m) w[m] = src[m];
-    float x[4 + 2 * R];
-#pragma unroll
-    for (int b = 0; b < 4 + 2 * R; ++b) x[b] = byte_as_float(w[b / 4], b % 4);
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int t = 0; t < K; ++t) {
-      acc.x = fmaf(taps[t], x[t], acc.x);
-      acc.y = fmaf(taps[t], x[t + 1], acc.y);
-      acc.z = fmaf(taps[t], x[t + 2], acc.z);
-      acc.w = fmaf(taps[t], x[t + 3], acc.w);
+    for (int m = 0; m <= R; ++m) {
+      even[m] = c_row_pairs[p.slot][m];
+      odd[m] = c_row_pairs[p.slot][kPairSlots + m];
     }
-    *reinterpret_cast<float4*>(rows_out + row * kRowsStride + 4 * q) = acc;
+    const auto row_pass = [&](const unsigned* src, float* dst) {
+      unsigned w[kPassWords];
+#pragma unroll
+      for (int m = 0; m < kPassWords; ++m) w[m] = src[m];
+      unsigned acc[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        acc[j] = 0x4B000000u;  // the bits of 2^23
+#pragma unroll
+        for (int m = 0; m <= R; ++m) {
+          const int b = (j & 1) ? j - 1 + 2 * m : j + 2 * m;  // even: resolved at compile time
+          const unsigned pair = (j & 1) ? odd[m] : even[m];
+          acc[j] = b % 4 == 0 ? dp2a_lo(pair, w[b / 4], acc[j]) : dp2a_hi(pair, w[b / 4], acc[j]);
+        }
+      }
+      *reinterpret_cast<uint4*>(dst) = make_uint4(acc[0], acc[1], acc[2], acc[3]);
+    };
+    if constexpr (V >= 5) {
+      // Each thread keeps one quad q and walks the rows (plane-major: channel * kRows + tile row) from
+      // tid / kQuads in steps of kThreads / kQuads; half a warp reads one row's consecutive words.
+      constexpr int kStep = kThreads / kQuads;
+      const int q = tid % kQuads;
+      const unsigned* src = resized + tid / kQuads * kStride + q;
+      float* dst = rows_out + tid / kQuads * kRowsStride + 4 * q;
+#pragma unroll 3
+      for (int row = tid / kQuads; row < 3 * kRows; row += kStep) {
+        row_pass(src, dst);
+        src += kStep * kStride;
+        dst += kStep * kRowsStride;
+      }
+    } else {
+      for (int item = tid; item < 3 * kRows * kQuads; item += kThreads) {
+        const int row = item % (3 * kRows);  // plane-major: channel * kRows + tile row
+        const int q = item / (3 * kRows);
+        row_pass(resized + row * kStride + q, rows_out + row * kRowsStride + 4 * q);
+      }
+    }
+  } else {
+    float taps[K];
+#pragma unroll
+    for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t];
+    for (int item = tid; item < 3 * kRows * kQuads; item += kThreads) {
+      const int row = item % (3 * kRows);  // plane-major: channel * kRows + tile row
+      const int q = item / (3 * kRows);
+      const unsigned* const src = resized + row * kStride + q;
+      unsigned w[kPassWords];
+#pragma unroll
+      for (int m = 0; m < kPassWords; ++m) w[m] = src[m];
+      float x[4 + 2 * R];
+#pragma unroll
+      for (int b = 0; b < 4 + 2 * R; ++b) x[b] = byte_as_float(w[b / 4], b % 4);
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int t = 0; t < K; ++t) {
+        acc.x = fmaf(taps[t], x[t], acc.x);
+        acc.y = fmaf(taps[t], x[t + 1], acc.y);
+        acc.z = fmaf(taps[t], x[t + 2], acc.z);
+        acc.w = fmaf(taps[t], x[t + 3], acc.w);
+      }
+      *reinterpret_cast<float4*>(rows_out + row * kRowsStride + 4 * q) = acc;
+    }
   }
   __syncthreads();
 
   // ---- 5. Column pass: 4 columns x 8 rows of one channel per thread; each float4 row is read once for all
-  // the outputs it reaches.
+  // the outputs it reaches. From version 2 on the rows hold 2^23 + 2^15 * value: the taps are divided by 2^15
+  // (exactly) and the start takes the bias back out, 0.5 - 2^23 * sum(taps / 2^15).
   {
+    float taps[K];
+    float start = 0.5f;  // + 0.5: round half up
+#pragma unroll
+    for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t];
+    if constexpr (V >= 2) {
+#pragma unroll
+      for (int t = 0; t < K; ++t) taps[t] *= 1.f / static_cast<float>(1 << kRowTapBits);
+      start = c_col_start[p.slot];
+    }
     const int q = tid % kQuads;
     const int c = tid / kQuads % 3;
     const int g = tid / (3 * kQuads);
     const float* const src = rows_out + (c * kRows + g * kColRows) * kRowsStride + 4 * q;
     float4 acc[kColRows];
 #pragma unroll
-    for (int o = 0; o < kColRows; ++o) acc[o] = make_float4(0.5f, 0.5f, 0.5f, 0.5f);  // + 0.5: round half up
+    for (int o = 0; o < kColRows; ++o) acc[o] = make_float4(start, start, start, start);
 #pragma unroll
     for (int k = 0; k < kColRows + 2 * R; ++k) {
       const float4 h = *reinterpret_cast<const float4*>(src + k * kRowsStride);
@@ -410,9 +599,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 using Kernel = void (*)(Params);
 template <int... R>
 constexpr std::array<Kernel, sizeof...(R)> make_kernels(std::integer_sequence<int, R...>) {
-  return {&resize_filter_kernel<R>...};
+  return {&resize_filter_kernel<R, kFinalVersion>...};
 }
 constexpr auto kKernels = make_kernels(std::make_integer_sequence<int, kMaxRadius + 1>{});
+template <int... V>
+constexpr std::array<Kernel, sizeof...(V)> make_versions(std::integer_sequence<int, V...>) {
+  return {&resize_filter_kernel<kVersionRadius, V>...};
+}
+constexpr auto kVersions = make_versions(std::make_integer_sequence<int, kResizeFilterVersions>{});
 
 struct Plan {
   dim3 grid;
@@ -426,13 +620,23 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("resize_filter: " + what);
 }
 
-Plan make_plan(Extent in, Extent out, int radius, int frames) {
-  require(in.width >= 1 && in.height >= 1 && out.width >= 1 && out.height >= 1, "empty frame");
-  require(in.width <= kMaxDimension && in.height <= kMaxDimension && out.width <= kMaxDimension &&
-              out.height <= kMaxDimension,
-          "frames up to " + std::to_string(kMaxDimension) + " pixels a side");
-  require(frames >= 1 && frames <= 65535, "1 to 65535 frames per launch");
-  require(radius >= 0 && radius <= kMaxRadius, "odd filter size from 1 to " + std::to_string(kResizeFilterMaxTaps));
+// The launch for these sizes, or (plan.chunks == 0) why there is none.
+struct Planned {
+  Plan plan;
+  std::string refusal;
+};
+
+Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
+  const auto refuse = [](std::string why) { return Planned{{}, "resize_filter: " + std::move(why)}; };
+  if (!(in.width >= 1 && in.height >= 1 && out.width >= 1 && out.height >= 1)) return refuse("empty frame");
+  if (!(in.width <= kMaxDimension && in.height <= kMaxDimension && out.width <= kMaxDimension &&
+        out.height <= kMaxDimension)) {
+    return refuse("frames up to " + std::to_string(kMaxDimension) + " pixels a side");
+  }
+  if (!(frames >= 1 && frames <= 65535)) return refuse("1 to 65535 frames per launch");
+  if (!(radius >= 0 && radius <= kMaxRadius)) {
+    return refuse("odd filter size from 1 to " + std::to_string(kResizeFilterMaxTaps));
+  }
 
   // Widest source span of any tile: its resized columns cover at most tile_cols - 1 steps of scale_x; +1 for
   // the float rounding of source positions, +1 for the right neighbour, +15 for the 16-pixel alignment, +1 to
@@ -444,10 +648,11 @@ Plan make_plan(Extent in, Extent out, int radius, int frames) {
   plan.chunks = (3 * span + kChunkBytes - 1) / kChunkBytes;
   plan.staged_row_bytes = 2 * kChunkBytes * plan.chunks;
   const int budget = max_of(kStagingBudget, rows_pass_bytes(radius));
-  require(plan.staged_row_bytes <= budget,
-          "horizontal downscale " + std::to_string(in.width) + " -> " + std::to_string(out.width) +
-              " is too wide: a tile would read " + std::to_string(span) + " source pixels per row, at most " +
-              std::to_string(budget / (2 * kChunkBytes) * kChunkBytes / 3) + " fit in shared memory");
+  if (plan.staged_row_bytes > budget) {
+    return refuse("horizontal downscale " + std::to_string(in.width) + " -> " + std::to_string(out.width) +
+                  " is too wide: a tile would read " + std::to_string(span) + " source pixels per row, at most " +
+                  std::to_string(budget / (2 * kChunkBytes) * kChunkBytes / 3) + " fit in shared memory");
+  }
   // As few passes as fit, of equal size (no pass of a single row).
   const int fit = budget / plan.staged_row_bytes;
   const int passes = (tile_rows(radius) + fit - 1) / fit;
@@ -456,7 +661,13 @@ Plan make_plan(Extent in, Extent out, int radius, int frames) {
   plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
   plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),
                    static_cast<unsigned>((out.height + kTileH - 1) / kTileH), static_cast<unsigned>(frames));
-  return plan;
+  return {plan, {}};
+}
+
+Plan make_plan(Extent in, Extent out, int radius, int frames) {
+  Planned planned = plan_or_refusal(in, out, radius, frames);
+  if (!planned.refusal.empty()) throw std::invalid_argument(std::move(planned.refusal));
+  return planned.plan;
 }
 
 // Beyond the default 48 KiB a kernel must opt in to its dynamic shared memory (large K or wide downscales).
@@ -488,10 +699,28 @@ ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_c
     sum += t;
   }
   require(std::abs(sum - 1.0) <= 1e-3, "taps must sum to 1");
+  // The row pass's integer taps, rounded (not forced to sum to 2^15: each is then within 2^-16 of its float).
+  const int k = size_;
+  std::array<unsigned, kResizeFilterMaxTaps + 2> fixed{};  // fixed[k + 1] = T[k]; T[-1] = T[K] = 0
+  double col_sum = 0;
+  for (int i = 0; i < k; ++i) {
+    fixed[static_cast<std::size_t>(i) + 1] =
+        static_cast<unsigned>(std::lround(static_cast<double>(taps[static_cast<std::size_t>(i)]) * (1 << kRowTapBits)));
+    col_sum += static_cast<double>(taps[static_cast<std::size_t>(i)]);
+  }
+  std::array<unsigned, 2 * kPairSlots> pairs{};
+  for (int m = 0; 2 * m < k; ++m) {
+    const auto at = [&](int i) { return fixed[static_cast<std::size_t>(i + 1)]; };  // T[i], i in -1 .. K
+    pairs[static_cast<std::size_t>(m)] = at(2 * m) | at(2 * m + 1) << 16;
+    pairs[static_cast<std::size_t>(kPairSlots + m)] = at(2 * m - 1) | at(2 * m) << 16;
+  }
+  const float col_start = static_cast<float>(0.5 - 8388608.0 * (col_sum / (1 << kRowTapBits)));
   slot_ = tap_slots().acquire();
   try {
-    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
-                                          static_cast<std::size_t>(slot_) * sizeof(c_taps[0])));
+    const auto slot = static_cast<std::size_t>(slot_);
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(), slot * sizeof(c_taps[0])));
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_row_pairs, pairs.data(), sizeof(pairs), slot * sizeof(c_row_pairs[0])));
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_col_start, &col_start, sizeof(float), slot * sizeof(float)));
   } catch (...) {
     tap_slots().release(slot_);
     throw;
@@ -520,9 +749,11 @@ ResizeFilterTaps& ResizeFilterTaps::operator=(ResizeFilterTaps&& other) noexcept
   return *this;
 }
 
-void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
-                             std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps,
-                             BorderMode border, cudaStream_t stream) {
+namespace {
+
+void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+            std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps, BorderMode border,
+            cudaStream_t stream) {
   const int radius = radius_of(taps);
   const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames);
   const Extent in = first_in.extent, out = first_out.extent;
@@ -557,10 +788,34 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
   p.vec_in = aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
   p.vec_out = aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
 
-  const Kernel kernel = kKernels[static_cast<std::size_t>(radius)];
   allow_shared(kernel, plan.shared_bytes);
   kernel<<<plan.grid, kThreads, plan.shared_bytes, stream>>>(p);
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_filter_kernel", stream);
+}
+
+}  // namespace
+
+void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                             std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps,
+                             BorderMode border, cudaStream_t stream) {
+  launch(kKernels[static_cast<std::size_t>(radius_of(taps))], first_in, in_frame_stride, first_out,
+         out_frame_stride, frames, taps, border, stream);
+}
+
+void resize_filter_aos_batch_version(int version, ConstAosView first_in, std::size_t in_frame_stride,
+                                     AosView first_out, std::size_t out_frame_stride, int frames,
+                                     const ResizeFilterTaps& taps, BorderMode border, cudaStream_t stream) {
+  require(version >= 0 && version < kResizeFilterVersions,
+          "versions 0 to " + std::to_string(kResizeFilterVersions - 1));
+  require(version == kFinalVersion || radius_of(taps) == kVersionRadius,
+          "earlier versions are built for K = " + std::to_string(2 * kVersionRadius + 1) + " only");
+  const Kernel kernel = version == kFinalVersion ? kKernels[static_cast<std::size_t>(radius_of(taps))]
+                                                 : kVersions[static_cast<std::size_t>(version)];
+  launch(kernel, first_in, in_frame_stride, first_out, out_frame_stride, frames, taps, border, stream);
+}
+
+bool resize_filter_fits(Extent in, Extent out, int ksize) {
+  return ksize % 2 == 1 && plan_or_refusal(in, out, ksize / 2, 1).refusal.empty();
 }
 
 void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& taps, BorderMode border,
