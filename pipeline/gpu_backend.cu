@@ -2,9 +2,12 @@
 // device-resident frames, frame after frame, on the caller's stream.
 //   naive:     every op on the interleaved frame with the naive kernels, ping-ponging between two AoS buffers.
 //   optimized: one deinterleave into planes, every op on planes with the optimized kernels, ping-ponging
-//              between two plane buffers, one interleave at the end. Filter taps sit in __constant__ slots
-//              from construction on; textures are made when a plane buffer is (re)allocated; buffers grow to
-//              the largest frame seen, so once warm nothing is allocated or uploaded per frame.
+//              between two plane buffers, one interleave at the end. A linear resize followed by gaussian or
+//              box at the head of the chain is one fused pass on the interleaved frame instead (its output
+//              is `out`, or the frame the deinterleave reads when more ops follow). Filter taps sit in
+//              __constant__ slots from construction on; textures are made when a plane buffer is
+//              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
+//              uploaded per frame.
 #include "gpu_backend.hpp"
 
 #include "colour.cuh"
@@ -13,6 +16,7 @@
 #include "cuda_resources.hpp"
 #include "layout.cuh"
 #include "resize.cuh"
+#include "resize_filter.cuh"
 #include "stats.cuh"
 #include "transpose.cuh"
 
@@ -258,6 +262,26 @@ Stage make_stage(const Op& op) {
       op);
 }
 
+// A linear resize directly followed by gaussian or box: one resize_filter_aos pass (kernels/resize_filter.cuh)
+// on the interleaved frame, its taps in that kernel's constant bank from plan time on.
+struct FusedHead {
+  cuda::ResizeFilterTaps taps;
+  cuda::BorderMode border;
+  int ksize;
+};
+
+std::optional<FusedHead> fused_head(const Chain& chain) {
+  if (chain.ops.size() < 2) return std::nullopt;
+  const auto* resize = std::get_if<Resize>(&chain.ops[0]);
+  if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
+  const auto head = [](const std::vector<double>& w, Border border) -> std::optional<FusedHead> {
+    return FusedHead{cuda::ResizeFilterTaps(to_float(w)), border_of(border), static_cast<int>(w.size())};
+  };
+  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g), g->border);
+  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b), b->border);
+  return std::nullopt;
+}
+
 class OptimizedPlan {
  public:
   // One stage per op, each covering ops [first, first + count) of the chain. This is where stages fuse: a
@@ -266,26 +290,99 @@ class OptimizedPlan {
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
   // writes `out`, or an AoS scratch frame that the deinterleave then starts from. The fused kernel refuses
   // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames.
-  explicit OptimizedPlan(const Chain& chain) : chain_(chain) {
+  explicit OptimizedPlan(const Chain& chain) : chain_(chain), head_(fused_head(chain)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i]), i, 1});
   }
 
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
+    if (!fuses(in_size)) {
+      run_planes(in, 0, out, stream);
+      return;
+    }
+    const Size resized = sizes_[kHeadOps];
+    if (stages_.size() == kHeadOps) {
+      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), head_->taps, head_->border, stream);
+      return;
+    }
+    head_frames_.grow(resized.rgb_bytes());
+    cuda::resize_filter_aos(aos(in, in_size), aos(head_frames_.data(), resized), head_->taps, head_->border, stream);
+    run_planes(head_frames_.data(), kHeadOps, out, stream);
+  }
+
+  // `frames` packed frames back to back (frame f at f * in_size.rgb_bytes()). A fused head runs as one
+  // batched launch for all of them; the stages after it (or the whole chain, when nothing fuses) frame by frame.
+  void run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream) {
+    fill_sizes(chain_, in_size, sizes_);
+    const Size out_size = sizes_.back();
+    if (!fuses(in_size)) {
+      for (int f = 0; f < frames; ++f) run(in + frame_offset(in_size, f), in_size, out + frame_offset(out_size, f), stream);
+      return;
+    }
+    const Size resized = sizes_[kHeadOps];
+    const bool alone = stages_.size() == kHeadOps;
+    for (int first = 0; first < frames; first += kMaxBatch) {
+      const int count = std::min(kMaxBatch, frames - first);
+      std::uint8_t* head_out = out + frame_offset(out_size, first);
+      if (!alone) {
+        head_frames_.grow(resized.rgb_bytes() * static_cast<std::size_t>(count));
+        head_out = head_frames_.data();
+      }
+      cuda::resize_filter_aos_batch(aos(in + frame_offset(in_size, first), in_size), in_size.rgb_bytes(),
+                                    aos(head_out, resized), resized.rgb_bytes(), count, head_->taps, head_->border,
+                                    stream);
+      if (alone) continue;
+      for (int f = 0; f < count; ++f) {
+        run_planes(head_frames_.data() + frame_offset(resized, f), kHeadOps, out + frame_offset(out_size, first + f),
+                   stream);
+      }
+    }
+  }
+
+ private:
+  static constexpr std::size_t kHeadOps = 2;  // a fused head covers ops 0 and 1
+  static constexpr int kMaxBatch = 64;        // frames per batched launch: bounds the head's scratch
+
+  struct PlannedStage {
+    Stage stage;
+    std::size_t first;  // the ops it covers
+    std::size_t count;
+  };
+
+  static std::size_t frame_offset(Size s, int f) { return s.rgb_bytes() * static_cast<std::size_t>(f); }
+
+  // Whether this input size runs the fused head (sizes_ filled for it); the answer is kept per input size.
+  bool fuses(Size in_size) {
+    if (!head_) return false;
+    if (in_size != fits_for_) {
+      fits_ = cuda::resize_filter_fits(extent_of(in_size), extent_of(sizes_[kHeadOps]), head_->ksize);
+      fits_for_ = in_size;
+    }
+    return fits_;
+  }
+
+  // Stages from `first` on, starting from the interleaved frame `in` (the chain's frame before stage
+  // `first`): deinterleave, the plane stages, interleave into `out`.
+  void run_planes(const std::uint8_t* in, std::size_t first, std::uint8_t* out, cudaStream_t stream) {
+    const auto size_at = [&](std::size_t p) {  // the frame before stage p; after the last at stages_.size()
+      return p < stages_.size() ? sizes_[stages_[p].first] : sizes_.back();
+    };
     // Buffer k holds the frames at even (k = 0) or odd (k = 1) positions of the stage sequence, so each
     // grows only to the frames it holds: a transpose does not make both buffers square.
     cuda::Extent need[2] = {};
-    for (std::size_t p = 0; p <= stages_.size(); ++p) {
-      const Size s = sizes_[p == 0 ? 0 : stages_[p - 1].first + stages_[p - 1].count];
-      need[p % 2].width = std::max(need[p % 2].width, s.width);
-      need[p % 2].height = std::max(need[p % 2].height, s.height);
+    for (std::size_t p = first; p <= stages_.size(); ++p) {
+      const Size s = size_at(p);
+      need[(p - first) % 2].width = std::max(need[(p - first) % 2].width, s.width);
+      need[(p - first) % 2].height = std::max(need[(p - first) % 2].height, s.height);
     }
     planes_[0].reserve(need[0]);
-    if (!stages_.empty()) planes_[1].reserve(need[1]);
+    if (first < stages_.size()) planes_[1].reserve(need[1]);
 
+    const Size in_size = size_at(first);
     cuda::deinterleave(aos(in, in_size), planes_[0].view(extent_of(in_size)), stream);
     int current = 0;
-    for (PlannedStage& s : stages_) {
+    for (std::size_t p = first; p < stages_.size(); ++p) {
+      PlannedStage& s = stages_[p];
       const cuda::Extent from = extent_of(sizes_[s.first]);
       const cuda::Extent to = extent_of(sizes_[s.first + s.count]);
       std::visit([&](auto& stage) { stage.run(planes_[current], from, planes_[1 - current].view(to), stream); },
@@ -296,17 +393,14 @@ class OptimizedPlan {
     cuda::interleave(cuda::as_const(planes_[current].view(extent_of(out_size))), aos(out, out_size), stream);
   }
 
- private:
-  struct PlannedStage {
-    Stage stage;
-    std::size_t first;  // the ops it covers
-    std::size_t count;
-  };
-
   Chain chain_;
+  std::optional<FusedHead> head_;
   std::vector<PlannedStage> stages_;
   std::vector<Size> sizes_;
   cuda::PlaneBuffer planes_[2];
+  cuda::DeviceBuffer head_frames_;  // the fused head's output when more ops follow
+  Size fits_for_{};                 // the input size fuses() last answered for
+  bool fits_ = false;
 };
 
 using Plan = std::variant<NaivePlan, OptimizedPlan>;
@@ -383,6 +477,23 @@ const Chain& DeviceChain::chain() const { return impl_->chain; }
 
 void DeviceChain::run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
   std::visit([&](auto& plan) { plan.run(in, in_size, out, stream); }, impl_->plan);
+}
+
+void DeviceChain::run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out,
+                            cudaStream_t stream) {
+  if (frames < 0) throw std::invalid_argument("DeviceChain::run_batch: a negative frame count");
+  if (frames == 0) return;
+  std::visit(Overloaded{
+                 [&](NaivePlan& plan) {
+                   const Size out_size = output_size(impl_->chain, in_size);
+                   for (int f = 0; f < frames; ++f) {
+                     plan.run(in + in_size.rgb_bytes() * static_cast<std::size_t>(f), in_size,
+                              out + out_size.rgb_bytes() * static_cast<std::size_t>(f), stream);
+                   }
+                 },
+                 [&](OptimizedPlan& plan) { plan.run_batch(in, in_size, frames, out, stream); },
+             },
+             impl_->plan);
 }
 
 std::unique_ptr<Backend> make_gpu_backend(GpuPath path) {

@@ -32,6 +32,11 @@ class DeviceChain {
   // `in` and `out` are device pointers to packed interleaved RGB8 (pitch 3 * width).
   // Asynchronous, enqueued on `stream`; `in` must stay valid and `out` untouched until the stream reaches here.
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream);
+  // `frames` frames of one size, packed back to back in `in` (frame f at f * in_size.rgb_bytes()) and in
+  // `out` (at f * the output's rgb_bytes()); the same results as run() frame by frame. The optimized path runs
+  // a fused resize + filter head as one launch for many frames (the rest of the chain frame by frame); the
+  // naive path is run() in a loop.
+  void run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream);
 
  private:
   struct Impl;
