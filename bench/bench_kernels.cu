@@ -2,9 +2,10 @@
 // device-to-device copy ceiling measured in the same run. Speed lives here; ctest asserts none of it.
 //
 //   copy ceiling   cudaMemcpyAsync device -> device of 256 MiB, bytes read + bytes written
-//   fused          resize_filter_aos, 1 frame per launch; the same launches replayed from a CUDA graph;
-//                  resize_filter_aos_batch with 4, 8 and 16 frames per launch
-//   DeviceChain    naive and optimized, for the chain and for single ops on 1080p frames
+//   fused          every version of resize_filter_aos (the last is the one it runs): 1 frame per launch; the
+//                  same launches replayed from a CUDA graph; 16 frames per launch (the last also 4 and 8)
+//   DeviceChain    naive and optimized, for the chain (and optimized run_batch, 16 frames per call) and for
+//                  single ops on 1080p frames
 //   NPP            nppiResize_8u_C3R_Ctx + nppiFilterGaussBorder_8u_C3R_Ctx (when built with NPP)
 //
 // Method (docs/performance.md): inputs are pseudo-random bytes, never zeros; frames rotate over --pool
@@ -44,12 +45,14 @@ namespace gpu = imgpipe::cuda;
 
 constexpr const char* kUsage =
     "usage: imgpipe_bench_kernels [--repeats N] [--frames N] [--pool N] [--json FILE] [--no-chain] [--no-npp]\n"
+    "                             [--cases N]\n"
     "  --repeats N  timed runs per variant, median reported (default 7, at least 5)\n"
     "  --frames N   frames per timed run (default 128, at least 100)\n"
     "  --pool N     distinct input/output frame buffers rotated through (default 32, a multiple of 16)\n"
     "  --json FILE  also write every result as JSON\n"
     "  --no-chain   skip the DeviceChain variants\n"
-    "  --no-npp     skip NPP\n";
+    "  --no-npp     skip NPP\n"
+    "  --cases N    only the first N frame sizes of the fused chain (1: 1080p only; default 2)\n";
 
 struct Options {
   int repeats = 7;
@@ -58,6 +61,7 @@ struct Options {
   std::string json;
   bool chain = true;
   bool npp = true;
+  int cases = 2;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -89,6 +93,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--json") o.json = value();
     else if (arg == "--no-chain") o.chain = false;
     else if (arg == "--no-npp") o.npp = false;
+    else if (arg == "--cases") o.cases = parse_count(arg, value(), 1);
     else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -147,7 +152,6 @@ struct Result {
   double spread = 0;           // (max - min) / median over the repeats
 };
 
-using bench::Graph;
 using bench::GraphExec;
 
 class Bench {
@@ -223,52 +227,52 @@ void print_launch(Size in, Size out, int ksize) {
               l.chunk_rows, l.registers, l.blocks_per_sm);
 }
 
+// Every version of the fused kernel (resize_filter.cu lists them; the last is what resize_filter_aos runs):
+// one frame per launch, the same launches replayed from a CUDA graph, and 16 frames per launch; the last
+// version also with 4 and 8.
 void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
   const gpu::ResizeFilterTaps taps(gaussian_taps(5, 1.0));
   const double bytes = static_cast<double>(in.frame_bytes() + out.frame_bytes());
-  const auto launch = [&](int i) {
-    gpu::resize_filter_aos(in.const_view(i), out.view(i), taps, gpu::BorderMode::reflect101, bench.stream());
-  };
   print_launch(in.size(), out.size(), 5);
-
   const int frames = bench.options().frames;
-  bench.measure(group, "fused, 1 frame/launch", bytes, frames, [&](int first, int count) {
-    for (int i = first; i < first + count; ++i) launch(i);
-  });
-
-  // The same launches from a graph: what is left when the CPU's launch overhead is taken out.
   const int pool = bench.options().pool;
-  cudaGraph_t raw_graph = nullptr;
-  IMGPIPE_CUDA_CHECK(cudaStreamBeginCapture(bench.stream(), cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < pool; ++i) launch(i);
-  IMGPIPE_CUDA_CHECK(cudaStreamEndCapture(bench.stream(), &raw_graph));
-  const Graph graph(raw_graph);
-  cudaGraphExec_t raw_exec = nullptr;
-  IMGPIPE_CUDA_CHECK(cudaGraphInstantiate(&raw_exec, graph.get(), 0));
-  const GraphExec exec(raw_exec);
-  // Whole replays of the pool: --frames rounded up to a multiple of it.
-  bench.measure(group, "fused, 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
-                [&](int, int count) {
-                  for (int done = 0; done < count; done += pool) {
-                    IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
-                  }
-                });
+  for (int version = 0; version < gpu::kResizeFilterVersions; ++version) {
+    const bool last = version + 1 == gpu::kResizeFilterVersions;
+    const std::string name = "fused v" + std::to_string(version);
+    const auto launch = [&](int f, int batch) {
+      gpu::resize_filter_aos_batch_version(version, in.const_view(f), in.frame_bytes(), out.view(f),
+                                           out.frame_bytes(), batch, taps, gpu::BorderMode::reflect101,
+                                           bench.stream());
+    };
+    bench.measure(group, name + ", 1 frame/launch", bytes, frames, [&](int first, int count) {
+      for (int i = first; i < first + count; ++i) launch(i % pool, 1);
+    });
 
-  for (int batch : {4, 8, 16}) {
-    // Whole batches that never wrap around the pool (its size is a multiple of 16).
-    bench.measure(group, "fused, " + std::to_string(batch) + " frames/launch", bytes,
-                  (frames + batch - 1) / batch * batch, [&](int first, int count) {
-                    for (int i = first; i < first + count; i += batch) {
-                      const int f = i % pool / batch * batch;
-                      gpu::resize_filter_aos_batch(in.const_view(f), in.frame_bytes(), out.view(f),
-                                                   out.frame_bytes(), batch, taps, gpu::BorderMode::reflect101,
-                                                   bench.stream());
+    // The same launches from a graph: what is left when the CPU's launch overhead is taken out.
+    const GraphExec exec = bench::capture_graph(bench.stream(), [&] {
+      for (int i = 0; i < pool; ++i) launch(i, 1);
+    });
+    // Whole replays of the pool: --frames rounded up to a multiple of it.
+    bench.measure(group, name + ", 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
+                  [&](int, int count) {
+                    for (int done = 0; done < count; done += pool) {
+                      IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
                     }
                   });
+
+    for (int batch : {4, 8, 16}) {
+      if (!last && batch != 16) continue;
+      // Whole batches that never wrap around the pool (its size is a multiple of 16).
+      bench.measure(group, name + ", " + std::to_string(batch) + " frames/launch", bytes,
+                    (frames + batch - 1) / batch * batch, [&](int first, int count) {
+                      for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
+                    });
+    }
   }
 }
 
-void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, const std::string& group) {
+void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, const std::string& group,
+                 bool batched = false) {
   const Chain chain = parse_chain(spec);
   const Size out_size = output_size(chain, in.size());
   const FramePool out(out_size, bench.options().pool, 2, bench.stream());
@@ -281,6 +285,18 @@ void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, con
                       device_chain.run(in.frame(i), in.size(), out.frame(i), bench.stream());
                   });
   }
+  if (!batched) return;
+  // DeviceChain::run_batch, 16 frames per call (whole batches inside the pool, whose size is a multiple of 16).
+  constexpr int kBatch = 16;
+  DeviceChain device_chain(GpuPath::optimized, chain);
+  const int pool = bench.options().pool;
+  bench.measure(group, "optimized run_batch 16 " + spec, bytes, (bench.options().frames + kBatch - 1) / kBatch * kBatch,
+                [&](int first, int count) {
+                  for (int i = first; i < first + count; i += kBatch) {
+                    const int f = i % pool / kBatch * kBatch;
+                    device_chain.run_batch(in.frame(f), in.size(), kBatch, out.frame(f), bench.stream());
+                  }
+                });
 }
 
 #ifdef IMGPIPE_HAVE_NPP
@@ -359,7 +375,8 @@ int run(const Options& options) {
   struct Case {
     Size in, out;
   };
-  for (const Case c : {Case{{1920, 1080}, {1280, 720}}, Case{{3840, 2160}, {1920, 1080}}}) {
+  const std::vector<Case> cases = {Case{{1920, 1080}, {1280, 720}}, Case{{3840, 2160}, {1920, 1080}}};
+  for (const Case& c : std::vector<Case>(cases.begin(), cases.begin() + std::min<std::size_t>(options.cases, cases.size()))) {
     const std::string group = to_string(c.in) + "->" + to_string(c.out) + " g5";
     const FramePool in(c.in, options.pool, 3, bench.stream());
     const FramePool out(c.out, options.pool, 4, bench.stream());
@@ -368,7 +385,7 @@ int run(const Options& options) {
     if (options.npp) bench_npp(bench, in, out, group);
 #endif
     if (options.chain) {
-      bench_chain(bench, in, "resize=" + to_string(c.out) + ",gaussian=5:1.0", group);
+      bench_chain(bench, in, "resize=" + to_string(c.out) + ",gaussian=5:1.0", group, true);
     }
   }
   if (options.chain) {
