@@ -963,11 +963,17 @@ TEST(ReliabilityGpu, RealOutOfMemoryOnOneImageFailsOnlyThatImage) {
   options.jobs = 1;
   options.slots = 1;  // one slot: the huge frame must grow the same buffers the small ones use
   // Leave 256 MiB free: the small frames fit, the huge one cannot (a real cudaMalloc failure, not a double).
-  std::size_t free = 0, total = 0;
-  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  // Taken in pieces (1 GiB, then 64 MiB), so no single huge cudaMalloc has to succeed.
   constexpr std::size_t kHeadroom = std::size_t{256} << 20;
-  ASSERT_GT(free, kHeadroom);
-  cuda::DeviceBuffer hog(free - kHeadroom);
+  std::vector<cuda::DeviceBuffer> hog;
+  for (const std::size_t piece : {std::size_t{1} << 30, std::size_t{64} << 20}) {
+    while (true) {
+      std::size_t free = 0, total = 0;
+      ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+      if (free < kHeadroom + piece) break;
+      hog.emplace_back(piece);
+    }
+  }
   CaptureStderr err;
   const int code = app::run_batch(options);
   EXPECT_EQ(code, app::kExitSomeFailed) << err.text();
