@@ -156,6 +156,8 @@ class HostBuffer {
 };
 
 class GpuRingEngine final : public Engine {
+  struct Slot;
+
  public:
   GpuRingEngine(GpuPath path, const Chain& chain, const EngineOptions& options)
       : Engine(options.slots), path_(path), options_(options) {
@@ -182,8 +184,13 @@ class GpuRingEngine final : public Engine {
     s.host_in.grow(in.rgb_bytes());
     s.host_out.grow(out.rgb_bytes());
     if (options_.memory != MemoryMode::managed) {
-      s.device_in.grow(in.rgb_bytes());
-      s.device_out.grow(out.rgb_bytes());
+      try {
+        s.device_in.grow(in.rgb_bytes());
+        s.device_out.grow(out.rgb_bytes());
+      } catch (const cuda::CudaBadAlloc&) {
+        free_device_memory(s);
+        throw;
+      }
     }
     slot.input = {s.host_in.data(), in};
     slot.output = {s.host_out.data(), out};
@@ -193,6 +200,15 @@ class GpuRingEngine final : public Engine {
   // run while slot i+1 uploads and slot i-1 downloads (copy engines for each direction work independently).
   void start(FrameSlot& slot) override {
     Slot& s = *ring_[slot.index];
+    try {
+      enqueue(slot, s);
+    } catch (const cuda::CudaBadAlloc&) {
+      free_device_memory(s);
+      throw;
+    }
+  }
+
+  void enqueue(FrameSlot& slot, Slot& s) {
     const cudaStream_t stream = s.stream.get();
     const std::size_t in_bytes = slot.input.size.rgb_bytes();
     const std::size_t out_bytes = slot.output.size.rgb_bytes();
@@ -227,6 +243,15 @@ class GpuRingEngine final : public Engine {
     cuda::Event done;
     DeviceChain chain;
   };
+
+  // After an allocation failed for one oversized frame: give back what this slot grew to so far, so later
+  // frames of ordinary size still find memory. The chain is planned afresh, without its scratch frames.
+  void free_device_memory(Slot& s) {
+    cuda::check_noexcept(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");
+    s.device_in = cuda::DeviceBuffer();
+    s.device_out = cuda::DeviceBuffer();
+    s.chain = DeviceChain(path_, chain());
+  }
 
   cudaMemLocation device_location() const { return {cudaMemLocationTypeDevice, device_}; }
   static cudaMemLocation host_location() { return {cudaMemLocationTypeHost, 0}; }
