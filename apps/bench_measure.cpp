@@ -700,6 +700,7 @@ void measure_ablations(const Settings& s, Report& report) {
     const cuda::DeviceBuffer global(filter.taps.size() * sizeof(float));
     IMGPIPE_CUDA_CHECK(cudaMemcpy(global.data(), filter.taps.data(), filter.taps.size() * sizeof(float),
                                   cudaMemcpyHostToDevice));
+    cuda::wait_for_uploads();
     const auto* global_taps = reinterpret_cast<const float*>(global.data());
     const auto variant = [&](cuda::TapSource source, cuda::BorderPolicy policy) {
       return [&, source, policy](int i) {

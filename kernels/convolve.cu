@@ -227,6 +227,7 @@ ConstantTaps::ConstantTaps(std::span<const float> taps) : size_(static_cast<int>
   try {
     IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
                                           static_cast<std::size_t>(slot_) * sizeof(c_taps[0])));
+    wait_for_uploads();
   } catch (...) {
     tap_slots().release(slot_);
     throw;

@@ -21,6 +21,9 @@ bool CudaError::sticky() const noexcept {
 }
 
 void throw_cuda_error(cudaError_t code, const char* call, std::source_location where) {
+  // A failed call also leaves its error as the thread's "last error", which the next launch check would
+  // report as its own (an out-of-memory cudaMalloc blamed on a later kernel). Reported here, so cleared.
+  (void)cudaGetLastError();
   std::string what = std::string(call) + " failed: " + cudaGetErrorName(code) + " (" +
                      cudaGetErrorString(code) + ") at " + where.file_name() + ":" +
                      std::to_string(where.line());
@@ -42,6 +45,8 @@ void check_noexcept(cudaError_t code, const char* call) noexcept {
     std::fprintf(stderr, "imgpipe: %s failed in a destructor: %s\n", call, cudaGetErrorString(code));
   }
 }
+
+void wait_for_uploads() { IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
 
 bool device_available() noexcept {
   int count = 0;

@@ -41,6 +41,10 @@ void check_launch(const char* kernel, cudaStream_t stream,
 // For destructors: never throws; ignores the runtime being unloaded at exit.
 void check_noexcept(cudaError_t code, const char* call) noexcept;
 
+// After plan-time uploads (cudaMemcpy, cudaMemcpyToSymbol from pageable memory): such a copy may return
+// before its DMA has landed, and kernels on non-blocking streams do not wait for the legacy stream it ran on.
+void wait_for_uploads();
+
 // True when the runtime sees at least one usable CUDA device.
 bool device_available() noexcept;
 

@@ -721,6 +721,7 @@ ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_c
     IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(), slot * sizeof(c_taps[0])));
     IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_row_pairs, pairs.data(), sizeof(pairs), slot * sizeof(c_row_pairs[0])));
     IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_col_start, &col_start, sizeof(float), slot * sizeof(float)));
+    wait_for_uploads();
   } catch (...) {
     tap_slots().release(slot_);
     throw;

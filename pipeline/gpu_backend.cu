@@ -92,6 +92,7 @@ class NaivePlan {
         const std::vector<float> f = to_float(taps);
         step.taps.grow(f.size() * sizeof(float));
         IMGPIPE_CUDA_CHECK(cudaMemcpy(step.taps.data(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
+        cuda::wait_for_uploads();
         step.ksize = ksize;
       };
       if (const auto* g = std::get_if<Gaussian>(&op)) upload(outer(weights_1d(*g)), g->ksize);
