@@ -107,26 +107,12 @@ Options parse_options(int argc, char** argv) {
 
 // ------------------------------------------------------------------------------------------- frames
 
-// Deterministic bytes that are neither zeros nor a short pattern.
-__global__ void fill_kernel(std::uint8_t* data, std::size_t bytes, std::uint32_t seed) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += stride) {
-    std::uint32_t x = static_cast<std::uint32_t>(i) * 2654435761u ^ seed ^ static_cast<std::uint32_t>(i >> 32);
-    x ^= x >> 15;
-    x *= 2246822519u;
-    x ^= x >> 13;
-    data[i] = static_cast<std::uint8_t>(x >> 24);
-  }
-}
-
 // `count` packed RGB8 frames of one size, back to back.
 class FramePool {
  public:
   FramePool(Size size, int count, std::uint32_t seed, cudaStream_t stream)
       : size_(size), count_(count), buffer_(size.rgb_bytes() * static_cast<std::size_t>(count)) {
-    constexpr int kFillBlocks = 1024, kFillThreads = 256;
-    fill_kernel<<<kFillBlocks, kFillThreads, 0, stream>>>(buffer_.data(), buffer_.capacity(), seed);
-    IMGPIPE_CUDA_LAUNCH_CHECK("fill_kernel", stream);
+    bench::fill_random(buffer_.data(), buffer_.capacity(), seed, stream);
   }
   Size size() const { return size_; }
   std::size_t frame_bytes() const { return size_.rgb_bytes(); }
@@ -201,8 +187,7 @@ double copy_ceiling_gbs(Bench& bench) {
   constexpr std::size_t kBytes = 256ull << 20;
   constexpr int kCopies = 8;
   const gpu::DeviceBuffer src(kBytes), dst(kBytes);
-  fill_kernel<<<1024, 256, 0, bench.stream()>>>(src.data(), kBytes, 1);
-  IMGPIPE_CUDA_LAUNCH_CHECK("fill_kernel", bench.stream());
+  bench::fill_random(src.data(), kBytes, 1, bench.stream());
   // One "frame" per copy here: the per-frame figure is the time of one 256 MiB copy.
   bench.measure("copy ceiling", "D2D 256 MiB", 2.0 * kBytes, kCopies, [&](int, int count) {
     for (int i = 0; i < count; ++i) {

@@ -23,23 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using testing::CommandResult;
 
-CommandResult imgpipe(const std::string& arguments) {
-  // Grouped, so redirections inside `arguments` apply to imgpipe alone and its stderr still reaches us.
-  const std::string command = std::string("{ '") + IMGPIPE_BINARY + "' " + arguments + "; } 2>&1";
-  CommandResult run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+CommandResult imgpipe(const std::string& arguments) { return testing::run_command(IMGPIPE_BINARY, arguments); }
 
 std::string quoted(const fs::path& path) {
   std::string text(1, '\'');

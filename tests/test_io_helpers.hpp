@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace imgpipe::testing {
@@ -38,6 +40,26 @@ class TempDir {
 inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << bytes;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// `binary arguments` through the shell, grouped so that redirections inside `arguments` apply to the binary
+// alone while its stderr still comes back; `environment` (VAR=value ...) is put in front.
+inline CommandResult run_command(const std::string& binary, const std::string& arguments,
+                                 const std::string& environment = "") {
+  const std::string command = "{ " + environment + " '" + binary + "' " + arguments + "; } 2>&1";
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
 }
 
 inline std::vector<std::uint8_t> file_bytes(const std::filesystem::path& path) {

@@ -50,21 +50,10 @@ using testing::write_bytes;
 // ---------------------------------------------------------------------------------------------------------
 // Running the command
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using testing::CommandResult;
 
 CommandResult imgpipe_cmd(const std::string& arguments, const std::string& environment = "") {
-  const std::string command = "{ " + environment + " '" + IMGPIPE_BINARY + "' " + arguments + "; } 2>&1";
-  CommandResult run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return testing::run_command(IMGPIPE_BINARY, arguments, environment);
 }
 
 std::string quoted(const fs::path& path) {
