@@ -2,7 +2,11 @@
 # Build, test, sanitize and benchmark on a machine with a CUDA GPU (the H200 here): the GPU evidence in
 # docs/ comes from this script. Logs go to $OUT (default out/gpu-check).
 #   tools/gpu_check.sh [build|test|sanitize|bench]...   (no argument: all four, in that order)
-# A machine without CLI11/TBB packages can be handed Debian's, unpacked under .deps/prefix (see docs/gpu.md).
+# A machine without CLI11, TBB or nlohmann-json (the H200 here has none, and no network) can be handed
+# Debian's packages, unpacked on a machine that has apt into the git-ignored .deps/prefix:
+#   mkdir -p .deps && cd .deps && apt-get download libcli11-dev libtbb-dev libtbb12 libtbbmalloc2 \
+#     libtbbbind-2-5 libhwloc15 nlohmann-json3-dev && for f in *.deb; do dpkg -x "$f" prefix; done && rm *.deb
+# and carried along; this script then points CMake and the loader at it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
