@@ -4,6 +4,7 @@
 #include "engine.hpp"
 #include "frame_stream.hpp"
 #include "io_error.hpp"
+#include "test_frame_reader.hpp"
 #include "test_images.hpp"
 
 #include <gtest/gtest.h>
@@ -19,23 +20,7 @@ namespace {
 using testing::max_abs_diff;
 using testing::synthetic_image;
 
-class VectorReader final : public FrameReader {
- public:
-  explicit VectorReader(const std::vector<Image>& frames) : frames_(frames) {}
-  std::optional<Size> next_size() override {
-    if (next_ == frames_.size()) return std::nullopt;
-    return frames_[next_].size();
-  }
-  void read(FrameView frame) override {
-    std::memcpy(frame.data, frames_[next_].data(), frames_[next_].bytes());
-    ++next_;
-  }
-  std::size_t read_count() const { return next_; }
-
- private:
-  const std::vector<Image>& frames_;
-  std::size_t next_ = 0;
-};
+using testing::VectorReader;
 
 class VectorWriter final : public FrameWriter {
  public:

@@ -16,6 +16,7 @@
 #include "signals.hpp"
 #include "stream.hpp"
 #include "test_crafted_images.hpp"
+#include "test_frame_reader.hpp"
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
 
@@ -507,22 +508,7 @@ TEST(ReliabilityStream, OutputOnAFullDevice) {
   EXPECT_TRUE(contains(run.output, "stdout: write failed: No space left on device")) << run.output;
 }
 
-class VectorReader final : public FrameReader {
- public:
-  explicit VectorReader(std::vector<Image> frames) : frames_(std::move(frames)) {}
-  std::optional<Size> next_size() override {
-    if (next_ == frames_.size()) return std::nullopt;
-    return frames_[next_].size();
-  }
-  void read(FrameView frame) override {
-    std::memcpy(frame.data, frames_[next_].data(), frames_[next_].bytes());
-    ++next_;
-  }
-
- private:
-  std::vector<Image> frames_;
-  std::size_t next_ = 0;
-};
+using testing::VectorReader;
 
 class CountingWriter final : public FrameWriter {
  public:
