@@ -97,8 +97,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
 Rows: end-to-end through each backend's engine (host memory in and out), the chain on device-resident frames,
 each op alone, and ablations that swap one technique with everything else held fixed. Every row gives frames
 per second, GB/s (bytes that must move: input read once, output written once) and the fraction of the ceiling
-that bounds it: PCIe both ways at once for end-to-end rows, the device-to-device copy for kernel rows, a host
-memcpy for the cpu backend. Without a CUDA device only the cpu rows run.)");
+that bounds it: the chain's own frames copied up and down with no kernels for end-to-end rows, the
+device-to-device copy for kernel rows, a host memcpy for the cpu backend. Without a CUDA device only the cpu rows run.)");
   return c;
 }
 

@@ -327,6 +327,26 @@ void measure_host_ceiling(const Settings& s, Report& report) {
   std::fprintf(stderr, "  ceiling    %-24s %8.1f GB/s\n", kHostCopy, sum.median);
 }
 
+// The bound of an end-to-end row: the chain's own frames (input up, output down) through the engine's ring with
+// no kernels at all. Unlike pcie_both_pinned it loads the two directions as unevenly as the chain does.
+void measure_frame_copies(const Settings& s, Report& report) {
+  const NvtxRange range(kPcieFrames);
+  BenchRing ring(s.slots, s.size, s.out_size);
+  ring.set_work([](int, const std::uint8_t*, std::uint8_t*, cudaStream_t) {});
+  ring.fill_inputs(s.frames);
+  const double bytes = frame_bytes(s);
+  std::vector<double> gbps;
+  ring.run(std::max(1, s.warmup));
+  for (int r = 0; r < std::max(3, s.repeats); ++r)
+    gbps.push_back(s.frames_per_repeat * bytes / (1e9 * ring.run(s.frames_per_repeat)));
+  const Summary sum = summarize(gbps);
+  report.ceilings.push_back({kPcieFrames,
+                             "the chain's frames up and down on " + std::to_string(s.slots) +
+                                 " streams, no kernels, pinned",
+                             "input bytes up + output bytes down", bytes, sum.median, sum.spread});
+  std::fprintf(stderr, "  ceiling    %-24s %8.1f GB/s\n", kPcieFrames, sum.median);
+}
+
 void measure_device_ceilings(const Settings& s, Report& report) {
   const std::size_t bytes = std::max<std::size_t>(s.ceiling_bytes, 1 << 20);
   const cuda::PinnedBuffer pinned_a(bytes), pinned_b(bytes);
@@ -368,7 +388,7 @@ void measure_device_ceilings(const Settings& s, Report& report) {
           [&] { copy(device_a.data(), pinned_a.data(), cudaMemcpyHostToDevice, s1.get()); });
   measure("pcie_d2h_pinned", "device to host, pinned", "bytes copied", b,
           [&] { copy(pinned_b.data(), device_b.data(), cudaMemcpyDeviceToHost, s1.get()); });
-  measure(kPcieBoth, "both directions at once, pinned (sum of the two)", "bytes copied up + bytes copied down",
+  measure("pcie_both_pinned", "both directions at once, pinned (sum of the two)", "bytes copied up + bytes copied down",
           2 * b, [&] {
             // s2 starts with s1 (after `start`), s1 ends after s2: the interval covers both copies.
             mid.record(s1.get());
@@ -384,6 +404,7 @@ void measure_device_ceilings(const Settings& s, Report& report) {
           [&] { copy(pageable_b.data(), device_b.data(), cudaMemcpyDeviceToHost, s1.get()); });
   measure(kDeviceCopy, "device to device copy", "bytes read + bytes written", 2 * b,
           [&] { copy(device_b.data(), device_a.data(), cudaMemcpyDeviceToDevice, s1.get()); });
+  measure_frame_copies(s, report);
 }
 
 // ------------------------------------------------------------------------------------- end to end
@@ -396,7 +417,7 @@ void measure_end_to_end(const Settings& s, Report& report) {
     if (!s.backends.contains(name)) continue;
     const BackendInfo info = *std::find_if(infos.begin(), infos.end(), [&](const BackendInfo& b) { return b.kind == kind; });
     Row row = make_row(kEndToEnd, "", name, kind == BackendKind::cpu ? info.detail : "",
-                       bytes, kind == BackendKind::cpu ? kHostCopy : kPcieBoth);
+                       bytes, kind == BackendKind::cpu ? kHostCopy : kPcieFrames);
     if (!info.usable) {
       add_skipped(report, std::move(row),
                   kind == BackendKind::cpu ? "the cpu backend is " + info.detail : gpu_missing_reason(report));
@@ -407,7 +428,7 @@ void measure_end_to_end(const Settings& s, Report& report) {
   }
 
   if (!s.backends.contains("npp")) return;
-  Row row = make_row(kEndToEnd, "", "npp", "", bytes, kPcieBoth);
+  Row row = make_row(kEndToEnd, "", "npp", "", bytes, kPcieFrames);
   if (!report.device.available) return add_skipped(report, std::move(row), gpu_missing_reason(report));
   if (const auto why = NppChain::unsupported(s.chain)) return add_skipped(report, std::move(row), *why);
   add_row(report, std::move(row), [&](Row& r) {
@@ -605,16 +626,16 @@ void measure_ablations(const Settings& s, Report& report) {
                kDeviceCopy),
       make_row(kAblation, kGroupBorders, "block-uniform borders",
                filter.text + ", one inside/outside decision per block", frame2, kDeviceCopy, "per-element borders"),
-      make_row(kAblation, kGroupMemory, "pageable", "", chain_bytes, kPcieBoth),
-      make_row(kAblation, kGroupMemory, "pinned", "", chain_bytes, kPcieBoth, "pageable"),
+      make_row(kAblation, kGroupMemory, "pageable", "", chain_bytes, kPcieFrames),
+      make_row(kAblation, kGroupMemory, "pinned", "", chain_bytes, kPcieFrames, "pageable"),
       make_row(kAblation, kGroupMemory, "managed, no prefetch", "host touches a byte per page of each frame",
-               chain_bytes, kPcieBoth, "pageable"),
+               chain_bytes, kPcieFrames, "pageable"),
       make_row(kAblation, kGroupMemory, "managed + prefetch", "host touches a byte per page of each frame", chain_bytes,
-               kPcieBoth, "pageable"),
-      make_row(kAblation, kGroupStreams, "1 stream", "", chain_bytes, kPcieBoth),
-      make_row(kAblation, kGroupStreams, "2 streams", "", chain_bytes, kPcieBoth, "1 stream"),
-      make_row(kAblation, kGroupStreams, "3 streams", "", chain_bytes, kPcieBoth, "1 stream"),
-      make_row(kAblation, kGroupStreams, "4 streams", "", chain_bytes, kPcieBoth, "1 stream"),
+               kPcieFrames, "pageable"),
+      make_row(kAblation, kGroupStreams, "1 stream", "", chain_bytes, kPcieFrames),
+      make_row(kAblation, kGroupStreams, "2 streams", "", chain_bytes, kPcieFrames, "1 stream"),
+      make_row(kAblation, kGroupStreams, "3 streams", "", chain_bytes, kPcieFrames, "1 stream"),
+      make_row(kAblation, kGroupStreams, "4 streams", "", chain_bytes, kPcieFrames, "1 stream"),
       make_row(kAblation, kGroupGraph, "launches", "optimized DeviceChain::run per frame, device-resident", chain_bytes,
                kDeviceCopy),
       make_row(kAblation, kGroupGraph, "graph replay",

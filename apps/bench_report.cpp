@@ -35,7 +35,7 @@ std::string shorten(std::string text, std::size_t width) {
 }
 
 std::string ceiling_short(const std::string& id) {
-  if (id == kPcieBoth) return "pcie";
+  if (id == kPcieFrames) return "pcie";
   if (id == kDeviceCopy) return "d2d";
   if (id == kHostCopy) return "host";
   return id;

@@ -15,7 +15,7 @@ namespace imgpipe::app::bench {
 // A copy rate measured in the same run; every throughput row is a fraction of one of these.
 struct Ceiling {
   std::string id;     // pcie_h2d_pinned, pcie_d2h_pinned, pcie_both_pinned, pcie_h2d_pageable, pcie_d2h_pageable,
-                      // d2d, host_memcpy
+                      // d2d, pcie_frames_pinned, host_memcpy
   std::string label;  // for people
   std::string counts;  // which bytes the rate counts
   double bytes = 0;    // moved per timed copy, as counted
@@ -24,7 +24,7 @@ struct Ceiling {
 };
 
 // Ceiling ids the rows point at.
-inline constexpr const char* kPcieBoth = "pcie_both_pinned";
+inline constexpr const char* kPcieFrames = "pcie_frames_pinned";
 inline constexpr const char* kDeviceCopy = "d2d";
 inline constexpr const char* kHostCopy = "host_memcpy";
 // The reason every GPU row gives on a machine without a usable CUDA device.

@@ -246,7 +246,7 @@ std::vector<double> gaussian_weights(int ksize, double sigma) {
 
 std::string_view chain_help() {
   return R"(An op chain is ops separated by commas, applied left to right, e.g. "resize=1280x720,gaussian=5:1.0".
-  resize=WxH[:linear|nearest]   bilinear (OpenCV INTER_LINEAR) or nearest (INTER_NEAREST_EXACT)
+  resize=WxH[:linear|nearest]   bilinear (OpenCV INTER_LINEAR) or nearest (floor((d+0.5)*src/dst))
   gaussian=K[:SIGMA][:BORDER]   Gaussian blur, odd K 3..31, SIGMA 0 derives it from K
   box=K[:BORDER]                mean over a KxK box, odd K 3..31
   sharpen[=BORDER]              3x3 sharpen [0 -1 0; -1 5 -1; 0 -1 0]

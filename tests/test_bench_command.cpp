@@ -70,7 +70,7 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
   EXPECT_EQ(device, cuda::device_available());
   if (device) {
     for (const char* id : {"pcie_h2d_pinned", "pcie_d2h_pinned", "pcie_both_pinned", "pcie_h2d_pageable",
-                           "pcie_d2h_pageable", "d2d"}) {
+                           "pcie_d2h_pageable", "d2d", "pcie_frames_pinned"}) {
       EXPECT_TRUE(ceilings.contains(id)) << id;
     }
   }

@@ -4,9 +4,12 @@
 #include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <stdexcept>
 #include <variant>
+#include <vector>
 
 namespace imgpipe {
 namespace {
@@ -18,7 +21,28 @@ struct Overloaded : Ts... {
 
 int to_cv(Border border) { return border == Border::replicate ? cv::BORDER_REPLICATE : cv::BORDER_REFLECT_101; }
 
-int to_cv(Interp interp) { return interp == Interp::nearest ? cv::INTER_NEAREST_EXACT : cv::INTER_LINEAR; }
+// Source index of output index d under the half-pixel rule floor((d + 0.5) * src / dst), in exact integers.
+int nearest_source(int d, int src, int dst) {
+  const std::int64_t s = (2 * static_cast<std::int64_t>(d) + 1) * src / (2 * static_cast<std::int64_t>(dst));
+  return static_cast<int>(std::min<std::int64_t>(s, src - 1));
+}
+
+// Nearest resize by the exact half-pixel rule, the one the GPU paths and the reference use. OpenCV's
+// INTER_NEAREST_EXACT computes the same rule in 16.16 fixed point, which picks the neighbouring pixel near
+// pixel boundaries (and breaks ties differently from one OpenCV version to the next); cv::remap would
+// clip source coordinates to 16 bits. So this is a row gather, run on OpenCV's thread pool.
+void resize_nearest(const cv::Mat& src, cv::Mat& dst, Size size) {
+  dst.create(size.height, size.width, CV_8UC3);
+  std::vector<int> columns(size.width);
+  for (int x = 0; x < size.width; ++x) columns[x] = nearest_source(x, src.cols, size.width);
+  cv::parallel_for_(cv::Range(0, size.height), [&](const cv::Range& rows) {
+    for (int y = rows.start; y < rows.end; ++y) {
+      const auto* in = src.ptr<cv::Vec3b>(nearest_source(y, src.rows, size.height));
+      auto* out = dst.ptr<cv::Vec3b>(y);
+      for (int x = 0; x < size.width; ++x) out[x] = in[columns[x]];
+    }
+  });
+}
 
 int to_cv_rotation(int degrees) {
   switch (degrees) {
@@ -35,7 +59,8 @@ void run_op(const Op& op, const cv::Mat& src, cv::Mat& dst) {
   std::visit(
       Overloaded{
           [&](const Resize& r) {
-            cv::resize(src, dst, cv::Size(r.size.width, r.size.height), 0, 0, to_cv(r.interp));
+            if (r.interp == Interp::nearest) return resize_nearest(src, dst, r.size);
+            cv::resize(src, dst, cv::Size(r.size.width, r.size.height), 0, 0, cv::INTER_LINEAR);
           },
           [&](const Gaussian& g) {
             cv::GaussianBlur(src, dst, cv::Size(g.ksize, g.ksize), g.sigma, g.sigma, to_cv(g.border));
