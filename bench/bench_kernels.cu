@@ -4,6 +4,7 @@
 //   copy ceiling   cudaMemcpyAsync device -> device of 256 MiB, bytes read + bytes written
 //   fused          every version of resize_filter_aos (the last is the one it runs): 1 frame per launch; the
 //                  same launches replayed from a CUDA graph; 16 frames per launch (the last also 4 and 8)
+//   fused mma      resize_filter_mma (the tensor-core kernel) the same ways, with 4, 8 and 16 frames per launch
 //   DeviceChain    naive and optimized, for the chain (and optimized run_batch, 16 frames per call) and for
 //                  single ops on 1080p frames
 //   NPP            nppiResize_8u_C3R_Ctx + nppiFilterGaussBorder_8u_C3R_Ctx (when built with NPP)
@@ -20,6 +21,7 @@
 #include "cuda_resources.hpp"
 #include "gpu_backend.hpp"
 #include "resize_filter.cuh"
+#include "resize_filter_mma.cuh"
 
 #ifdef IMGPIPE_HAVE_NPP
 #include <npp.h>
@@ -256,6 +258,40 @@ void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const 
   }
 }
 
+// The tensor-core kernel: one frame per launch, from a CUDA graph, and 4, 8 and 16 frames per launch.
+void bench_mma(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
+  const gpu::Extent in_extent{in.size().width, in.size().height}, out_extent{out.size().width, out.size().height};
+  if (!gpu::ResizeFilterMatrices::fits(in_extent, out_extent, 5)) return;
+  const gpu::ResizeFilterMatrices matrices(in_extent, out_extent, gaussian_taps(5, 1.0), gpu::BorderMode::reflect101);
+  const gpu::ResizeFilterMmaLaunch l = gpu::resize_filter_mma_launch(matrices, 1);
+  std::printf("  fused mma %s -> %s, K=5: grid %ux%u, %d threads, %zu B shared, %d registers, %d blocks/SM\n",
+              to_string(in.size()).c_str(), to_string(out.size()).c_str(), l.grid.x, l.grid.y, l.threads,
+              l.shared_bytes, l.registers, l.blocks_per_sm);
+  const double bytes = static_cast<double>(in.frame_bytes() + out.frame_bytes());
+  const int frames = bench.options().frames;
+  const int pool = bench.options().pool;
+  const auto launch = [&](int f, int batch) {
+    gpu::resize_filter_mma(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, matrices,
+                           bench.stream());
+  };
+  bench.measure(group, "fused mma, 1 frame/launch", bytes, frames, [&](int first, int count) {
+    for (int i = first; i < first + count; ++i) launch(i % pool, 1);
+  });
+  const GraphExec exec = bench::capture_graph(bench.stream(), [&] {
+    for (int i = 0; i < pool; ++i) launch(i, 1);
+  });
+  bench.measure(group, "fused mma, 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
+                [&](int, int count) {
+                  for (int done = 0; done < count; done += pool) IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
+                });
+  for (int batch : {4, 8, 16}) {
+    bench.measure(group, "fused mma, " + std::to_string(batch) + " frames/launch", bytes,
+                  (frames + batch - 1) / batch * batch, [&](int first, int count) {
+                    for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
+                  });
+  }
+}
+
 void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, const std::string& group,
                  bool batched = false) {
   const Chain chain = parse_chain(spec);
@@ -366,6 +402,7 @@ int run(const Options& options) {
     const FramePool in(c.in, options.pool, 3, bench.stream());
     const FramePool out(c.out, options.pool, 4, bench.stream());
     bench_fused(bench, in, out, group);
+    bench_mma(bench, in, out, group);
 #ifdef IMGPIPE_HAVE_NPP
     if (options.npp) bench_npp(bench, in, out, group);
 #endif

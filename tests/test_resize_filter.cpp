@@ -1,9 +1,12 @@
-// The fused resize + filter kernel against the reference's resize followed by its filter (two ops, the
-// resized image rounded to 8 bits in between): photographs and sizes no tile divides, down- and upscales
-// up to 5x, both borders, K from 1 to 31; batched launches equal single ones byte for byte. Outputs and
+// Both fused resize + filter kernels (resize_filter_aos on the SIMT cores, resize_filter_mma on the tensor
+// cores) against the reference's resize followed by its filter (two ops, the resized image rounded to 8 bits
+// in between): photographs and sizes no tile divides, down- and upscales up to 5x, both borders, K from 1 to
+// 31; batched launches equal single ones byte for byte. Where the tensor-core kernel refuses a size (a source
+// window too large for shared memory) the test checks that it says so. Outputs and
 // their row padding are poisoned before every run, so a value nobody wrote (or one written out of place)
 // fails. Within +-1 per 8-bit value. Nothing here measures speed.
 #include "resize_filter.cuh"
+#include "resize_filter_mma.cuh"
 
 #include "chain.hpp"
 #include "cuda_check.hpp"
@@ -141,7 +144,11 @@ class Device {
 
 cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
 
-// All frames through one batched launch (one frame: the single-frame entry point).
+enum class Kernel { simt, mma };
+
+std::string to_string(Kernel k) { return k == Kernel::simt ? "simt" : "mma"; }
+
+// All frames through one batched launch (one frame: the single-frame entry point) of resize_filter_aos.
 std::vector<Image> run_fused(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
                              const cuda::ResizeFilterTaps& taps, cuda::BorderMode border) {
   const Device device;
@@ -158,14 +165,39 @@ std::vector<Image> run_fused(const std::vector<Image>& in, const Layout& in_layo
   return device.download(d_out, out_layout);
 }
 
-Image run_fused(const Image& in, Size out, const Filter& f) {
-  const cuda::ResizeFilterTaps taps(f.taps);
-  return run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, f.border).front();
+// The same through resize_filter_mma, with matrices built for these sizes.
+std::vector<Image> run_mma(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
+                           const Filter& f) {
+  const cuda::ResizeFilterMatrices matrices(extent_of(in_layout.size), extent_of(out_layout.size), f.taps, f.border);
+  const Device device;
+  const cuda::DeviceBuffer d_in = device.upload(in, in_layout);
+  const cuda::DeviceBuffer d_out = device.poisoned(out_layout);
+  cuda::resize_filter_mma({d_in.data(), extent_of(in_layout.size), in_layout.pitch}, in_layout.stride,
+                          {d_out.data(), extent_of(out_layout.size), out_layout.pitch}, out_layout.stride,
+                          in_layout.frames, matrices, device.stream());
+  return device.download(d_out, out_layout);
 }
 
-void check(const Image& in, Size out, const Filter& f) {
-  SCOPED_TRACE(describe(in.size(), out, f));
-  EXPECT_TRUE(within_one(run_fused(in, out, f), expected(in, out, f)));
+std::vector<Image> run_kernel(Kernel kernel, const std::vector<Image>& in, const Layout& in_layout,
+                              const Layout& out_layout, const Filter& f) {
+  if (kernel == Kernel::mma) return run_mma(in, in_layout, out_layout, f);
+  const cuda::ResizeFilterTaps taps(f.taps);
+  return run_fused(in, in_layout, out_layout, taps, f.border);
+}
+
+// Whether `kernel` takes these sizes; where the tensor-core kernel does not, its refusal is checked instead.
+bool takes(Kernel kernel, Size in, Size out, const Filter& f) {
+  if (kernel == Kernel::simt || cuda::ResizeFilterMatrices::fits(extent_of(in), extent_of(out), static_cast<int>(f.taps.size())))
+    return true;
+  EXPECT_THROW(cuda::ResizeFilterMatrices(extent_of(in), extent_of(out), f.taps, f.border), std::invalid_argument);
+  return false;
+}
+
+void check(Kernel kernel, const Image& in, Size out, const Filter& f) {
+  SCOPED_TRACE(to_string(kernel) + ": " + describe(in.size(), out, f));
+  if (!takes(kernel, in.size(), out, f)) return;
+  EXPECT_TRUE(within_one(run_kernel(kernel, {in}, Layout::packed(in.size()), Layout::packed(out), f).front(),
+                         expected(in, out, f)));
 }
 
 Size scaled(Size s, int wn, int wd, int hn, int hd) {
@@ -174,106 +206,115 @@ Size scaled(Size s, int wn, int wd, int hn, int hd) {
 
 // ---------------------------------------------------------------------------------------------- tests
 
-TEST(ResizeFilter, PhotosDownscaledByAThirdGaussian5) {
+class ResizeFilterKernel : public ::testing::TestWithParam<Kernel> {};
+
+TEST_P(ResizeFilterKernel, PhotosDownscaledByAThirdGaussian5) {
   SKIP_WITHOUT_DEVICE();
+  const Kernel kernel = GetParam();
   for (const auto& photo : testing::photos()) {
     SCOPED_TRACE(photo.name);
-    check(photo.image, scaled(photo.image.size(), 2, 3, 2, 3), gaussian(5, 1.0, Border::reflect101));
-    check(photo.image, scaled(photo.image.size(), 1, 2, 1, 2), gaussian(5, 1.0, Border::replicate));
+    check(kernel, photo.image, scaled(photo.image.size(), 2, 3, 2, 3), gaussian(5, 1.0, Border::reflect101));
+    check(kernel, photo.image, scaled(photo.image.size(), 1, 2, 1, 2), gaussian(5, 1.0, Border::replicate));
   }
 }
 
-TEST(ResizeFilter, PhotosDownscaledUpTo5x) {
+TEST_P(ResizeFilterKernel, PhotosDownscaledUpTo5x) {
   SKIP_WITHOUT_DEVICE();
+  const Kernel kernel = GetParam();
   for (const auto& photo : testing::photos()) {
     SCOPED_TRACE(photo.name);
-    check(photo.image, scaled(photo.image.size(), 1, 3, 1, 3), gaussian(7, 0.0, Border::reflect101));
-    check(photo.image, scaled(photo.image.size(), 1, 4, 1, 4), box(5, Border::replicate));
-    check(photo.image, scaled(photo.image.size(), 1, 5, 2, 9), gaussian(31, 0.0, Border::reflect101));
+    check(kernel, photo.image, scaled(photo.image.size(), 1, 3, 1, 3), gaussian(7, 0.0, Border::reflect101));
+    check(kernel, photo.image, scaled(photo.image.size(), 1, 4, 1, 4), box(5, Border::replicate));
+    check(kernel, photo.image, scaled(photo.image.size(), 1, 5, 2, 9), gaussian(31, 0.0, Border::reflect101));
   }
 }
 
-TEST(ResizeFilter, PhotosUpscaled) {
+TEST_P(ResizeFilterKernel, PhotosUpscaled) {
   SKIP_WITHOUT_DEVICE();
+  const Kernel kernel = GetParam();
   for (const auto& photo : testing::photos()) {
     SCOPED_TRACE(photo.name);
-    check(photo.image, scaled(photo.image.size(), 3, 2, 5, 4), box(3, Border::replicate));
-    check(photo.image, scaled(photo.image.size(), 2, 1, 2, 1), gaussian(9, 2.0, Border::reflect101));
+    check(kernel, photo.image, scaled(photo.image.size(), 3, 2, 5, 4), box(3, Border::replicate));
+    check(kernel, photo.image, scaled(photo.image.size(), 2, 1, 2, 1), gaussian(9, 2.0, Border::reflect101));
   }
 }
 
 // The benchmark's frames: 1080p -> 720p and 2160p -> 1080p with gaussian=5:1.0.
-TEST(ResizeFilter, BenchmarkSizes) {
+TEST_P(ResizeFilterKernel, BenchmarkSizes) {
   SKIP_WITHOUT_DEVICE();
-  check(testing::synthetic_image({1920, 1080}, 7), {1280, 720}, gaussian(5, 1.0, Border::reflect101));
-  check(testing::synthetic_image({3840, 2160}, 8), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
+  const Kernel kernel = GetParam();
+  check(kernel, testing::synthetic_image({1920, 1080}, 7), {1280, 720}, gaussian(5, 1.0, Border::reflect101));
+  check(kernel, testing::synthetic_image({3840, 2160}, 8), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
 }
 
-TEST(ResizeFilter, OddSizesInAndOut) {
+TEST_P(ResizeFilterKernel, OddSizesInAndOut) {
   SKIP_WITHOUT_DEVICE();
+  const Kernel kernel = GetParam();
   std::uint32_t seed = 1;
   const Image large = testing::synthetic_image({257, 199}, 99);
   for (Size s : testing::odd_sizes()) {
     const Image in = testing::synthetic_image(s, seed++);
     for (const Filter& f : {gaussian(3, 0.0, Border::reflect101), box(31, Border::replicate),
                             gaussian(31, 0.0, Border::reflect101)}) {
-      check(in, {s.width * 2 + 1, s.height * 3 + 2}, f);  // up
-      check(in, s, f);                                     // same size: resize is a copy
-      check(in, scaled(s, 1, 3, 1, 2), f);                 // down
-      check(large, s, f);                                  // down to an odd size
+      check(kernel, in, {s.width * 2 + 1, s.height * 3 + 2}, f);  // up
+      check(kernel, in, s, f);                                     // same size: resize is a copy
+      check(kernel, in, scaled(s, 1, 3, 1, 2), f);                 // down
+      check(kernel, large, s, f);                                  // down to an odd size
     }
   }
 }
 
-class ResizeFilterKsize : public ::testing::TestWithParam<int> {};
+class ResizeFilterKsize : public ::testing::TestWithParam<std::tuple<Kernel, int>> {};
 
 TEST_P(ResizeFilterKsize, EveryRadius) {
   SKIP_WITHOUT_DEVICE();
-  const int k = GetParam();
+  const auto [kernel, k] = GetParam();
   const Image in = testing::synthetic_image({300, 211}, static_cast<std::uint32_t>(k));
-  check(in, {211, 139}, gaussian(k, 0.0, Border::reflect101));
-  check(in, {211, 139}, box(k, Border::replicate));
-  check(in, {347, 250}, gaussian(k, 1.5, Border::replicate));
+  check(kernel, in, {211, 139}, gaussian(k, 0.0, Border::reflect101));
+  check(kernel, in, {211, 139}, box(k, Border::replicate));
+  check(kernel, in, {347, 250}, gaussian(k, 1.5, Border::replicate));
 }
 
-INSTANTIATE_TEST_SUITE_P(OddK, ResizeFilterKsize, ::testing::Range(3, 32, 2));
+INSTANTIATE_TEST_SUITE_P(OddK, ResizeFilterKsize,
+                         ::testing::Combine(::testing::Values(Kernel::simt, Kernel::mma), ::testing::Range(3, 32, 2)),
+                         [](const auto& info) {
+                           return to_string(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param));
+                         });
 
 // Very wide downscales stage the interpolated rows in several passes (one row at a time at 80x).
 TEST(ResizeFilter, WideDownscalesStageRowsInPasses) {
   SKIP_WITHOUT_DEVICE();
-  check(testing::synthetic_image({4000, 60}, 21), {50, 30}, gaussian(5, 1.0, Border::reflect101));
-  check(testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
+  check(Kernel::simt, testing::synthetic_image({4000, 60}, 21), {50, 30}, gaussian(5, 1.0, Border::reflect101));
+  check(Kernel::simt, testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
 }
 
 // One tap is the plain resize.
-TEST(ResizeFilter, SingleTapIsThePlainResize) {
+TEST_P(ResizeFilterKernel, SingleTapIsThePlainResize) {
   SKIP_WITHOUT_DEVICE();
   const Image in = testing::synthetic_image({301, 177}, 5);
+  const Filter one_tap{Gaussian{1, 0.0, Border::reflect101}, {1.f}, cuda::BorderMode::reflect101};
   for (Size out : {Size{200, 118}, Size{451, 300}}) {
     SCOPED_TRACE(to_string(out));
-    const cuda::ResizeFilterTaps taps(std::vector<float>{1.f});
-    const Image fused =
-        run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, cuda::BorderMode::reflect101).front();
+    const Image fused = run_kernel(GetParam(), {in}, Layout::packed(in.size()), Layout::packed(out), one_tap).front();
     EXPECT_TRUE(within_one(fused, reference::apply(Resize{out}, in)));
   }
 }
 
-TEST(ResizeFilter, BatchedEqualsSingle) {
+TEST_P(ResizeFilterKernel, BatchedEqualsSingle) {
   SKIP_WITHOUT_DEVICE();
   constexpr int kFrames = 5;
   const Size in_size{333, 222}, out_size{250, 170};
   std::vector<Image> frames;
   for (int f = 0; f < kFrames; ++f) frames.push_back(testing::synthetic_image(in_size, 40u + f));
   const Filter f = gaussian(5, 1.0, Border::reflect101);
-  const cuda::ResizeFilterTaps taps(f.taps);
   // Padded rows and frames, so frame f really starts at f * stride.
-  const std::vector<Image> batched = run_fused(frames, Layout::packed(in_size, 16, 48, kFrames),
-                                               Layout::packed(out_size, 32, 80, kFrames), taps, f.border);
+  const std::vector<Image> batched = run_kernel(GetParam(), frames, Layout::packed(in_size, 16, 48, kFrames),
+                                                Layout::packed(out_size, 32, 80, kFrames), f);
   ASSERT_EQ(batched.size(), static_cast<std::size_t>(kFrames));
   for (int i = 0; i < kFrames; ++i) {
     SCOPED_TRACE("frame " + std::to_string(i));
     const Image single =
-        run_fused({frames[i]}, Layout::packed(in_size), Layout::packed(out_size), taps, f.border).front();
+        run_kernel(GetParam(), {frames[i]}, Layout::packed(in_size), Layout::packed(out_size), f).front();
     EXPECT_EQ(batched[i].bytes(), single.bytes());
     EXPECT_TRUE(std::equal(single.data(), single.data() + single.bytes(), batched[i].data()));
     EXPECT_TRUE(within_one(single, expected(frames[i], out_size, f)));
@@ -318,18 +359,19 @@ TEST(ResizeFilter, VersionsAgreeSingleAndBatched) {
 }
 
 // Pitches that break 16-byte alignment take the byte-wise paths; they must compute the same bytes.
-TEST(ResizeFilter, UnalignedPitchesGiveTheSameBytes) {
+TEST_P(ResizeFilterKernel, UnalignedPitchesGiveTheSameBytes) {
   SKIP_WITHOUT_DEVICE();
   const Image in = testing::synthetic_image({640, 360}, 11);
   const Size out{448, 252};
   const Filter f = gaussian(5, 1.0, Border::replicate);
-  const cuda::ResizeFilterTaps taps(f.taps);
-  const Image aligned = run_fused({in}, Layout::packed(in.size()), Layout::packed(out), taps, f.border).front();
-  const Image unaligned =
-      run_fused({in}, Layout::packed(in.size(), 1), Layout::packed(out, 5), taps, f.border).front();
+  const Image aligned = run_kernel(GetParam(), {in}, Layout::packed(in.size()), Layout::packed(out), f).front();
+  const Image unaligned = run_kernel(GetParam(), {in}, Layout::packed(in.size(), 1), Layout::packed(out, 5), f).front();
   EXPECT_TRUE(std::equal(aligned.data(), aligned.data() + aligned.bytes(), unaligned.data()));
   EXPECT_TRUE(within_one(aligned, expected(in, out, f)));
 }
+
+INSTANTIATE_TEST_SUITE_P(BothKernels, ResizeFilterKernel, ::testing::Values(Kernel::simt, Kernel::mma),
+                         [](const auto& info) { return to_string(info.param); });
 
 // Two filters planned at once hold two constant-memory slots; neither overwrites the other's taps.
 TEST(ResizeFilter, TapSlotsAreIndependent) {
@@ -377,6 +419,39 @@ TEST(ResizeFilterArguments, TooWideADownscaleIsRejected) {
   EXPECT_THROW(cuda::resize_filter_launch({0, 100}, {100, 100}, 5, 1), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 5, 0), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 33, 1), std::invalid_argument);
+}
+
+// Host arithmetic only, so these run everywhere.
+TEST(ResizeFilterMmaArguments, FitsTheBenchmarkSizesAndRefusesWideDownscales) {
+  EXPECT_TRUE(cuda::ResizeFilterMatrices::fits({1920, 1080}, {1280, 720}, 5));
+  EXPECT_TRUE(cuda::ResizeFilterMatrices::fits({3840, 2160}, {1920, 1080}, 5));
+  EXPECT_TRUE(cuda::ResizeFilterMatrices::fits({1, 1}, {65535, 3}, 31));
+  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({20000, 100}, {100, 100}, 5));
+  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({100, 20000}, {100, 100}, 5));
+  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({100, 100}, {100, 100}, 4));
+  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({100, 100}, {100, 100}, 33));
+  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({0, 100}, {100, 100}, 5));
+}
+
+TEST(ResizeFilterMmaArguments, BadTapsAndSizesAreRejectedBeforeTheDevice) {
+  using Taps = std::vector<float>;
+  const cuda::Extent in{100, 100}, out{50, 50};
+  const auto border = cuda::BorderMode::reflect101;
+  EXPECT_THROW(cuda::ResizeFilterMatrices(in, out, Taps{0.5f, 0.5f}, border), std::invalid_argument);
+  EXPECT_THROW(cuda::ResizeFilterMatrices(in, out, Taps{-0.25f, 1.5f, -0.25f}, border), std::invalid_argument);
+  EXPECT_THROW(cuda::ResizeFilterMatrices(in, out, Taps{0.5f, 0.5f, 0.5f}, border), std::invalid_argument);
+  EXPECT_THROW(cuda::ResizeFilterMatrices({20000, 100}, out, Taps{1.f}, border), std::invalid_argument);
+  EXPECT_THROW(cuda::ResizeFilterMatrices({0, 100}, out, Taps{1.f}, border), std::invalid_argument);
+}
+
+TEST(ResizeFilterMma, FramesOfOtherSizesAreRejected) {
+  SKIP_WITHOUT_DEVICE();
+  const cuda::ResizeFilterMatrices matrices({64, 64}, {32, 32}, std::vector<float>{1.f}, cuda::BorderMode::reflect101);
+  const Device device;
+  const cuda::DeviceBuffer buffer(3 * 64 * 64);
+  EXPECT_THROW(cuda::resize_filter_mma({buffer.data(), {64, 64}, 192}, 0, {buffer.data(), {33, 32}, 99}, 0, 1,
+                                       matrices, device.stream()),
+               std::invalid_argument);
 }
 
 }  // namespace
