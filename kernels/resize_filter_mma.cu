@@ -35,12 +35,14 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace imgpipe::cuda {
@@ -108,8 +110,7 @@ __device__ __forceinline__ unsigned bytes_to_half2(unsigned word, unsigned selec
   return *reinterpret_cast<const unsigned*>(&v);
 }
 
-__device__ __forceinline__ uint4 load_chunk(const std::uint8_t* row, int byte, int row_bytes, bool vec) {
-  if (vec && byte + 16 <= row_bytes) return __ldg(reinterpret_cast<const uint4*>(row + byte));
+__device__ __forceinline__ uint4 load_chunk(const std::uint8_t* row, int byte, int row_bytes) {
   unsigned w[4] = {0, 0, 0, 0};
   for (int j = 0; j < 16; ++j) {
     if (byte + j < row_bytes) w[j / 4] |= static_cast<unsigned>(row[byte + j]) << (8 * (j % 4));
@@ -117,13 +118,28 @@ __device__ __forceinline__ uint4 load_chunk(const std::uint8_t* row, int byte, i
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-__global__ void __launch_bounds__(kThreads) resize_filter_mma_kernel(Params p) {
+// 16 bytes global -> shared without passing through registers, so every chunk of the window is in flight at once.
+__device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global));
+}
+
+__device__ __forceinline__ void wait_async_copies() { asm volatile("cp.async.wait_all;\n" ::); }
+
+// RowSteps: 16-row k-steps of the vertical product (the window's source rows / 16), a template parameter so
+// that V's fragments and S's fragments of one column pair sit in registers, all loads issued before the MMAs.
+template <int RowSteps>
+__global__ void __launch_bounds__(kThreads, 4) resize_filter_mma_kernel(Params p) {
+  constexpr int kRows = 16 * RowSteps;
   extern __shared__ __align__(16) unsigned char smem[];
-  const int rows = 16 * p.row_steps, cols = 16 * p.col_steps;
+  const int cols = 16 * p.col_steps;
   const int s_stride = padded_stride(p.window_bytes), t_stride = padded_stride(cols);
-  __half* staged = reinterpret_cast<__half*>(smem);        // rows x s_stride
-  __half* planes = staged + rows * s_stride;               // 3 x kTile x t_stride
-  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(planes + 3 * kTile * t_stride);  // kTile x kOutRowBytes
+  // staged (S, fp16) first; after it one region that holds the raw bytes until S is built, then the planes T_c.
+  // The output tile reuses S's bytes once the vertical product has read them.
+  __half* staged = reinterpret_cast<__half*>(smem);
+  unsigned char* after_staged = smem + 2 * kRows * s_stride;
+  std::uint8_t* raw = after_staged;
+  __half* planes = reinterpret_cast<__half*>(after_staged);
+  std::uint8_t* tile = smem;
 
   const int band_x = blockIdx.x, band_y = blockIdx.y;
   const std::uint8_t* in = p.in + p.in_frame * blockIdx.z;
@@ -133,15 +149,37 @@ __global__ void __launch_bounds__(kThreads) resize_filter_mma_kernel(Params p) {
   const int row_bytes = 3 * p.in_w;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  // 1. The source window as fp16; rows and bytes beyond the frame as zeros (their weights are zero).
+  // 1a. The raw window, rows and bytes beyond the frame as zeros (their weights are zero).
   const int chunks_per_row = p.window_bytes / 16;
-  for (int i = threadIdx.x; i < rows * chunks_per_row; i += kThreads) {
+  const bool whole_rows_in_frame = p.vec_in && first_byte + p.window_bytes <= row_bytes;  // block-uniform
+  for (int i = threadIdx.x; i < kRows * chunks_per_row; i += kThreads) {
     const int r = i / chunks_per_row, chunk = i - r * chunks_per_row;
     const int source_row = first_row + r;
-    uint4 bytes = make_uint4(0, 0, 0, 0);
-    if (source_row < p.in_h) {
-      bytes = load_chunk(in + p.in_pitch * source_row, first_byte + 16 * chunk, row_bytes, p.vec_in);
+    std::uint8_t* dst = raw + r * p.window_bytes + 16 * chunk;
+    const std::uint8_t* src = in + p.in_pitch * source_row + first_byte + 16 * chunk;
+    if (source_row >= p.in_h) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    } else if (whole_rows_in_frame) {
+      copy_async_16(dst, src);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = load_chunk(in + p.in_pitch * source_row, first_byte + 16 * chunk, row_bytes);
     }
+  }
+  // V's fragments for this band while the window arrives.
+  uint4 v[2][RowSteps];
+  const uint4* v_frags = p.v_frags + static_cast<std::size_t>(band_y) * 2 * RowSteps * 32;
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int k = 0; k < RowSteps; ++k) v[m][k] = __ldg(v_frags + (m * RowSteps + k) * 32 + lane);
+  }
+  wait_async_copies();
+  __syncthreads();
+
+  // 1b. S = the window as fp16.
+  for (int i = threadIdx.x; i < kRows * chunks_per_row; i += kThreads) {
+    const int r = i / chunks_per_row, chunk = i - r * chunks_per_row;
+    const uint4 bytes = *reinterpret_cast<const uint4*>(raw + r * p.window_bytes + 16 * chunk);
     uint4* dst = reinterpret_cast<uint4*>(staged + r * s_stride + 16 * chunk);
     dst[0] = make_uint4(bytes_to_half2(bytes.x, 0x4140), bytes_to_half2(bytes.x, 0x4342),
                         bytes_to_half2(bytes.y, 0x4140), bytes_to_half2(bytes.y, 0x4342));
@@ -155,26 +193,30 @@ __global__ void __launch_bounds__(kThreads) resize_filter_mma_kernel(Params p) {
   const int ld_row = (lane & 7) + ((lane >> 3) & 1) * 8, ld_col = (lane >> 4) * 8;
 
   // 2. T = V * S, two 8-column n tiles per ldmatrix, warps striding over the window's byte columns.
-  const uint4* v_frags = p.v_frags + static_cast<std::size_t>(band_y) * 2 * p.row_steps * 32;
   for (int n16 = warp; n16 < chunks_per_row; n16 += kThreads / 32) {
+    unsigned b[RowSteps][4];
+#pragma unroll
+    for (int k = 0; k < RowSteps; ++k) ldmatrix_x4_trans(b[k], staged + (16 * k + ld_row) * s_stride + 16 * n16 + ld_col);
     float acc[2][2][4] = {};
-    for (int k = 0; k < p.row_steps; ++k) {
-      unsigned b[4];
-      ldmatrix_x4_trans(b, staged + (16 * k + ld_row) * s_stride + 16 * n16 + ld_col);
+#pragma unroll
+    for (int k = 0; k < RowSteps; ++k) {
+#pragma unroll
       for (int m = 0; m < 2; ++m) {
-        const uint4 a = __ldg(v_frags + (m * p.row_steps + k) * 32 + lane);
-        mma(acc[m][0], a, b[0], b[1]);
-        mma(acc[m][1], a, b[2], b[3]);
+        mma(acc[m][0], v[m][k], b[k][0], b[k][1]);
+        mma(acc[m][1], v[m][k], b[k][2], b[k][3]);
       }
     }
     // Column j of the window is byte first_byte + j: pixel (first_byte + j) / 3, channel the remainder.
+#pragma unroll
     for (int n = 0; n < 2; ++n) {
+#pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int byte = first_byte + 16 * n16 + 8 * n + 2 * pair + e;
         const int pixel = byte / 3, channel = byte - 3 * pixel;
         const int column = pixel - first_pixel;
         if (column < 0 || column >= cols) continue;
         __half* plane = planes + channel * kTile * t_stride + column;
+#pragma unroll
         for (int m = 0; m < 2; ++m) {
           plane[(16 * m + group) * t_stride] = __float2half_rn(acc[m][n][e]);
           plane[(16 * m + group + 8) * t_stride] = __float2half_rn(acc[m][n][2 + e]);
@@ -188,9 +230,11 @@ __global__ void __launch_bounds__(kThreads) resize_filter_mma_kernel(Params p) {
   const int m = warp & 1, n_first = 2 * (warp >> 1);
   const uint2* h_frags = p.h_frags + static_cast<std::size_t>(band_x) * p.col_steps * 4 * 32;
   float acc[3][2][4] = {};
+#pragma unroll 2
   for (int k = 0; k < p.col_steps; ++k) {
     const uint2 b0 = __ldg(h_frags + (k * 4 + n_first) * 32 + lane);
     const uint2 b1 = __ldg(h_frags + (k * 4 + n_first + 1) * 32 + lane);
+#pragma unroll
     for (int c = 0; c < 3; ++c) {
       unsigned a[4];
       ldmatrix_x4(a, planes + (c * kTile + 16 * m + ld_row) * t_stride + 16 * k + ld_col);
@@ -199,12 +243,15 @@ __global__ void __launch_bounds__(kThreads) resize_filter_mma_kernel(Params p) {
       mma(acc[c][1], a4, b1.x, b1.y);
     }
   }
+#pragma unroll
   for (int c = 0; c < 3; ++c) {
+#pragma unroll
     for (int n = 0; n < 2; ++n) {
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = 16 * m + group + 8 * (e >> 1), col = 8 * (n_first + n) + 2 * pair + (e & 1);
-        const float v = fminf(fmaxf(acc[c][n][e], 0.f), 255.f);
-        tile[row * kOutRowBytes + 3 * col + c] = static_cast<std::uint8_t>(__float2uint_rn(v));
+        const float value = fminf(fmaxf(acc[c][n][e], 0.f), 255.f);
+        tile[row * kOutRowBytes + 3 * col + c] = static_cast<std::uint8_t>(__float2uint_rn(value));
       }
     }
   }
@@ -228,6 +275,14 @@ __global__ void __launch_bounds__(kThreads) resize_filter_mma_kernel(Params p) {
     }
   }
 }
+
+using Kernel = void (*)(Params);
+constexpr int kMaxRowSteps = 8;
+template <int... S>
+constexpr std::array<Kernel, sizeof...(S)> make_kernels(std::integer_sequence<int, S...>) {
+  return {&resize_filter_mma_kernel<S + 1>...};
+}
+constexpr auto kKernels = make_kernels(std::make_integer_sequence<int, kMaxRowSteps>{});
 
 // ------------------------------------------------------------------------------------------------ host
 
@@ -311,8 +366,10 @@ ResizeFilterMatrices::Layout layout_for(const Bands& rows, const Bands& cols) {
     const int first_byte = (3 * start) & ~15;
     l.window_bytes = std::max(l.window_bytes, round_up(3 * (start + 16 * l.col_steps) - first_byte, 16));
   }
-  const int halves = 16 * l.row_steps * padded_stride(l.window_bytes) + 3 * kTile * padded_stride(16 * l.col_steps);
-  l.shared_bytes = static_cast<std::size_t>(2 * halves + kTile * kOutRowBytes);
+  // S, then the raw window or (later) the planes T_c; the output tile reuses S.
+  const int staged = 2 * 16 * l.row_steps * padded_stride(l.window_bytes);
+  const int raw = 16 * l.row_steps * l.window_bytes, planes = 2 * 3 * kTile * padded_stride(16 * l.col_steps);
+  l.shared_bytes = static_cast<std::size_t>(std::max(staged, kTile * kOutRowBytes) + std::max(raw, planes));
   return l;
 }
 
@@ -349,8 +406,11 @@ double weight(const std::vector<std::map<int, double>>& w, int o, int source) {
 bool ResizeFilterMatrices::fits(Extent in, Extent out, int ksize) {
   if (!sizes_ok(in, out) || ksize < 1 || ksize > kMaxTaps || ksize % 2 == 0) return false;
   // Either border gives the same spans away from the edges; reflect101 is the wider at them.
-  return plan(in, out, ksize, BorderMode::reflect101).shared_bytes <= kMaxSharedBytes &&
-         plan(in, out, ksize, BorderMode::replicate).shared_bytes <= kMaxSharedBytes;
+  for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
+    const ResizeFilterMatrices::Layout l = plan(in, out, ksize, border);
+    if (l.shared_bytes > kMaxSharedBytes || l.row_steps > kMaxRowSteps) return false;
+  }
+  return true;
 }
 
 ResizeFilterMatrices::ResizeFilterMatrices(Extent in, Extent out, std::span<const float> taps, BorderMode border)
@@ -443,9 +503,11 @@ Params params_for(const ResizeFilterMatrices& m) {
   return p;
 }
 
-void allow_shared(std::size_t bytes) {
-  IMGPIPE_CUDA_CHECK(cudaFuncSetAttribute(resize_filter_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(bytes)));
+Kernel kernel_for(const ResizeFilterMatrices::Layout& l) { return kKernels[static_cast<std::size_t>(l.row_steps - 1)]; }
+
+void allow_shared(Kernel kernel, std::size_t bytes) {
+  IMGPIPE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 bool aligned(const void* p, std::size_t pitch, std::size_t frame_stride, int frames) {
@@ -486,24 +548,25 @@ void resize_filter_mma(ConstAosView first_in, std::size_t in_frame_stride, AosVi
   p.vec_out = aligned(first_out.data, first_out.pitch, out_frame_stride, frames);
 
   const ResizeFilterMatrices::Layout& l = matrices.layout();
-  allow_shared(l.shared_bytes);
+  const Kernel kernel = kernel_for(l);
+  allow_shared(kernel, l.shared_bytes);
   const dim3 grid(static_cast<unsigned>(l.col_bands), static_cast<unsigned>(l.row_bands), static_cast<unsigned>(frames));
-  resize_filter_mma_kernel<<<grid, kThreads, l.shared_bytes, stream>>>(p);
+  kernel<<<grid, kThreads, l.shared_bytes, stream>>>(p);
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_filter_mma_kernel", stream);
 }
 
 ResizeFilterMmaLaunch resize_filter_mma_launch(const ResizeFilterMatrices& matrices, int frames) {
   const ResizeFilterMatrices::Layout& l = matrices.layout();
-  allow_shared(l.shared_bytes);
+  const Kernel kernel = kernel_for(l);
+  allow_shared(kernel, l.shared_bytes);
   ResizeFilterMmaLaunch launch;
   launch.grid = dim3(static_cast<unsigned>(l.col_bands), static_cast<unsigned>(l.row_bands), static_cast<unsigned>(frames));
   launch.threads = kThreads;
   launch.shared_bytes = l.shared_bytes;
   cudaFuncAttributes attributes{};
-  IMGPIPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, resize_filter_mma_kernel));
+  IMGPIPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   launch.registers = attributes.numRegs;
-  IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&launch.blocks_per_sm, resize_filter_mma_kernel,
-                                                                   kThreads, l.shared_bytes));
+  IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&launch.blocks_per_sm, kernel, kThreads, l.shared_bytes));
   return launch;
 }
 
