@@ -5,26 +5,27 @@
 // where S_c is the tile's source window of channel c, V_band (32 x window rows) holds, for each output row, the
 // weight of each source row (the K filter taps spread over the two bilinear source rows of each resized row
 // they touch, the filter's border folded in), and H_band the same for columns. The SIMT kernel of
-// resize_filter.cu spends about 40 instructions per output byte on the same arithmetic and waits on shared
-// memory between six barriers; here it is mma.sync on fp16 with fp32 accumulation, which the tensor cores do
-// at a rate that leaves the kernel bound by moving bytes, not by arithmetic. V and H are mostly zeros (a band
-// of width about K * scale + 2), which costs tensor-core work that is nearly free, in exchange for no
-// per-output index arithmetic at all.
+// resize_filter.cu spends about 40 instructions per output byte on the same arithmetic; here it is mma.sync
+// on fp16 with fp32 accumulation, with no per-output index arithmetic at all. The price: V and H are mostly
+// zeros (a band of width about K * scale + 2 in a window of 64 or 80), so most of the tensor-core work
+// multiplies zeros, and the window is converted to fp16 and the intermediate scattered into planes in shared
+// memory. Measured on the H200 (docs/performance.md) this is 1.6x slower than resize_filter_aos, which is why
+// the pipeline does not use it.
 //
 // Precision: source bytes are exact in fp16. Each weight is rounded to fp16 (relative error <= 2^-11), the
-// row-filtered intermediate too (<= 2^-11 relative, values up to 255), so an output is within
+// vertical product's result too (<= 2^-11 relative, values up to 255), so an output is within
 // 255 * (2 * 2^-11) + 255 * 2^-12 < 0.32 of the exact composite. The composite does not round the resized
 // image to 8 bits as resize-then-filter does (which moves a result by at most 0.5), so the rounded output is
 // within 1 of resize-then-filter, the +-1 the GPU paths promise.
 //
 // One block: a 32x32 output tile, all three channels, 128 threads (4 warps), three steps:
 //   1. stage the source window: the band's source rows x the 16-byte-aligned bytes of its source columns,
-//      as fp16 in shared memory (16-byte loads, 16 bytes -> 8 half2 with two byte permutes and a subtract
-//      each 4 bytes). Channels stay interleaved: rows mix only with rows, so the vertical product does not
-//      care which channel a byte belongs to.
-//   2. vertical product T = V_band * S over every staged byte column (ldmatrix.trans for S, V's fragments
-//      straight from global memory, prepared on the host in lane order); the fp32 results go to shared memory
-//      as fp16, de-interleaved into three planes T_c.
+//      copied with cp.async (every chunk in flight at once), then converted to fp16 in shared memory (two byte
+//      permutes and two subtracts per 4 bytes). Channels stay interleaved: rows mix only with rows, so the
+//      vertical product does not care which channel a byte belongs to.
+//   2. vertical product T = V_band * S over every staged byte column (ldmatrix.trans for S; V's fragments,
+//      prepared on the host in lane order, loaded into registers while the window arrives); the fp32 results
+//      go to shared memory as fp16, de-interleaved into three planes T_c.
 //   3. horizontal product out_c = T_c * H_band^T, rounded to bytes, interleaved into an output tile, copied
 //      out in 16-byte stores.
 // Shared row strides are 4 (mod 8) words, so every ldmatrix phase hits 32 distinct banks.

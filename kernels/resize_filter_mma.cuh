@@ -1,6 +1,8 @@
-// Fused bilinear resize + separable filter on the tensor cores, interleaved RGB8 in and out. The same images
+// Fused bilinear resize + separable filter on the tensor cores, interleaved RGB8 in and out: the same images
 // as resize_filter_aos (resize_filter.cuh) within +-1, for the sizes where a tile's source window fits
-// shared memory; resize_filter.cu's kernel stays the path for the others. See resize_filter_mma.cu.
+// shared memory. A measured alternative, not the pipeline's path: on the H200 it is 1.6x slower than
+// resize_filter_aos (docs/performance.md, "Tensor cores"), so DeviceChain runs resize_filter_aos and the
+// benchmark runs both. See resize_filter_mma.cu.
 #pragma once
 
 #include "cuda_resources.hpp"

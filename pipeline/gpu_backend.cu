@@ -4,9 +4,7 @@
 //   optimized: one deinterleave into planes, every op on planes with the optimized kernels, ping-ponging
 //              between two plane buffers, one interleave at the end. A linear resize followed by gaussian or
 //              box at the head of the chain is one fused pass on the interleaved frame instead (its output
-//              is `out`, or the frame the deinterleave reads when more ops follow): on the tensor cores
-//              (resize_filter_mma) where its source windows fit shared memory, else on the SIMT cores
-//              (resize_filter_aos). Filter taps sit in
+//              is `out`, or the frame the deinterleave reads when more ops follow). Filter taps sit in
 //              __constant__ slots from construction on; textures are made when a plane buffer is
 //              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
 //              uploaded per frame.
@@ -19,7 +17,6 @@
 #include "layout.cuh"
 #include "resize.cuh"
 #include "resize_filter.cuh"
-#include "resize_filter_mma.cuh"
 #include "stats.cuh"
 #include "transpose.cuh"
 
@@ -271,7 +268,7 @@ Stage make_stage(const Op& op) {
 struct FusedHead {
   cuda::ResizeFilterTaps taps;
   cuda::BorderMode border;
-  std::vector<float> weights;
+  int ksize;
 };
 
 std::optional<FusedHead> fused_head(const Chain& chain) {
@@ -279,8 +276,7 @@ std::optional<FusedHead> fused_head(const Chain& chain) {
   const auto* resize = std::get_if<Resize>(&chain.ops[0]);
   if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
   const auto head = [](const std::vector<double>& w, Border border) -> std::optional<FusedHead> {
-    std::vector<float> weights = to_float(w);
-    return FusedHead{cuda::ResizeFilterTaps(weights), border_of(border), std::move(weights)};
+    return FusedHead{cuda::ResizeFilterTaps(to_float(w)), border_of(border), static_cast<int>(w.size())};
   };
   if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g), g->border);
   if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b), b->border);
@@ -307,11 +303,11 @@ class OptimizedPlan {
     }
     const Size resized = sizes_[kHeadOps];
     if (stages_.size() == kHeadOps) {
-      run_head(in, in_size, 1, out, stream);
+      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), head_->taps, head_->border, stream);
       return;
     }
     head_frames_.grow(resized.rgb_bytes());
-    run_head(in, in_size, 1, head_frames_.data(), stream);
+    cuda::resize_filter_aos(aos(in, in_size), aos(head_frames_.data(), resized), head_->taps, head_->border, stream);
     run_planes(head_frames_.data(), kHeadOps, out, stream);
   }
 
@@ -333,7 +329,9 @@ class OptimizedPlan {
         head_frames_.grow(resized.rgb_bytes() * static_cast<std::size_t>(count));
         head_out = head_frames_.data();
       }
-      run_head(in + frame_offset(in_size, first), in_size, count, head_out, stream);
+      cuda::resize_filter_aos_batch(aos(in + frame_offset(in_size, first), in_size), in_size.rgb_bytes(),
+                                    aos(head_out, resized), resized.rgb_bytes(), count, head_->taps, head_->border,
+                                    stream);
       if (alone) continue;
       for (int f = 0; f < count; ++f) {
         run_planes(head_frames_.data() + frame_offset(resized, f), kHeadOps, out + frame_offset(out_size, first + f),
@@ -354,31 +352,14 @@ class OptimizedPlan {
 
   static std::size_t frame_offset(Size s, int f) { return s.rgb_bytes() * static_cast<std::size_t>(f); }
 
-  // Whether this input size runs the fused head (sizes_ filled for it), and on which kernel: the answer, and
-  // the tensor-core kernel's matrices, are kept per input size.
+  // Whether this input size runs the fused head (sizes_ filled for it); the answer is kept per input size.
   bool fuses(Size in_size) {
     if (!head_) return false;
     if (in_size != fits_for_) {
-      const cuda::Extent in = extent_of(in_size), resized = extent_of(sizes_[kHeadOps]);
-      const int ksize = static_cast<int>(head_->weights.size());
-      matrices_.reset();
-      if (cuda::ResizeFilterMatrices::fits(in, resized, ksize)) matrices_.emplace(in, resized, head_->weights, head_->border);
-      fits_ = matrices_ || cuda::resize_filter_fits(in, resized, ksize);
+      fits_ = cuda::resize_filter_fits(extent_of(in_size), extent_of(sizes_[kHeadOps]), head_->ksize);
       fits_for_ = in_size;
     }
     return fits_;
-  }
-
-  // The fused head on `frames` packed frames of in_size (after fuses(in_size) said yes).
-  void run_head(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream) const {
-    const Size resized = sizes_[kHeadOps];
-    if (matrices_) {
-      cuda::resize_filter_mma(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(), frames,
-                              *matrices_, stream);
-    } else {
-      cuda::resize_filter_aos_batch(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
-                                    frames, head_->taps, head_->border, stream);
-    }
   }
 
   // Stages from `first` on, starting from the interleaved frame `in` (the chain's frame before stage
@@ -421,7 +402,6 @@ class OptimizedPlan {
   cuda::DeviceBuffer head_frames_;  // the fused head's output when more ops follow
   Size fits_for_{};                 // the input size fuses() last answered for
   bool fits_ = false;
-  std::optional<cuda::ResizeFilterMatrices> matrices_;  // the tensor-core head's, for fits_for_
 };
 
 using Plan = std::variant<NaivePlan, OptimizedPlan>;

@@ -9,7 +9,6 @@
 #include "layout.cuh"
 #include "reference.hpp"
 #include "resize_filter.cuh"
-#include "resize_filter_mma.cuh"
 #include "test_images.hpp"
 #include "transpose.cuh"
 
@@ -557,22 +556,14 @@ cuda::BorderMode filter_border(const Op& op) {
   return border_of_chain(std::get<Box>(op).border);
 }
 
-// The fused kernel the optimized path picks for these sizes (the tensor-core one where it fits), on its own,
-// into a poisoned frame.
+// The fused kernel on its own, into a poisoned frame.
 Image run_fused_kernel(const Image& in, Size out, const std::vector<float>& taps, cuda::BorderMode border) {
   const Device device;
   const cuda::DeviceBuffer d_in = device.upload(in);
   const cuda::DeviceBuffer d_out = device.poisoned(out.rgb_bytes());
-  const cuda::Extent in_extent{in.width(), in.height()}, out_extent{out.width, out.height};
-  if (cuda::ResizeFilterMatrices::fits(in_extent, out_extent, static_cast<int>(taps.size()))) {
-    const cuda::ResizeFilterMatrices matrices(in_extent, out_extent, taps, border);
-    cuda::resize_filter_mma(cuda::as_const(aos(d_in.data(), in.size())), 0, aos(d_out.data(), out), 0, 1, matrices,
-                            device.stream());
-  } else {
-    const cuda::ResizeFilterTaps fused_taps(taps);
-    cuda::resize_filter_aos(cuda::as_const(aos(d_in.data(), in.size())), aos(d_out.data(), out), fused_taps, border,
-                            device.stream());
-  }
+  const cuda::ResizeFilterTaps fused_taps(taps);
+  cuda::resize_filter_aos(cuda::as_const(aos(d_in.data(), in.size())), aos(d_out.data(), out), fused_taps, border,
+                          device.stream());
   return device.download(d_out.data(), out);
 }
 
