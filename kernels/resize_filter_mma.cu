@@ -136,8 +136,9 @@ __global__ void __launch_bounds__(kThreads, 4) resize_filter_mma_kernel(Params p
   const int s_stride = padded_stride(p.window_bytes), t_stride = padded_stride(cols);
   // staged (S, fp16) first; after it one region that holds the raw bytes until S is built, then the planes T_c.
   // The output tile reuses S's bytes once the vertical product has read them.
+  // (layout_for sizes the first region for the larger of the two.)
   __half* staged = reinterpret_cast<__half*>(smem);
-  unsigned char* after_staged = smem + 2 * kRows * s_stride;
+  unsigned char* after_staged = smem + max(2 * kRows * s_stride, kTile * kOutRowBytes);
   std::uint8_t* raw = after_staged;
   __half* planes = reinterpret_cast<__half*>(after_staged);
   std::uint8_t* tile = smem;
