@@ -2,8 +2,8 @@
 // device-to-device copy ceiling measured in the same run. Speed lives here; ctest asserts none of it.
 //
 //   copy ceiling   cudaMemcpyAsync device -> device of 256 MiB, bytes read + bytes written
-//   fused          every version of resize_filter_aos (the last is the one it runs): 1 frame per launch; the
-//                  same launches replayed from a CUDA graph; 16 frames per launch (the last also 4 and 8)
+//   fused          resize_filter_aos (the kernel the pipeline runs): 1 frame per launch; the same launches
+//                  replayed from a CUDA graph; 4, 8 and 16 frames per launch
 //   fused mma      resize_filter_mma (the tensor-core kernel) the same ways, with 4, 8 and 16 frames per launch
 //   DeviceChain    naive and optimized, for the chain (and optimized run_batch, 16 frames per call) and for
 //                  single ops on 1080p frames
@@ -214,47 +214,38 @@ void print_launch(Size in, Size out, int ksize) {
               l.chunk_rows, l.registers, l.blocks_per_sm);
 }
 
-// Every version of the fused kernel (resize_filter.cu lists them; the last is what resize_filter_aos runs):
-// one frame per launch, the same launches replayed from a CUDA graph, and 16 frames per launch; the last
-// version also with 4 and 8.
+// The fused kernel: one frame per launch, the same launches replayed from a CUDA graph, and 4, 8 and 16 frames
+// per launch.
 void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
   const gpu::ResizeFilterTaps taps(gaussian_taps(5, 1.0));
   const double bytes = static_cast<double>(in.frame_bytes() + out.frame_bytes());
   print_launch(in.size(), out.size(), 5);
   const int frames = bench.options().frames;
   const int pool = bench.options().pool;
-  for (int version = 0; version < gpu::kResizeFilterVersions; ++version) {
-    const bool last = version + 1 == gpu::kResizeFilterVersions;
-    const std::string name = "fused v" + std::to_string(version);
-    const auto launch = [&](int f, int batch) {
-      gpu::resize_filter_aos_batch_version(version, in.const_view(f), in.frame_bytes(), out.view(f),
-                                           out.frame_bytes(), batch, taps, gpu::BorderMode::reflect101,
-                                           bench.stream());
-    };
-    bench.measure(group, name + ", 1 frame/launch", bytes, frames, [&](int first, int count) {
-      for (int i = first; i < first + count; ++i) launch(i % pool, 1);
-    });
+  const auto launch = [&](int f, int batch) {
+    gpu::resize_filter_aos_batch(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, taps,
+                                 gpu::BorderMode::reflect101, bench.stream());
+  };
+  bench.measure(group, "fused, 1 frame/launch", bytes, frames, [&](int first, int count) {
+    for (int i = first; i < first + count; ++i) launch(i % pool, 1);
+  });
 
-    // The same launches from a graph: what is left when the CPU's launch overhead is taken out.
-    const GraphExec exec = bench::capture_graph(bench.stream(), [&] {
-      for (int i = 0; i < pool; ++i) launch(i, 1);
-    });
-    // Whole replays of the pool: --frames rounded up to a multiple of it.
-    bench.measure(group, name + ", 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
-                  [&](int, int count) {
-                    for (int done = 0; done < count; done += pool) {
-                      IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
-                    }
+  // The same launches from a graph: what is left when the CPU's launch overhead is taken out.
+  const GraphExec exec = bench::capture_graph(bench.stream(), [&] {
+    for (int i = 0; i < pool; ++i) launch(i, 1);
+  });
+  // Whole replays of the pool: --frames rounded up to a multiple of it.
+  bench.measure(group, "fused, 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
+                [&](int, int count) {
+                  for (int done = 0; done < count; done += pool) IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
+                });
+
+  for (int batch : {4, 8, 16}) {
+    // Whole batches that never wrap around the pool (its size is a multiple of 16).
+    bench.measure(group, "fused, " + std::to_string(batch) + " frames/launch", bytes,
+                  (frames + batch - 1) / batch * batch, [&](int first, int count) {
+                    for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
                   });
-
-    for (int batch : {4, 8, 16}) {
-      if (!last && batch != 16) continue;
-      // Whole batches that never wrap around the pool (its size is a multiple of 16).
-      bench.measure(group, name + ", " + std::to_string(batch) + " frames/launch", bytes,
-                    (frames + batch - 1) / batch * batch, [&](int first, int count) {
-                      for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
-                    });
-    }
   }
 }
 

@@ -62,7 +62,7 @@ constexpr int kMaxRadius = (kResizeFilterMaxTaps - 1) / 2;
 constexpr int kTapSlots = 128;  // fused filters planned at once in the process, as many as convolve.cu's (32 KiB)
 constexpr int kPairSlots = kMaxRadius + 1;  // dp2a tap pairs per parity
 constexpr int kRowTapBits = 15;             // the row pass's integer taps: 1.0 = 2^15 (fits 16 bits)
-// The filter's taps as given (the column pass of versions 0-1, the row pass of version 0).
+// The filter's taps as given (the column pass scales them, see step 5).
 __constant__ float c_taps[kTapSlots][kResizeFilterMaxTaps];
 // The row pass's integer taps T[k] = round(t[k] * 2^15), summing to exactly 2^15, packed for dp2a as two
 // 16-bit halves: [m] = T[2m] | T[2m+1] << 16 for outputs on even bytes, [kPairSlots + m] = T[2m-1] | T[2m] << 16
@@ -186,11 +186,6 @@ __device__ __forceinline__ unsigned pack_top_bytes(unsigned s0, unsigned s1, uns
   return __byte_perm(__byte_perm(s0, s1, 0x0073), __byte_perm(s2, s3, 0x0073), 0x5410);
 }
 
-// Byte `b` of `word` as a float, exactly: 2^23 + byte is a float whose low mantissa bits are the byte.
-__device__ __forceinline__ float byte_as_float(unsigned word, int b) {
-  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7650u | static_cast<unsigned>(b))) - 8388608.f;
-}
-
 // floor(v) for v in [0, 256), as the low byte: adding 2^23 while rounding toward zero drops the fraction.
 // With 0.5 already added to v, that is round half up.
 __device__ __forceinline__ std::uint8_t floor_to_byte(float v) {
@@ -209,34 +204,12 @@ __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int availab
 
 // ------------------------------------------------------------------------------------------------ kernel
 
-// Versions of the kernel, each one measured (docs/performance.md); resize_filter_aos runs the last, and the
-// benchmark can run the others (K = 5 only) to show what each step bought.
-//   0  as first written.
-//   1  + step 1 starts an L2 prefetch of every source row span the tile reads (cp.async.bulk.prefetch.L2, one
-//      instruction per row), so the tile's whole input is on its way from DRAM while the tables are built, and
-//      the loads of step 2, which each thread issues one item at a time, find it in L2.
-//   2  + integer row pass: R + 1 dp2a per output on the packed resized bytes (integer taps, 15 fraction bits)
-//      instead of 2R + 1 FFMA on bytes unpacked to float; each sum starts at the bits of 2^23, so it comes
-//      out as a float 2^23 + sum that the column pass reads with no conversion.
-//   3  + step 2 issues the loads of two items before interpolating either.
-//   4  + step 2 keeps one 16-byte chunk column per thread and walks the rows (two rows loaded before either
-//      is interpolated): the item's division, the chunk's address and its alignment test leave the loop.
-//   5  + row pass keeps one quad per thread and walks the rows: no division per item.
-//   6  - the prefetch of version 1. Measured (ncu, 1080p, one frame): each bulk prefetch needs its address in
-//      a uniform register, so the compiler issues them lane by lane in a loop (36 rounds per warp); step 1 went
-//      from 4% to 12% of the instructions, and the prefetch lands too late to help: step 2's loads follow
-//      within a few hundred cycles, while the DRAM needs microseconds to deliver a frame.
-// Tried and dropped (docs/performance.md): step 2 loading three rows before interpolating instead of two
-// (0.5 us slower per frame single, 0.1-0.4 batched).
-constexpr int kFinalVersion = kResizeFilterVersions - 1;
-constexpr int kVersionRadius = 2;  // the radius earlier versions are built for (K = 5, the benchmark's)
-
-// A source row span's prefetch into L2 (sm_90 bulk copy engine): `bytes` a multiple of 16, `p` 16-byte aligned.
-__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
-template <int R, int V>
+// How the kernel got here (versions 0-6, each measured; docs/performance.md keeps the table): step 2 keeps a
+// chunk column per thread with two rows in flight, the row pass is integer (dp2a) and walks rows per quad.
+// Tried and dropped there: an L2 bulk prefetch of the source rows (issued lane by lane, it landed too late and
+// cost 0.4-0.9 us), and three rows in flight in step 2 (0.5 us slower). The earlier versions were removed
+// from this file after commit b0eed9e, where the benchmark could still run them.
+template <int R>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
   constexpr int K = 2 * R + 1;
   constexpr int kRows = tile_rows(R);
@@ -287,22 +260,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         weights = kSameRowWeights;
       }
       row_table[tid] = make_int4(ya, yb, static_cast<int>(weights), 0);
-      if constexpr (V >= 1 && V < 6) {
-        // Whole 16-byte chunks of the span that lie inside the row (the row's last partial chunk is left out).
-        if (p.vec_in) {
-          const int2 s = span_of();
-          const int bytes = min(kChunkBytes * s.y, 3 * (p.in_w - s.x) / kChunkBytes * kChunkBytes);
-          if (bytes > 0) {
-            const std::uint8_t* const base = in_frame + 3 * s.x;
-            prefetch_l2(base + static_cast<std::uint64_t>(static_cast<unsigned>(ya)) * p.in_pitch,
-                        static_cast<unsigned>(bytes));
-            if (yb != ya) {
-              prefetch_l2(base + static_cast<std::uint64_t>(static_cast<unsigned>(yb)) * p.in_pitch,
-                          static_cast<unsigned>(bytes));
-            }
-          }
-        }
-      }
     }
     if (tid == 0) *span = span_of();
   } else if (tid < kTableThreads + 4 * kWords) {
@@ -363,7 +320,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
       dst[0] = make_uint4(v0.x, v0.y, v1.x, v1.y);
       dst[1] = make_uint4(v2.x, v2.y, v3.x, v3.y);
     };
-    if (V >= 4 && p.chunks <= kThreads) {
+    if (p.chunks <= kThreads) {
       // Each thread keeps one chunk k of rows i0, i0 + step, ...: the chunk's address, whether it takes the
       // 16-byte path and where it goes are worked out once; per row, one table read and two multiply-adds.
       // Two rows are loaded before either is interpolated.
@@ -410,17 +367,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         }
         if (i < rows) row_store(row_load(i));
       }
-    } else if constexpr (V >= 3) {
+    } else {
+      // Rows wider than one chunk per thread (wide downscales): items over all threads, two loaded at a time.
       for (int item = tid; item < items; item += 2 * kThreads) {
         const Staging s0 = load(item);
         const Staging s1 = load(item + kThreads);
         if (s0.live) store(s0);
         if (s1.live) store(s1);
-      }
-    } else {
-      for (int item = tid; item < items; item += kThreads) {
-        const Staging s = load(item);
-        if (s.live) store(s);
       }
     }
     __syncthreads();
@@ -457,7 +410,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   }
 
   // ---- 4. Row pass: consecutive lanes on consecutive resized rows (odd stride: distinct banks).
-  if constexpr (V >= 2) {
+  {
     // Output j of a quad reads bytes j .. j + 2R of the words from 4q on, in pairs that start on even bytes:
     // (j + 2m, j + 2m + 1) weighed by T[2m], T[2m+1] for even j; (j - 1 + 2m, j + 2m) by T[2m-1], T[2m] for odd
     // j. A pair starting at byte b of a word is dp2a.lo (b = 0) or dp2a.hi (b = 2) of that word. The sum,
@@ -485,66 +438,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
       }
       *reinterpret_cast<uint4*>(dst) = make_uint4(acc[0], acc[1], acc[2], acc[3]);
     };
-    if constexpr (V >= 5) {
-      // Each thread keeps one quad q and walks the rows (plane-major: channel * kRows + tile row) from
-      // tid / kQuads in steps of kThreads / kQuads; half a warp reads one row's consecutive words.
-      constexpr int kStep = kThreads / kQuads;
-      const int q = tid % kQuads;
-      const unsigned* src = resized + tid / kQuads * kStride + q;
-      float* dst = rows_out + tid / kQuads * kRowsStride + 4 * q;
+    // Each thread keeps one quad q and walks the rows (plane-major: channel * kRows + tile row) from
+    // tid / kQuads in steps of kThreads / kQuads; half a warp reads one row's consecutive words.
+    constexpr int kStep = kThreads / kQuads;
+    const int q = tid % kQuads;
+    const unsigned* src = resized + tid / kQuads * kStride + q;
+    float* dst = rows_out + tid / kQuads * kRowsStride + 4 * q;
 #pragma unroll 3
-      for (int row = tid / kQuads; row < 3 * kRows; row += kStep) {
-        row_pass(src, dst);
-        src += kStep * kStride;
-        dst += kStep * kRowsStride;
-      }
-    } else {
-      for (int item = tid; item < 3 * kRows * kQuads; item += kThreads) {
-        const int row = item % (3 * kRows);  // plane-major: channel * kRows + tile row
-        const int q = item / (3 * kRows);
-        row_pass(resized + row * kStride + q, rows_out + row * kRowsStride + 4 * q);
-      }
-    }
-  } else {
-    float taps[K];
-#pragma unroll
-    for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t];
-    for (int item = tid; item < 3 * kRows * kQuads; item += kThreads) {
-      const int row = item % (3 * kRows);  // plane-major: channel * kRows + tile row
-      const int q = item / (3 * kRows);
-      const unsigned* const src = resized + row * kStride + q;
-      unsigned w[kPassWords];
-#pragma unroll
-      for (int m = 0; m < kPassWords; ++m) w[m] = src[m];
-      float x[4 + 2 * R];
-#pragma unroll
-      for (int b = 0; b < 4 + 2 * R; ++b) x[b] = byte_as_float(w[b / 4], b % 4);
-      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int t = 0; t < K; ++t) {
-        acc.x = fmaf(taps[t], x[t], acc.x);
-        acc.y = fmaf(taps[t], x[t + 1], acc.y);
-        acc.z = fmaf(taps[t], x[t + 2], acc.z);
-        acc.w = fmaf(taps[t], x[t + 3], acc.w);
-      }
-      *reinterpret_cast<float4*>(rows_out + row * kRowsStride + 4 * q) = acc;
+    for (int row = tid / kQuads; row < 3 * kRows; row += kStep) {
+      row_pass(src, dst);
+      src += kStep * kStride;
+      dst += kStep * kRowsStride;
     }
   }
   __syncthreads();
 
   // ---- 5. Column pass: 4 columns x 8 rows of one channel per thread; each float4 row is read once for all
-  // the outputs it reaches. From version 2 on the rows hold 2^23 + 2^15 * value: the taps are divided by 2^15
-  // (exactly) and the start takes the bias back out, 0.5 - 2^23 * sum(taps / 2^15).
+  // the outputs it reaches. The rows hold 2^23 + 2^15 * value: the taps are divided by 2^15 (exactly) and the
+  // start takes the bias back out, 0.5 - 2^23 * sum(taps / 2^15); the 0.5 rounds half up.
   {
     float taps[K];
-    float start = 0.5f;  // + 0.5: round half up
 #pragma unroll
-    for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t];
-    if constexpr (V >= 2) {
-#pragma unroll
-      for (int t = 0; t < K; ++t) taps[t] *= 1.f / static_cast<float>(1 << kRowTapBits);
-      start = c_col_start[p.slot];
-    }
+    for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t] * (1.f / static_cast<float>(1 << kRowTapBits));
+    const float start = c_col_start[p.slot];
     const int q = tid % kQuads;
     const int c = tid / kQuads % 3;
     const int g = tid / (3 * kQuads);
@@ -599,14 +515,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 using Kernel = void (*)(Params);
 template <int... R>
 constexpr std::array<Kernel, sizeof...(R)> make_kernels(std::integer_sequence<int, R...>) {
-  return {&resize_filter_kernel<R, kFinalVersion>...};
+  return {&resize_filter_kernel<R>...};
 }
 constexpr auto kKernels = make_kernels(std::make_integer_sequence<int, kMaxRadius + 1>{});
-template <int... V>
-constexpr std::array<Kernel, sizeof...(V)> make_versions(std::integer_sequence<int, V...>) {
-  return {&resize_filter_kernel<kVersionRadius, V>...};
-}
-constexpr auto kVersions = make_versions(std::make_integer_sequence<int, kResizeFilterVersions>{});
 
 struct Plan {
   dim3 grid;
@@ -801,18 +712,6 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
                              BorderMode border, cudaStream_t stream) {
   launch(kKernels[static_cast<std::size_t>(radius_of(taps))], first_in, in_frame_stride, first_out,
          out_frame_stride, frames, taps, border, stream);
-}
-
-void resize_filter_aos_batch_version(int version, ConstAosView first_in, std::size_t in_frame_stride,
-                                     AosView first_out, std::size_t out_frame_stride, int frames,
-                                     const ResizeFilterTaps& taps, BorderMode border, cudaStream_t stream) {
-  require(version >= 0 && version < kResizeFilterVersions,
-          "versions 0 to " + std::to_string(kResizeFilterVersions - 1));
-  require(version == kFinalVersion || radius_of(taps) == kVersionRadius,
-          "earlier versions are built for K = " + std::to_string(2 * kVersionRadius + 1) + " only");
-  const Kernel kernel = version == kFinalVersion ? kKernels[static_cast<std::size_t>(radius_of(taps))]
-                                                 : kVersions[static_cast<std::size_t>(version)];
-  launch(kernel, first_in, in_frame_stride, first_out, out_frame_stride, frames, taps, border, stream);
 }
 
 bool resize_filter_fits(Extent in, Extent out, int ksize) {

@@ -63,15 +63,6 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
 // with a fallback ask this first; it touches no device.
 bool resize_filter_fits(Extent in, Extent out, int ksize);
 
-// For the benchmark's record of how the kernel got here (docs/performance.md): resize_filter_aos_batch run
-// with version `version` of the kernel, from 0 (as first written) to kResizeFilterVersions - 1, the one
-// resize_filter_aos runs (resize_filter.cu lists what each version changed). The earlier ones are built for
-// K = 5 only (std::invalid_argument for other sizes).
-inline constexpr int kResizeFilterVersions = 7;
-void resize_filter_aos_batch_version(int version, ConstAosView first_in, std::size_t in_frame_stride,
-                                     AosView first_out, std::size_t out_frame_stride, int frames,
-                                     const ResizeFilterTaps& taps, BorderMode border, cudaStream_t stream);
-
 // How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes).
 struct ResizeFilterLaunch {
   dim3 grid;

@@ -321,43 +321,6 @@ TEST_P(ResizeFilterKernel, BatchedEqualsSingle) {
   }
 }
 
-// The earlier versions of the kernel that the benchmark still runs (K = 5): each within 1 of the reference,
-// single and batched. From version 2 on the arithmetic is the same (integer row taps), so those give the
-// final version's bytes exactly; 0 and 1 filter rows in float and may differ from it by 1 on ties.
-TEST(ResizeFilter, VersionsAgreeSingleAndBatched) {
-  SKIP_WITHOUT_DEVICE();
-  constexpr int kFrames = 3;
-  const Size in_size{427, 241}, out_size{283, 160};
-  std::vector<Image> frames;
-  for (int f = 0; f < kFrames; ++f) frames.push_back(testing::synthetic_image(in_size, 60u + f));
-  const Filter f = gaussian(5, 1.0, Border::reflect101);
-  const cuda::ResizeFilterTaps taps(f.taps);
-  const auto run = [&](int version, int frame_count) {
-    const Device device;
-    const Layout in_l = Layout::packed(in_size, 0, 0, frame_count), out_l = Layout::packed(out_size, 0, 0, frame_count);
-    const cuda::DeviceBuffer d_in = device.upload(std::vector<Image>(frames.begin(), frames.begin() + frame_count), in_l);
-    const cuda::DeviceBuffer d_out = device.poisoned(out_l);
-    cuda::resize_filter_aos_batch_version(version, {d_in.data(), extent_of(in_size), in_l.pitch}, in_l.stride,
-                                          {d_out.data(), extent_of(out_size), out_l.pitch}, out_l.stride,
-                                          frame_count, taps, f.border, device.stream());
-    return device.download(d_out, out_l);
-  };
-  const std::vector<Image> final_version = run(cuda::kResizeFilterVersions - 1, kFrames);
-  for (int version = 0; version < cuda::kResizeFilterVersions; ++version) {
-    SCOPED_TRACE("version " + std::to_string(version));
-    const std::vector<Image> single = run(version, 1);
-    const std::vector<Image> batched = run(version, kFrames);
-    EXPECT_TRUE(std::equal(single[0].data(), single[0].data() + single[0].bytes(), batched[0].data()));
-    for (int i = 0; i < kFrames; ++i) {
-      SCOPED_TRACE("frame " + std::to_string(i));
-      EXPECT_TRUE(within_one(batched[i], expected(frames[i], out_size, f)));
-      if (version >= 2) {
-        EXPECT_TRUE(std::equal(batched[i].data(), batched[i].data() + batched[i].bytes(), final_version[i].data()));
-      }
-    }
-  }
-}
-
 // Pitches that break 16-byte alignment take the byte-wise paths; they must compute the same bytes.
 TEST_P(ResizeFilterKernel, UnalignedPitchesGiveTheSameBytes) {
   SKIP_WITHOUT_DEVICE();
