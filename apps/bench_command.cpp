@@ -98,7 +98,8 @@ Rows: end-to-end through each backend's engine (host memory in and out), the cha
 each op alone, and ablations that swap one technique with everything else held fixed. Every row gives frames
 per second, GB/s (bytes that must move: input read once, output written once) and the fraction of the ceiling
 that bounds it: the chain's own frames copied up and down with no kernels for end-to-end rows, the
-device-to-device copy for kernel rows, a host memcpy for the cpu backend. Without a CUDA device only the cpu rows run.)");
+device-to-device copy for kernel rows, a host memcpy for the cpu backend. Without a CUDA device only the cpu
+rows run.)");
   return c;
 }
 

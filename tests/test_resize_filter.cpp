@@ -187,8 +187,8 @@ std::vector<Image> run_kernel(Kernel kernel, const std::vector<Image>& in, const
 
 // Whether `kernel` takes these sizes; where the tensor-core kernel does not, its refusal is checked instead.
 bool takes(Kernel kernel, Size in, Size out, const Filter& f) {
-  if (kernel == Kernel::simt || cuda::ResizeFilterMatrices::fits(extent_of(in), extent_of(out), static_cast<int>(f.taps.size())))
-    return true;
+  const int ksize = static_cast<int>(f.taps.size());
+  if (kernel == Kernel::simt || cuda::ResizeFilterMatrices::fits(extent_of(in), extent_of(out), ksize)) return true;
   EXPECT_THROW(cuda::ResizeFilterMatrices(extent_of(in), extent_of(out), f.taps, f.border), std::invalid_argument);
   return false;
 }
