@@ -100,7 +100,7 @@ __device__ __forceinline__ void mma(float (&d)[4], uint4 a, unsigned b0, unsigne
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 #else
-  __trap();  // the host refuses devices below compute capability 8.0
+  __trap();  // mma.sync m16n8k16 needs sm_80; an older build target fails the launch (see the header)
 #endif
 }
 
@@ -111,6 +111,7 @@ __device__ __forceinline__ unsigned bytes_to_half2(unsigned word, unsigned selec
   return *reinterpret_cast<const unsigned*>(&v);
 }
 
+// Bytes byte .. byte + 15 of a row, those past its end as 0: the path for unaligned rows and the frame's edge.
 __device__ __forceinline__ uint4 load_chunk(const std::uint8_t* row, int byte, int row_bytes) {
   unsigned w[4] = {0, 0, 0, 0};
   for (int j = 0; j < 16; ++j) {
