@@ -2,16 +2,11 @@
 
 #include "cuda_check.hpp"
 
-#include <nvtx3/nvToolsExt.h>
-
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 
 namespace imgpipe::app::bench {
-
-NvtxRange::NvtxRange(const char* name) { nvtxRangePushA(name); }
-NvtxRange::~NvtxRange() { nvtxRangePop(); }
 
 BenchRing::BenchRing(int slots, Size in, Size out) : in_(in), out_(out) {
   if (slots < 1) throw std::invalid_argument("BenchRing: at least one slot");

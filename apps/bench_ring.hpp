@@ -11,6 +11,7 @@
 #include "bench_report.hpp"
 #include "cuda_resources.hpp"
 #include "image.hpp"
+#include "nvtx_range.hpp"
 
 #include <cuda_runtime.h>
 
@@ -21,14 +22,7 @@
 
 namespace imgpipe::app::bench {
 
-// An NVTX range for Nsight Systems, open for the object's lifetime.
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name);
-  ~NvtxRange();
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
+using cuda::NvtxRange;
 
 class BenchRing {
  public:

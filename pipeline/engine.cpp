@@ -2,8 +2,10 @@
 
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
+#include "nvtx_range.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -36,9 +38,22 @@ Engine::Engine(int slots) {
   }
 }
 
+namespace {
+
+// "frame N: what" as an NVTX range name (Nsight Systems shows which frame the host is working on or waiting for).
+struct FrameRangeName {
+  char text[64];
+  FrameRangeName(std::uint64_t sequence, const char* what) {
+    std::snprintf(text, sizeof text, "frame %llu: %s", static_cast<unsigned long long>(sequence), what);
+  }
+};
+
+}  // namespace
+
 FrameSlot& Engine::acquire(Size in_size) {
   int index = 0;
   {
+    const cuda::NvtxRange range("engine: wait for a free slot");
     std::unique_lock lock(mutex_);
     slot_freed_.wait(lock, [this] { return !free_.empty(); });
     index = free_.back();
@@ -61,6 +76,7 @@ void Engine::submit(FrameSlot& slot) {
     submitted_.push_back(slot.index);
   }
   try {
+    const cuda::NvtxRange range(FrameRangeName(slot.sequence, "submit").text);
     start(slot);
   } catch (...) {
     std::lock_guard lock(mutex_);  // never started: nobody may wait for it; the caller still holds the slot
@@ -77,7 +93,10 @@ FrameSlot* Engine::next_completed() {
     index = submitted_.front();
     submitted_.pop_front();
   }
-  wait(slots_[index]);
+  {
+    const cuda::NvtxRange range(FrameRangeName(slots_[index].sequence, "wait until done").text);
+    wait(slots_[index]);
+  }
   return &slots_[index];
 }
 
