@@ -214,19 +214,14 @@ void print_launch(Size in, Size out, int ksize) {
               l.chunk_rows, l.registers, l.blocks_per_sm);
 }
 
-// The fused kernel: one frame per launch, the same launches replayed from a CUDA graph, and 4, 8 and 16 frames
-// per launch.
-void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
-  const gpu::ResizeFilterTaps taps(gaussian_taps(5, 1.0));
+// One fused kernel, `launch(f, batch)` running frames f .. f + batch - 1 of the pools: one frame per launch, the
+// same launches replayed from a CUDA graph, and 4, 8 and 16 frames per launch. Rows are named `name`, ...
+void bench_launches(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group,
+                    const std::string& name, const std::function<void(int f, int batch)>& launch) {
   const double bytes = static_cast<double>(in.frame_bytes() + out.frame_bytes());
-  print_launch(in.size(), out.size(), 5);
   const int frames = bench.options().frames;
   const int pool = bench.options().pool;
-  const auto launch = [&](int f, int batch) {
-    gpu::resize_filter_aos_batch(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, taps,
-                                 gpu::BorderMode::reflect101, bench.stream());
-  };
-  bench.measure(group, "fused, 1 frame/launch", bytes, frames, [&](int first, int count) {
+  bench.measure(group, name + ", 1 frame/launch", bytes, frames, [&](int first, int count) {
     for (int i = first; i < first + count; ++i) launch(i % pool, 1);
   });
 
@@ -235,21 +230,31 @@ void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const 
     for (int i = 0; i < pool; ++i) launch(i, 1);
   });
   // Whole replays of the pool: --frames rounded up to a multiple of it.
-  bench.measure(group, "fused, 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
+  bench.measure(group, name + ", 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
                 [&](int, int count) {
                   for (int done = 0; done < count; done += pool) IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
                 });
 
   for (int batch : {4, 8, 16}) {
     // Whole batches that never wrap around the pool (its size is a multiple of 16).
-    bench.measure(group, "fused, " + std::to_string(batch) + " frames/launch", bytes,
+    bench.measure(group, name + ", " + std::to_string(batch) + " frames/launch", bytes,
                   (frames + batch - 1) / batch * batch, [&](int first, int count) {
                     for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
                   });
   }
 }
 
-// The tensor-core kernel: one frame per launch, from a CUDA graph, and 4, 8 and 16 frames per launch.
+// The fused kernel the pipeline runs (resize_filter_aos).
+void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
+  const gpu::ResizeFilterTaps taps(gaussian_taps(5, 1.0));
+  print_launch(in.size(), out.size(), 5);
+  bench_launches(bench, in, out, group, "fused", [&](int f, int batch) {
+    gpu::resize_filter_aos_batch(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, taps,
+                                 gpu::BorderMode::reflect101, bench.stream());
+  });
+}
+
+// The tensor-core kernel (resize_filter_mma), where its source windows fit.
 void bench_mma(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
   const gpu::Extent in_extent{in.size().width, in.size().height}, out_extent{out.size().width, out.size().height};
   if (!gpu::ResizeFilterMatrices::fits(in_extent, out_extent, 5)) return;
@@ -258,29 +263,10 @@ void bench_mma(Bench& bench, const FramePool& in, const FramePool& out, const st
   std::printf("  fused mma %s -> %s, K=5: grid %ux%u, %d threads, %zu B shared, %d registers, %d blocks/SM\n",
               to_string(in.size()).c_str(), to_string(out.size()).c_str(), l.grid.x, l.grid.y, l.threads,
               l.shared_bytes, l.registers, l.blocks_per_sm);
-  const double bytes = static_cast<double>(in.frame_bytes() + out.frame_bytes());
-  const int frames = bench.options().frames;
-  const int pool = bench.options().pool;
-  const auto launch = [&](int f, int batch) {
+  bench_launches(bench, in, out, group, "fused mma", [&](int f, int batch) {
     gpu::resize_filter_mma(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, matrices,
                            bench.stream());
-  };
-  bench.measure(group, "fused mma, 1 frame/launch", bytes, frames, [&](int first, int count) {
-    for (int i = first; i < first + count; ++i) launch(i % pool, 1);
   });
-  const GraphExec exec = bench::capture_graph(bench.stream(), [&] {
-    for (int i = 0; i < pool; ++i) launch(i, 1);
-  });
-  bench.measure(group, "fused mma, 1 frame/launch, graph", bytes, (frames + pool - 1) / pool * pool,
-                [&](int, int count) {
-                  for (int done = 0; done < count; done += pool) IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
-                });
-  for (int batch : {4, 8, 16}) {
-    bench.measure(group, "fused mma, " + std::to_string(batch) + " frames/launch", bytes,
-                  (frames + batch - 1) / batch * batch, [&](int first, int count) {
-                    for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
-                  });
-  }
 }
 
 void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, const std::string& group,

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace imgpipe::cuda {
 
@@ -37,5 +38,29 @@ struct ConstPlanesView {
 };
 
 enum class BorderMode { reflect101, replicate };
+
+// Why `frames` interleaved frames, frame f at first_in.data + f * in_frame_stride (and likewise out), cannot be
+// a batched launch's input and output: a null frame, a pitch below 3 * width, or a frame stride below
+// pitch * height. Empty when they can.
+inline std::string frame_batch_problem(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                                       std::size_t out_frame_stride, int frames) {
+  if (first_in.data == nullptr || first_out.data == nullptr) return "null frame";
+  if (first_in.pitch < 3 * static_cast<std::size_t>(first_in.extent.width) ||
+      first_out.pitch < 3 * static_cast<std::size_t>(first_out.extent.width)) {
+    return "pitch below 3 * width";
+  }
+  if (frames > 1 && (in_frame_stride < first_in.pitch * static_cast<std::size_t>(first_in.extent.height) ||
+                     out_frame_stride < first_out.pitch * static_cast<std::size_t>(first_out.extent.height))) {
+    return "frame stride below pitch * height";
+  }
+  return {};
+}
+
+// Whether every row of every frame starts on a `to`-byte boundary (so vector loads and stores may be used).
+inline bool frame_rows_aligned(const void* first, std::size_t pitch, std::size_t frame_stride, int frames,
+                               std::size_t to) {
+  return reinterpret_cast<std::uintptr_t>(first) % to == 0 && pitch % to == 0 &&
+         (frames == 1 || frame_stride % to == 0);
+}
 
 }  // namespace imgpipe::cuda

@@ -331,7 +331,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         const std::uint8_t* const chunk = in_span + kChunkBytes * k;
         const int available = bytes_left - kChunkBytes * k;
         const bool vec = p.vec_in && available >= kChunkBytes;
-        unsigned char* const dst = staged + 2 * kChunkBytes * k;
         const auto row_load = [&](int i) {
           Staging s;
           const int4 rt = row_table[first + i];
@@ -345,27 +344,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
             s.b = load_partial(b, available);
           }
           s.weights = static_cast<unsigned>(rt.z);
-          s.dst = i * p.staged_row_bytes;
+          s.dst = i * p.staged_row_bytes + 2 * kChunkBytes * k;
           s.live = true;
           return s;
-        };
-        const auto row_store = [&](const Staging& s) {
-          const uint2 v0 = lerp_rows(s.a.x, s.b.x, s.weights);
-          const uint2 v1 = lerp_rows(s.a.y, s.b.y, s.weights);
-          const uint2 v2 = lerp_rows(s.a.z, s.b.z, s.weights);
-          const uint2 v3 = lerp_rows(s.a.w, s.b.w, s.weights);
-          uint4* const d = reinterpret_cast<uint4*>(dst + s.dst);
-          d[0] = make_uint4(v0.x, v0.y, v1.x, v1.y);
-          d[1] = make_uint4(v2.x, v2.y, v3.x, v3.y);
         };
         int i = i0;
         for (; i + step < rows; i += 2 * step) {
           const Staging s0 = row_load(i);
           const Staging s1 = row_load(i + step);
-          row_store(s0);
-          row_store(s1);
+          store(s0);
+          store(s1);
         }
-        if (i < rows) row_store(row_load(i));
+        if (i < rows) store(row_load(i));
       }
     } else {
       // Rows wider than one chunk per thread (wide downscales): items over all threads, two loaded at a time.
@@ -595,10 +585,6 @@ int radius_of(const ResizeFilterTaps& taps) {
   return taps.size() / 2;
 }
 
-bool aligned(const void* p, std::size_t pitch, std::size_t frame_stride, int frames, std::size_t to) {
-  return reinterpret_cast<std::uintptr_t>(p) % to == 0 && pitch % to == 0 && (frames == 1 || frame_stride % to == 0);
-}
-
 }  // namespace
 
 ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
@@ -669,14 +655,9 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
   const int radius = radius_of(taps);
   const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames);
   const Extent in = first_in.extent, out = first_out.extent;
-  require(first_in.data != nullptr && first_out.data != nullptr, "null frame");
-  require(first_in.pitch >= 3 * static_cast<std::size_t>(in.width) &&
-              first_out.pitch >= 3 * static_cast<std::size_t>(out.width),
-          "pitch below 3 * width");
+  const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
+  require(problem.empty(), problem);
   require(first_in.pitch <= 0xFFFFFFFFu, "input pitch of 4 GiB or more");
-  require(frames == 1 || (in_frame_stride >= first_in.pitch * in.height &&
-                          out_frame_stride >= first_out.pitch * out.height),
-          "frame stride below pitch * height");
 
   Params p{};
   p.in = first_in.data;
@@ -697,8 +678,8 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
   p.chunks_magic = plan.chunks > 1 ? static_cast<unsigned>(((1ull << 32) + plan.chunks - 1) / plan.chunks) : 0u;
   p.staged_row_bytes = plan.staged_row_bytes;
   p.chunk_rows = plan.chunk_rows;
-  p.vec_in = aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
-  p.vec_out = aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
+  p.vec_in = frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
+  p.vec_out = frame_rows_aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
 
   allow_shared(kernel, plan.shared_bytes);
   kernel<<<plan.grid, kThreads, plan.shared_bytes, stream>>>(p);

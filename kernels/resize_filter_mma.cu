@@ -383,6 +383,21 @@ ResizeFilterMatrices::Layout plan(Extent in, Extent out, int ksize, BorderMode b
   return layout_for(rows, cols);
 }
 
+// Where each table lies in the one device buffer: V's fragments, H's fragments, the row bands' first source
+// rows, the column bands' first source pixels (bytes from its start; `end` is its size).
+struct TableOffsets {
+  std::size_t v = 0, h = 0, rows = 0, cols = 0, end = 0;
+};
+
+TableOffsets table_offsets(const ResizeFilterMatrices::Layout& l) {
+  TableOffsets t;
+  t.h = static_cast<std::size_t>(l.row_bands) * 2 * l.row_steps * 32 * sizeof(uint4);
+  t.rows = t.h + static_cast<std::size_t>(l.col_bands) * l.col_steps * 4 * 32 * sizeof(uint2);
+  t.cols = t.rows + static_cast<std::size_t>(l.row_bands) * sizeof(int);
+  t.end = t.cols + static_cast<std::size_t>(l.col_bands) * sizeof(int);
+  return t;
+}
+
 bool sizes_ok(Extent in, Extent out) {
   return in.width >= 1 && in.height >= 1 && out.width >= 1 && out.height >= 1 && in.width <= kMaxDimension &&
          in.height <= kMaxDimension && out.width <= kMaxDimension && out.height <= kMaxDimension;
@@ -444,7 +459,8 @@ ResizeFilterMatrices::ResizeFilterMatrices(Extent in, Extent out, std::span<cons
   layout_ = layout_for(rows, cols);
 
   // V's A fragments: row g / g + 8 and columns 2t, 2t + 1 / 2t + 8, 2t + 9 of a 16x16 block, lane = 4g + t.
-  std::vector<uint4> v_frags(static_cast<std::size_t>(layout_.row_bands) * 2 * layout_.row_steps * 32);
+  const TableOffsets at = table_offsets(layout_);
+  std::vector<uint4> v_frags((at.h - at.v) / sizeof(uint4));
   for (int band = 0; band < layout_.row_bands; ++band) {
     for (int m = 0; m < 2; ++m) {
       for (int step = 0; step < layout_.row_steps; ++step) {
@@ -460,7 +476,7 @@ ResizeFilterMatrices::ResizeFilterMatrices(Extent in, Extent out, std::span<cons
     }
   }
   // H^T's B fragments: rows (source pixels) 2t, 2t + 1 / 2t + 8, 2t + 9 and column (output) g of a 16x8 block.
-  std::vector<uint2> h_frags(static_cast<std::size_t>(layout_.col_bands) * layout_.col_steps * 4 * 32);
+  std::vector<uint2> h_frags((at.rows - at.h) / sizeof(uint2));
   for (int band = 0; band < layout_.col_bands; ++band) {
     for (int step = 0; step < layout_.col_steps; ++step) {
       for (int n = 0; n < 4; ++n) {
@@ -476,15 +492,12 @@ ResizeFilterMatrices::ResizeFilterMatrices(Extent in, Extent out, std::span<cons
     }
   }
 
-  const std::size_t v_bytes = v_frags.size() * sizeof(uint4), h_bytes = h_frags.size() * sizeof(uint2);
-  const std::size_t rows_bytes = rows.start.size() * sizeof(int), cols_bytes = cols.start.size() * sizeof(int);
-  tables_.grow(v_bytes + h_bytes + rows_bytes + cols_bytes);
+  tables_.grow(at.end);
   std::uint8_t* d = tables_.data();
-  IMGPIPE_CUDA_CHECK(cudaMemcpy(d, v_frags.data(), v_bytes, cudaMemcpyHostToDevice));
-  IMGPIPE_CUDA_CHECK(cudaMemcpy(d + v_bytes, h_frags.data(), h_bytes, cudaMemcpyHostToDevice));
-  IMGPIPE_CUDA_CHECK(cudaMemcpy(d + v_bytes + h_bytes, rows.start.data(), rows_bytes, cudaMemcpyHostToDevice));
-  IMGPIPE_CUDA_CHECK(
-      cudaMemcpy(d + v_bytes + h_bytes + rows_bytes, cols.start.data(), cols_bytes, cudaMemcpyHostToDevice));
+  IMGPIPE_CUDA_CHECK(cudaMemcpy(d + at.v, v_frags.data(), at.h - at.v, cudaMemcpyHostToDevice));
+  IMGPIPE_CUDA_CHECK(cudaMemcpy(d + at.h, h_frags.data(), at.rows - at.h, cudaMemcpyHostToDevice));
+  IMGPIPE_CUDA_CHECK(cudaMemcpy(d + at.rows, rows.start.data(), at.cols - at.rows, cudaMemcpyHostToDevice));
+  IMGPIPE_CUDA_CHECK(cudaMemcpy(d + at.cols, cols.start.data(), at.end - at.cols, cudaMemcpyHostToDevice));
   wait_for_uploads();
 }
 
@@ -493,13 +506,12 @@ namespace {
 Params params_for(const ResizeFilterMatrices& m) {
   const ResizeFilterMatrices::Layout& l = m.layout();
   const auto* base = static_cast<const std::uint8_t*>(m.device_tables());
+  const TableOffsets at = table_offsets(l);
   Params p{};
-  const std::size_t v_bytes = static_cast<std::size_t>(l.row_bands) * 2 * l.row_steps * 32 * sizeof(uint4);
-  const std::size_t h_bytes = static_cast<std::size_t>(l.col_bands) * l.col_steps * 4 * 32 * sizeof(uint2);
-  p.v_frags = reinterpret_cast<const uint4*>(base);
-  p.h_frags = reinterpret_cast<const uint2*>(base + v_bytes);
-  p.row_start = reinterpret_cast<const int*>(base + v_bytes + h_bytes);
-  p.col_start = p.row_start + l.row_bands;
+  p.v_frags = reinterpret_cast<const uint4*>(base + at.v);
+  p.h_frags = reinterpret_cast<const uint2*>(base + at.h);
+  p.row_start = reinterpret_cast<const int*>(base + at.rows);
+  p.col_start = reinterpret_cast<const int*>(base + at.cols);
   p.row_steps = l.row_steps;
   p.col_steps = l.col_steps;
   p.window_bytes = l.window_bytes;
@@ -513,10 +525,6 @@ void allow_shared(Kernel kernel, std::size_t bytes) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
-bool aligned(const void* p, std::size_t pitch, std::size_t frame_stride, int frames) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && pitch % 16 == 0 && (frames == 1 || frame_stride % 16 == 0);
-}
-
 }  // namespace
 
 void resize_filter_mma(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
@@ -527,14 +535,9 @@ void resize_filter_mma(ConstAosView first_in, std::size_t in_frame_stride, AosVi
   require(in.width == matrices.in().width && in.height == matrices.in().height &&
               out.width == matrices.out().width && out.height == matrices.out().height,
           "frames of other sizes than the matrices were built for");
-  require(first_in.data != nullptr && first_out.data != nullptr, "null frame");
   require(frames >= 1 && frames <= 65535, "1 to 65535 frames per launch");
-  require(first_in.pitch >= 3 * static_cast<std::size_t>(in.width) &&
-              first_out.pitch >= 3 * static_cast<std::size_t>(out.width),
-          "pitch below 3 * width");
-  require(frames == 1 || (in_frame_stride >= first_in.pitch * in.height &&
-                          out_frame_stride >= first_out.pitch * out.height),
-          "frame stride below pitch * height");
+  const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
+  require(problem.empty(), problem);
 
   Params p = params_for(matrices);
   p.in = first_in.data;
@@ -547,8 +550,8 @@ void resize_filter_mma(ConstAosView first_in, std::size_t in_frame_stride, AosVi
   p.in_h = in.height;
   p.out_w = out.width;
   p.out_h = out.height;
-  p.vec_in = aligned(first_in.data, first_in.pitch, in_frame_stride, frames);
-  p.vec_out = aligned(first_out.data, first_out.pitch, out_frame_stride, frames);
+  p.vec_in = frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
+  p.vec_out = frame_rows_aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
 
   const ResizeFilterMatrices::Layout& l = matrices.layout();
   const Kernel kernel = kernel_for(l);

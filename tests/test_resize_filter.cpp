@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -148,34 +149,42 @@ enum class Kernel { simt, mma };
 
 std::string to_string(Kernel k) { return k == Kernel::simt ? "simt" : "mma"; }
 
-// All frames through one batched launch (one frame: the single-frame entry point) of resize_filter_aos.
-std::vector<Image> run_fused(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
-                             const cuda::ResizeFilterTaps& taps, cuda::BorderMode border) {
+// The frames uploaded into poisoned device memory laid out as `in_layout`, `launch(first_in, first_out, stream)`,
+// and the output frames back (with the check that nothing outside them was written).
+using Launch = std::function<void(cuda::ConstAosView, cuda::AosView, cudaStream_t)>;
+std::vector<Image> run_on_device(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
+                                 const Launch& launch) {
   const Device device;
   const cuda::DeviceBuffer d_in = device.upload(in, in_layout);
   const cuda::DeviceBuffer d_out = device.poisoned(out_layout);
-  const cuda::ConstAosView first_in{d_in.data(), extent_of(in_layout.size), in_layout.pitch};
-  const cuda::AosView first_out{d_out.data(), extent_of(out_layout.size), out_layout.pitch};
-  if (in_layout.frames == 1) {
-    cuda::resize_filter_aos(first_in, first_out, taps, border, device.stream());
-  } else {
-    cuda::resize_filter_aos_batch(first_in, in_layout.stride, first_out, out_layout.stride, in_layout.frames, taps,
-                                  border, device.stream());
-  }
+  launch({d_in.data(), extent_of(in_layout.size), in_layout.pitch},
+         {d_out.data(), extent_of(out_layout.size), out_layout.pitch}, device.stream());
   return device.download(d_out, out_layout);
+}
+
+// All frames through one batched launch (one frame: the single-frame entry point) of resize_filter_aos.
+std::vector<Image> run_fused(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
+                             const cuda::ResizeFilterTaps& taps, cuda::BorderMode border) {
+  return run_on_device(in, in_layout, out_layout, [&](cuda::ConstAosView first_in, cuda::AosView first_out,
+                                                      cudaStream_t stream) {
+    if (in_layout.frames == 1) {
+      cuda::resize_filter_aos(first_in, first_out, taps, border, stream);
+    } else {
+      cuda::resize_filter_aos_batch(first_in, in_layout.stride, first_out, out_layout.stride, in_layout.frames, taps,
+                                    border, stream);
+    }
+  });
 }
 
 // The same through resize_filter_mma, with matrices built for these sizes.
 std::vector<Image> run_mma(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
                            const Filter& f) {
   const cuda::ResizeFilterMatrices matrices(extent_of(in_layout.size), extent_of(out_layout.size), f.taps, f.border);
-  const Device device;
-  const cuda::DeviceBuffer d_in = device.upload(in, in_layout);
-  const cuda::DeviceBuffer d_out = device.poisoned(out_layout);
-  cuda::resize_filter_mma({d_in.data(), extent_of(in_layout.size), in_layout.pitch}, in_layout.stride,
-                          {d_out.data(), extent_of(out_layout.size), out_layout.pitch}, out_layout.stride,
-                          in_layout.frames, matrices, device.stream());
-  return device.download(d_out, out_layout);
+  return run_on_device(in, in_layout, out_layout, [&](cuda::ConstAosView first_in, cuda::AosView first_out,
+                                                      cudaStream_t stream) {
+    cuda::resize_filter_mma(first_in, in_layout.stride, first_out, out_layout.stride, in_layout.frames, matrices,
+                            stream);
+  });
 }
 
 std::vector<Image> run_kernel(Kernel kernel, const std::vector<Image>& in, const Layout& in_layout,
