@@ -740,19 +740,44 @@ class CaptureStderr {
   std::streambuf* old_;
 };
 
-// Host memory, the chain through the reference; fails on cue the way the GPU ring engine does: cudaMalloc
-// of a slot's buffers (CudaBadAlloc from acquire) or a sticky fault reported when a frame is waited for.
-class FaultyEngine final : public Engine {
+// Slots in host memory, each frame computed by the reference: the base of the fault-injecting test engines.
+class ReferenceTestEngine : public Engine {
+ public:
+  ReferenceTestEngine(const Chain& chain, int slots) : Engine(slots), buffers_(static_cast<std::size_t>(slots)) {
+    set_chain(chain);
+  }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    auto& b = buffers_[static_cast<std::size_t>(slot.index)];
+    b.input.resize(in.rgb_bytes());
+    b.output.resize(out.rgb_bytes());
+    slot.input = {b.input.data(), in};
+    slot.output = {b.output.data(), out};
+  }
+  void start(FrameSlot& slot) override {
+    const Image in(slot.input.size, std::vector<std::uint8_t>(slot.input.data, slot.input.data + slot.input.size.rgb_bytes()));
+    const Image result = reference::apply(chain(), in);
+    std::memcpy(slot.output.data, result.data(), result.bytes());
+  }
+
+ private:
+  struct Buffers {
+    std::vector<std::uint8_t> input, output;
+  };
+  std::vector<Buffers> buffers_;
+};
+
+// Fails on cue the way the GPU ring engine does: cudaMalloc of a slot's buffers (CudaBadAlloc from acquire) or
+// a sticky fault reported when a frame is waited for.
+class FaultyEngine final : public ReferenceTestEngine {
  public:
   struct Faults {
     std::size_t bad_alloc_above_pixels = ~std::size_t{0};
     std::optional<std::uint64_t> sticky_at_frame;      // sequence number whose wait fails, and every wait after
     std::optional<std::uint64_t> signal_at_submission;  // request_stop(SIGINT) when this frame is submitted
   };
-  FaultyEngine(const Chain& chain, int slots, Faults faults)
-      : Engine(slots), faults_(faults), buffers_(static_cast<std::size_t>(slots)) {
-    set_chain(chain);
-  }
+  FaultyEngine(const Chain& chain, int slots, Faults faults) : ReferenceTestEngine(chain, slots), faults_(faults) {}
   std::string describe() const override { return "faulty test engine"; }
 
  protected:
@@ -761,17 +786,11 @@ class FaultyEngine final : public Engine {
       throw cuda::CudaBadAlloc(cudaErrorMemoryAllocation, "cudaMalloc(&p, bytes) failed: cudaErrorMemoryAllocation "
                                                           "(out of memory) at a test double");
     }
-    auto& b = buffers_[static_cast<std::size_t>(slot.index)];
-    b.input.resize(in.rgb_bytes());
-    b.output.resize(out.rgb_bytes());
-    slot.input = {b.input.data(), in};
-    slot.output = {b.output.data(), out};
+    ReferenceTestEngine::prepare(slot, in, out);
   }
   void start(FrameSlot& slot) override {
     if (faults_.signal_at_submission && slot.sequence == *faults_.signal_at_submission) app::request_stop(SIGINT);
-    const Image in(slot.input.size, std::vector<std::uint8_t>(slot.input.data, slot.input.data + slot.input.size.rgb_bytes()));
-    const Image result = reference::apply(chain(), in);
-    std::memcpy(slot.output.data, result.data(), result.bytes());
+    ReferenceTestEngine::start(slot);
   }
   void wait(FrameSlot& slot) override {
     if (faults_.sticky_at_frame && slot.sequence >= *faults_.sticky_at_frame) {
@@ -781,11 +800,7 @@ class FaultyEngine final : public Engine {
   }
 
  private:
-  struct Buffers {
-    std::vector<std::uint8_t> input, output;
-  };
   Faults faults_;
-  std::vector<Buffers> buffers_;
 };
 
 // Six PPMs (readable in any build), the fourth one large.
@@ -961,35 +976,20 @@ TEST(ReliabilityGpu, RealOutOfMemoryOnOneImageFailsOnlyThatImage) {
 
 // A kernel really faults (illegal address). The CUDA context is broken for the rest of the process, so the
 // batch runs in a death-test child, re-executed fresh ("threadsafe"), which exits with run_batch's code.
-class IllegalAddressEngine final : public Engine {
+class IllegalAddressEngine final : public ReferenceTestEngine {
  public:
   IllegalAddressEngine(const Chain& chain, int slots)
-      : Engine(slots), buffers_(static_cast<std::size_t>(slots)), stream_(cuda::Stream::create()) {
-    set_chain(chain);
-  }
+      : ReferenceTestEngine(chain, slots), stream_(cuda::Stream::create()) {}
   std::string describe() const override { return "engine whose third frame faults on the GPU"; }
 
  protected:
-  void prepare(FrameSlot& slot, Size in, Size out) override {
-    auto& b = buffers_[static_cast<std::size_t>(slot.index)];
-    b.input.resize(in.rgb_bytes());
-    b.output.resize(out.rgb_bytes());
-    slot.input = {b.input.data(), in};
-    slot.output = {b.output.data(), out};
-  }
   void start(FrameSlot& slot) override {
     if (slot.sequence == 2) imgpipe_test_launch_illegal_write(stream_.get());
-    const Image in(slot.input.size, std::vector<std::uint8_t>(slot.input.data, slot.input.data + slot.input.size.rgb_bytes()));
-    const Image result = reference::apply(chain(), in);
-    std::memcpy(slot.output.data, result.data(), result.bytes());
+    ReferenceTestEngine::start(slot);
   }
   void wait(FrameSlot&) override { stream_.synchronize(); }
 
  private:
-  struct Buffers {
-    std::vector<std::uint8_t> input, output;
-  };
-  std::vector<Buffers> buffers_;
   cuda::Stream stream_;
 };
 
