@@ -83,9 +83,12 @@ constexpr int kTileH = 32;                                  // output rows per b
 constexpr int kColRows = 8;                                 // output rows per thread in the column pass
 constexpr int kQuads = kTileW / 4;                          // 4-pixel groups across a tile row
 constexpr int kThreads = kQuads * 3 * (kTileH / kColRows);  // 192: one column-pass item per thread
+constexpr int kWarps = kThreads / 32;
 constexpr int kTableThreads = 64;                           // step 1: warps 0-1 build the row table, the
                                                             // warps after them the column table
 constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
+constexpr int kRowsPerWarp = 32;  // step 3: a warp's lanes on consecutive staged rows
+constexpr int kSlotWords = 9;  // a chunk's 16 staged values of 16 bits, then a copy of the next chunk's first 2
 constexpr int kChunkPixels = 16;                            // the span starts on 16 pixels = 3 chunks
 constexpr int kOutRowBytes = 3 * kTileW;                    // 192: one interleaved output tile row
 constexpr int kOutPieces = kOutRowBytes / 16;               // 16-byte stores per output tile row
@@ -107,7 +110,7 @@ constexpr int row_pass_words(int r) { return 1 + (r + 1) / 2; }
 constexpr int resized_words(int r) { return kQuads + row_pass_words(r) - 1; }  // words per resized row
 constexpr int resized_stride(int r) { return resized_words(r) | 1; }           // odd: no bank conflicts
 // Shared memory: [row table | column table | span] [resized planes | output tile] [staged rows | row pass].
-constexpr int head_bytes(int r) { return align16(tile_rows(r) * 16 + 4 * resized_words(r) * 8 + 16); }
+constexpr int head_bytes(int r) { return align16(tile_rows(r) * 8 + 4 * resized_words(r) * 8 + 16); }
 constexpr int resized_bytes(int r) { return 3 * tile_rows(r) * resized_stride(r) * 4; }
 constexpr int out_tile_bytes() { return kTileH * kOutRowBytes; }
 constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes())); }
@@ -126,9 +129,9 @@ struct Params {
   float scale_x, scale_y;  // source pixels per output pixel
   BorderMode border;
   int slot;
-  int chunks;              // staging items per staged row: enough for the widest span any tile reads
+  int chunks;              // staging items per staged row: enough for the widest span any tile reads; odd
   unsigned chunks_magic;   // ceil(2^32 / chunks): item / chunks as one multiply-high (chunks > 1)
-  int staged_row_bytes;    // 32 * chunks: 16 source bytes -> 16 values of 16 bits
+  int staged_row_words;    // 9 per chunk: odd, so that lanes on consecutive rows hit distinct banks
   int chunk_rows;          // staged rows per pass of steps 2-3
   bool vec_in, vec_out;    // 16-byte loads / stores are aligned
 };
@@ -155,6 +158,11 @@ __device__ __forceinline__ LinearTaps linear_taps(int d, float scale, int len) {
     w = 0.f;
   }
   return {i0, min(i0 + 1, len - 1), w};
+}
+
+// Byte offset of staged value v (counted from span0's first value) in a staged row of 9-word slots.
+__device__ __forceinline__ unsigned staged_offset(int v) {
+  return 4u * kSlotWords * static_cast<unsigned>(v / 16) + 2u * static_cast<unsigned>(v % 16);
 }
 
 // dp2a without the intrinsic's `volatile`, so the scheduler may interleave it with the loads.
@@ -215,17 +223,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   constexpr int kRows = tile_rows(R);
   constexpr int kWords = resized_words(R);
   constexpr int kStride = resized_stride(R);
-  constexpr int kRowsPerPass = kThreads / kWords;  // step 3: each thread keeps one word column
   constexpr int kPassWords = row_pass_words(R);
 
   // Each alias below is written only after a barrier that follows the last read of what it replaces.
   extern __shared__ __align__(16) unsigned char smem[];
-  int4* const row_table = reinterpret_cast<int4*>(smem);                    // source rows a, b; weights
-  uint2* const col_table = reinterpret_cast<uint2*>(row_table + kRows);     // source columns; right weight
+  uint2* const row_table = reinterpret_cast<uint2*>(smem);                  // source rows a | b << 16; weights
+  uint2* const col_table = reinterpret_cast<uint2*>(row_table + kRows);     // source offsets; right weight
   int2* const span = reinterpret_cast<int2*>(col_table + 4 * kWords);       // first source column, chunks
   unsigned* const resized = reinterpret_cast<unsigned*>(smem + head_bytes(R));
   std::uint8_t* const out_tile = smem + head_bytes(R);
-  unsigned char* const staged = smem + head_bytes(R) + region_a_bytes(R);
+  unsigned* const staged = reinterpret_cast<unsigned*>(smem + head_bytes(R) + region_a_bytes(R));
   float* const rows_out = reinterpret_cast<float*>(staged);
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -237,14 +244,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 
   // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
   // output reads, with the border applied only where the halo leaves the frame (a block-uniform test).
+  // The sources of every resized column lie in [span0, span1] (the map is monotonic); span0 is rounded down to
+  // 16 pixels (48 bytes) so that the 16-byte loads stay aligned.
+  const auto span_of = [&]() {
+    const int span0 = linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkPixels * kChunkPixels;
+    const int span1 = linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1;
+    return make_int2(span0, (3 * (span1 - span0 + 1) + kChunkBytes - 1) / kChunkBytes);
+  };
   if (tid < kTableThreads) {
-    // The sources of every resized column lie in [span0, span1] (the map is monotonic); span0 is rounded
-    // down to 16 pixels (48 bytes) so that the 16-byte loads stay aligned.
-    const auto span_of = [&]() {
-      const int span0 = linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkPixels * kChunkPixels;
-      const int span1 = linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1;
-      return make_int2(span0, (3 * (span1 - span0 + 1) + kChunkBytes - 1) / kChunkBytes);
-    };
     if (tid < kRows) {
       int ry = min(y0 - R + tid, y_last + R);
       if (y0 - R < 0 || y0 + kTileH + R > p.out_h) ry = border_index(ry, p.out_h, p.border);
@@ -259,15 +266,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         ya = yb;
         weights = kSameRowWeights;
       }
-      row_table[tid] = make_int4(ya, yb, static_cast<int>(weights), 0);
+      row_table[tid] = make_uint2(static_cast<unsigned>(ya) | static_cast<unsigned>(yb) << 16, weights);
     }
     if (tid == 0) *span = span_of();
   } else if (tid < kTableThreads + 4 * kWords) {
+    // Column j: the byte offsets of its two sources in a staged row (3 values per pixel from span0 on) and the
+    // right one's weight.
     const int j = tid - kTableThreads;
+    const int span0 = span_of().x;
     int rx = min(x0 - R + j, x_last + R);
     if (x0 - R < 0 || x0 + kTileW + R > p.out_w) rx = border_index(rx, p.out_w, p.border);
     const LinearTaps t = linear_taps(rx, p.scale_x, p.in_w);
-    col_table[j] = make_uint2(static_cast<unsigned>(t.i0) | static_cast<unsigned>(t.i1) << 16,
+    col_table[j] = make_uint2(staged_offset(3 * (t.i0 - span0)) | staged_offset(3 * (t.i1 - span0)) << 16,
                               __float2uint_rn(t.w * 65536.f));
   }
   __syncthreads();
@@ -276,29 +286,34 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   const int chunks = span->y;
   const std::uint8_t* const in_span = in_frame + 3 * span0;
   const int bytes_left = 3 * (p.in_w - span0);  // bytes of a source row from span0 on
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
 
   for (int first = 0; first < kRows; first += p.chunk_rows) {
     const int rows = min(p.chunk_rows, kRows - first);
-    const int items = rows * p.chunks;
 
-    // ---- 2. Vertical interpolation: lanes on consecutive 16-byte chunks of one source row pair.
+    // ---- 2. Vertical interpolation: lanes on consecutive 16-byte chunks of one source row pair. Staged rows
+    // are runs of 9-word slots, one per chunk: its 16 values (8 words) and a copy of the next chunk's first
+    // two, so that every pixel's three values are contiguous in some slot (step 3 reads them at one offset).
+    // Consecutive lanes write consecutive slots, 9 words apart: the 32-bit stores hit 32 distinct banks.
     // Item -> staged row i and chunk k, both source rows' 16 bytes (missing bytes past the row's end read as
-    // 0), the row weights and where the 16 interpolated values go.
+    // 0), the row weights and the slot the 16 interpolated values go to.
+    const int items = rows * p.chunks;
     struct Staging {
       uint4 a, b;
       unsigned weights;
       int dst;
-      bool live;
+      bool live, first;
     };
     const auto load = [&](int item) {
       Staging s;
       const int i = p.chunks == 1 ? item : static_cast<int>(__umulhi(static_cast<unsigned>(item), p.chunks_magic));
       const int k = item - i * p.chunks;
       s.live = item < items && k < chunks;
-      const int4 rt = row_table[first + min(i, rows - 1)];
+      const uint2 rt = row_table[first + min(i, rows - 1)];
       const std::uint8_t* const chunk = in_span + kChunkBytes * k;
-      const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.x)) * p.in_pitch;
-      const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.y)) * p.in_pitch;
+      const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(rt.x & 0xFFFFu) * p.in_pitch;
+      const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(rt.x >> 16) * p.in_pitch;
       const int available = bytes_left - kChunkBytes * k;
       if (s.live && p.vec_in && available >= kChunkBytes) {
         s.a = __ldg(reinterpret_cast<const uint4*>(a));
@@ -307,8 +322,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         s.a = load_partial(a, available);
         s.b = load_partial(b, available);
       }
-      s.weights = static_cast<unsigned>(rt.z);
-      s.dst = i * p.staged_row_bytes + 2 * kChunkBytes * k;
+      s.weights = rt.y;
+      s.dst = i * p.staged_row_words + kSlotWords * k;
+      s.first = k == 0;
       return s;
     };
     const auto store = [&](const Staging& s) {
@@ -316,9 +332,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
       const uint2 v1 = lerp_rows(s.a.y, s.b.y, s.weights);
       const uint2 v2 = lerp_rows(s.a.z, s.b.z, s.weights);
       const uint2 v3 = lerp_rows(s.a.w, s.b.w, s.weights);
-      uint4* const dst = reinterpret_cast<uint4*>(staged + s.dst);
-      dst[0] = make_uint4(v0.x, v0.y, v1.x, v1.y);
-      dst[1] = make_uint4(v2.x, v2.y, v3.x, v3.y);
+      unsigned* const dst = staged + s.dst;
+      if (!s.first) dst[-1] = v0.x;  // the previous slot's copy
+      dst[0] = v0.x;
+      dst[1] = v0.y;
+      dst[2] = v1.x;
+      dst[3] = v1.y;
+      dst[4] = v2.x;
+      dst[5] = v2.y;
+      dst[6] = v3.x;
+      dst[7] = v3.y;
     };
     if (p.chunks <= kThreads) {
       // Each thread keeps one chunk k of rows i0, i0 + step, ...: the chunk's address, whether it takes the
@@ -333,9 +356,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         const bool vec = p.vec_in && available >= kChunkBytes;
         const auto row_load = [&](int i) {
           Staging s;
-          const int4 rt = row_table[first + i];
-          const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.x)) * p.in_pitch;
-          const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(static_cast<unsigned>(rt.y)) * p.in_pitch;
+          const uint2 rt = row_table[first + i];
+          const std::uint8_t* const a = chunk + static_cast<std::uint64_t>(rt.x & 0xFFFFu) * p.in_pitch;
+          const std::uint8_t* const b = chunk + static_cast<std::uint64_t>(rt.x >> 16) * p.in_pitch;
           if (vec) {
             s.a = __ldg(reinterpret_cast<const uint4*>(a));
             s.b = __ldg(reinterpret_cast<const uint4*>(b));
@@ -343,9 +366,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
             s.a = load_partial(a, available);
             s.b = load_partial(b, available);
           }
-          s.weights = static_cast<unsigned>(rt.z);
-          s.dst = i * p.staged_row_bytes + 2 * kChunkBytes * k;
+          s.weights = rt.y;
+          s.dst = i * p.staged_row_words + kSlotWords * k;
           s.live = true;
+          s.first = k == 0;
           return s;
         };
         int i = i0;
@@ -368,38 +392,48 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     }
     __syncthreads();
 
-    // ---- 3. Horizontal interpolation -> resized planes, 4 pixels (one word) per thread and channel.
-    if (tid < kRowsPerPass * kWords) {
-      // This thread's four resized columns (word u of each row): the staged offsets of both sources
-      // (3 values per pixel; low and high half) and the right source's weight.
-      const int u = tid % kWords;
-      unsigned col_offsets[4], col_right[4];
+    // ---- 3. Horizontal interpolation -> resized planes, 4 pixels (one word u) of one staged row per thread
+    // and channel. A warp takes one word of 32 consecutive rows, lane = row: the column table reads are
+    // broadcasts, and the odd word strides of the staged and resized rows put the lanes in distinct banks.
+    // Rows past the last whole 32 (the tail) are spread over the warps, several words per warp.
+    {
+      const auto interpolate = [&](int u, int i) {
+        const unsigned char* const row = reinterpret_cast<const unsigned char*>(staged + i * p.staged_row_words);
+        unsigned sum[3][4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const uint2 t = col_table[4 * u + e];
-        col_offsets[e] = 3u * ((t.x & 0xFFFFu) - span0) | (3u * ((t.x >> 16) - span0)) << 16;
-        col_right[e] = t.y;
-      }
-      for (int i = tid / kWords; i < rows; i += kRowsPerPass) {
-        const std::uint16_t* const v = reinterpret_cast<const std::uint16_t*>(staged + i * p.staged_row_bytes);
+        for (int e = 0; e < 4; ++e) {
+          const uint2 t = col_table[4 * u + e];
+          const std::uint16_t* const left = reinterpret_cast<const std::uint16_t*>(row + (t.x & 0xFFFFu));
+          const std::uint16_t* const right = reinterpret_cast<const std::uint16_t*>(row + (t.x >> 16));
+#pragma unroll
+          for (int c = 0; c < 3; ++c) {
+            // value * 2^24 + 2^23 (round half up) fits 32 bits: 65280 * 65536 + 2^23 < 2^32.
+            sum[c][e] = left[c] * (kUnitWeight - t.y) + right[c] * t.y + (1u << 23);
+          }
+        }
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-          unsigned sum[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const unsigned left = v[(col_offsets[e] & 0xFFFFu) + c];
-            const unsigned right = v[(col_offsets[e] >> 16) + c];
-            // value * 2^24 + 2^23 (round half up) fits 32 bits: 65280 * 65536 + 2^23 < 2^32.
-            sum[e] = left * (kUnitWeight - col_right[e]) + right * col_right[e] + (1u << 23);
-          }
-          resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[0], sum[1], sum[2], sum[3]);
+          resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
+        }
+      };
+      const int whole = rows / kRowsPerWarp * kWords;  // warp items over whole blocks of 32 rows
+      const int tail_rows = rows % kRowsPerWarp;
+      const int items = whole + (tail_rows * kWords + 31) / 32;
+      for (int item = warp; item < items; item += kWarps) {
+        if (item < whole) {
+          interpolate(item % kWords, item / kWords * kRowsPerWarp + lane);
+        } else {
+          const int t = (item - whole) * 32 + lane;
+          const int u = t / tail_rows;
+          if (u < kWords) interpolate(u, rows - tail_rows + t - u * tail_rows);
         }
       }
     }
     __syncthreads();
   }
 
-  // ---- 4. Row pass: consecutive lanes on consecutive resized rows (odd stride: distinct banks).
+  // ---- 4. Row pass: consecutive lanes on consecutive resized rows (plane-major: channel * kRows + tile row)
+  // of one quad, so that the odd stride puts them in distinct banks.
   {
     // Output j of a quad reads bytes j .. j + 2R of the words from 4q on, in pairs that start on even bytes:
     // (j + 2m, j + 2m + 1) weighed by T[2m], T[2m+1] for even j; (j - 1 + 2m, j + 2m) by T[2m-1], T[2m] for odd
@@ -428,17 +462,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
       }
       *reinterpret_cast<uint4*>(dst) = make_uint4(acc[0], acc[1], acc[2], acc[3]);
     };
-    // Each thread keeps one quad q and walks the rows (plane-major: channel * kRows + tile row) from
-    // tid / kQuads in steps of kThreads / kQuads; half a warp reads one row's consecutive words.
-    constexpr int kStep = kThreads / kQuads;
-    const int q = tid % kQuads;
-    const unsigned* src = resized + tid / kQuads * kStride + q;
-    float* dst = rows_out + tid / kQuads * kRowsStride + 4 * q;
+    constexpr int kPlaneRows = 3 * kRows;
+    int q = tid / kPlaneRows, row = tid % kPlaneRows;
 #pragma unroll 3
-    for (int row = tid / kQuads; row < 3 * kRows; row += kStep) {
-      row_pass(src, dst);
-      src += kStep * kStride;
-      dst += kStep * kRowsStride;
+    while (q < kQuads) {
+      row_pass(resized + row * kStride + q, rows_out + row * kRowsStride + 4 * q);
+      q += kThreads / kPlaneRows;
+      row += kThreads % kPlaneRows;
+      if (row >= kPlaneRows) {
+        row -= kPlaneRows;
+        ++q;
+      }
     }
   }
   __syncthreads();
@@ -513,7 +547,7 @@ struct Plan {
   dim3 grid;
   std::size_t shared_bytes = 0;
   int chunks = 0;
-  int staged_row_bytes = 0;
+  int staged_row_words = 0;
   int chunk_rows = 0;
 };
 
@@ -521,7 +555,7 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("resize_filter: " + what);
 }
 
-// The launch for these sizes, or (plan.chunks == 0) why there is none.
+// The launch for these sizes, or (refusal not empty) why there is none.
 struct Planned {
   Plan plan;
   std::string refusal;
@@ -546,19 +580,20 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
   const int span =
       std::min(in.width, static_cast<int>(std::ceil((tile_cols(radius) - 1) * static_cast<double>(scale_x))) + 18);
   Plan plan;
-  plan.chunks = (3 * span + kChunkBytes - 1) / kChunkBytes;
-  plan.staged_row_bytes = 2 * kChunkBytes * plan.chunks;
+  plan.chunks = (3 * span + kChunkBytes - 1) / kChunkBytes | 1;
+  plan.staged_row_words = kSlotWords * plan.chunks;
+  const int staged_row_bytes = 4 * plan.staged_row_words;
   const int budget = max_of(kStagingBudget, rows_pass_bytes(radius));
-  if (plan.staged_row_bytes > budget) {
+  if (staged_row_bytes > budget) {
     return refuse("horizontal downscale " + std::to_string(in.width) + " -> " + std::to_string(out.width) +
                   " is too wide: a tile would read " + std::to_string(span) + " source pixels per row, at most " +
-                  std::to_string(budget / (2 * kChunkBytes) * kChunkBytes / 3) + " fit in shared memory");
+                  std::to_string(budget / (4 * kSlotWords) * kChunkBytes / 3) + " fit in shared memory");
   }
   // As few passes as fit, of equal size (no pass of a single row).
-  const int fit = budget / plan.staged_row_bytes;
+  const int fit = budget / staged_row_bytes;
   const int passes = (tile_rows(radius) + fit - 1) / fit;
   plan.chunk_rows = (tile_rows(radius) + passes - 1) / passes;
-  const int region_b = max_of(rows_pass_bytes(radius), plan.chunk_rows * plan.staged_row_bytes);
+  const int region_b = max_of(rows_pass_bytes(radius), plan.chunk_rows * staged_row_bytes);
   plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
   plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),
                    static_cast<unsigned>((out.height + kTileH - 1) / kTileH), static_cast<unsigned>(frames));
@@ -676,7 +711,7 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
   p.slot = taps.slot();
   p.chunks = plan.chunks;
   p.chunks_magic = plan.chunks > 1 ? static_cast<unsigned>(((1ull << 32) + plan.chunks - 1) / plan.chunks) : 0u;
-  p.staged_row_bytes = plan.staged_row_bytes;
+  p.staged_row_words = plan.staged_row_words;
   p.chunk_rows = plan.chunk_rows;
   p.vec_in = frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
   p.vec_out = frame_rows_aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
