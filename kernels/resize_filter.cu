@@ -15,10 +15,15 @@
 //   half up exactly as OpenCV does, by taking the top byte of a 2^23-biased sum. The row pass of the filter is
 //   integer as well (dp2a with 16-bit taps on pairs of packed resized bytes); only the column pass runs in
 //   float, reading the row sums as 2^23-biased floats without a conversion.
-// - Shared memory on chip, as planes: the resized tile is three 8-bit planes (SoA) with an odd word stride,
-//   the row-filtered tile three float planes whose stride is 4 (mod 32) words, so the lanes of each pass hit
-//   distinct banks. The row pass reads four resized pixels per 32-bit word; the column pass reads float4s
-//   and keeps 8 outputs per thread in registers, loading K + 7 rows for 8 outputs instead of 8K.
+// - Shared memory without bank conflicts (a batched launch is bound by the L1/shared-memory unit): the
+//   vertically interpolated rows are runs of 9-word slots, one per 16-byte chunk (its 16 values and a copy
+//   of the next chunk's first two), so the lanes of step 2, on consecutive chunks, store to 32 distinct
+//   banks, and every pixel's three values are contiguous. Their row stride is odd, and so is the stride of
+//   the resized tile's three 8-bit planes (SoA): steps 3 and 4 put consecutive lanes on consecutive rows,
+//   where each column's offsets are the same for the whole warp (table reads are broadcasts). The
+//   row-filtered tile is three float planes whose stride is 4 (mod 32) words. The row pass reads four
+//   resized pixels per 32-bit word; the column pass reads float4s and keeps 8 outputs per thread in
+//   registers, loading K + 7 rows for 8 outputs instead of 8K.
 // - Taps: in this file's __constant__ banks, one slot per ResizeFilterTaps (float taps, the row pass's integer
 //   tap pairs, the column pass's start), uploaded once; a warp reads one tap at a time, which the constant
 //   cache broadcasts. The radius is a template parameter, so every tap loop
@@ -34,7 +39,7 @@
 //      applied) its two source rows and their weights; the same for each resized column; the span of
 //      source columns the tile reads.
 //   2. vertical interpolation: the source rows' bytes over the columns the tile reads, interpolated into
-//      16-bit fixed point (8 fraction bits), still interleaved, in shared memory.
+//      16-bit fixed point (8 fraction bits), still interleaved, in shared memory (9-word slots, above).
 //   3. horizontal interpolation: the resized tile, rounded to 8 bits, as three planes.
 //      (Steps 2-3 repeat over groups of rows when a very wide downscale makes the staged rows large.)
 //   4. row pass: the K taps along each resized row (integer, R + 1 dp2a per output) -> planes of 2^23-biased
