@@ -560,7 +560,7 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("resize_filter: " + what);
 }
 
-// The launch for these sizes, or (refusal not empty) why there is none.
+// The launch for these sizes, or (plan.chunks == 0) why there is none.
 struct Planned {
   Plan plan;
   std::string refusal;
