@@ -88,11 +88,11 @@ constexpr int kTileH = 32;                                  // output rows per b
 constexpr int kColRows = 8;                                 // output rows per thread in the column pass
 constexpr int kQuads = kTileW / 4;                          // 4-pixel groups across a tile row
 constexpr int kThreads = kQuads * 3 * (kTileH / kColRows);  // 192: one column-pass item per thread
-constexpr int kWarps = kThreads / 32;
+constexpr int kWarpSize = 32;
+constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kTableThreads = 64;                           // step 1: warps 0-1 build the row table, the
                                                             // warps after them the column table
 constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
-constexpr int kRowsPerWarp = 32;  // step 3: a warp's lanes on consecutive staged rows
 constexpr int kSlotWords = 9;  // a chunk's 16 staged values of 16 bits, then a copy of the next chunk's first 2
 constexpr int kChunkPixels = 16;                            // the span starts on 16 pixels = 3 chunks
 constexpr int kOutRowBytes = 3 * kTileW;                    // 192: one interleaved output tile row
@@ -121,7 +121,7 @@ constexpr int out_tile_bytes() { return kTileH * kOutRowBytes; }
 constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes())); }
 constexpr int rows_pass_bytes(int r) { return 3 * tile_rows(r) * kRowsStride * 4; }
 
-static_assert(kThreads % 32 == 0 && kTileH % kColRows == 0 && kTileW % kChunkPixels == 0);
+static_assert(kThreads % kWarpSize == 0 && kTileH % kColRows == 0 && kTileW % kChunkPixels == 0);
 static_assert(tile_rows(kMaxRadius) <= kTableThreads && kTableThreads + 4 * resized_words(kMaxRadius) <= kThreads);
 static_assert(3 * kChunkPixels % kChunkBytes == 0);
 
@@ -291,8 +291,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   const int chunks = span->y;
   const std::uint8_t* const in_span = in_frame + 3 * span0;
   const int bytes_left = 3 * (p.in_w - span0);  // bytes of a source row from span0 on
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
 
   for (int first = 0; first < kRows; first += p.chunk_rows) {
     const int rows = min(p.chunk_rows, kRows - first);
@@ -421,14 +421,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
           resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
         }
       };
-      const int whole = rows / kRowsPerWarp * kWords;  // warp items over whole blocks of 32 rows
-      const int tail_rows = rows % kRowsPerWarp;
-      const int items = whole + (tail_rows * kWords + 31) / 32;
+      const int whole = rows / kWarpSize * kWords;  // warp items over whole blocks of 32 rows
+      const int tail_rows = rows % kWarpSize;
+      const int items = whole + (tail_rows * kWords + kWarpSize - 1) / kWarpSize;
       for (int item = warp; item < items; item += kWarps) {
         if (item < whole) {
-          interpolate(item % kWords, item / kWords * kRowsPerWarp + lane);
+          interpolate(item % kWords, item / kWords * kWarpSize + lane);
         } else {
-          const int t = (item - whole) * 32 + lane;
+          const int t = (item - whole) * kWarpSize + lane;
           const int u = t / tail_rows;
           if (u < kWords) interpolate(u, rows - tail_rows + t - u * tail_rows);
         }
