@@ -94,7 +94,6 @@ constexpr int kTableThreads = 64;                           // step 1: warps 0-1
                                                             // warps after them the column table
 constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
 constexpr int kSlotWords = 9;  // a chunk's 16 staged values of 16 bits, then a copy of the next chunk's first 2
-constexpr int kChunkPixels = 16;                            // the span starts on 16 pixels = 3 chunks
 constexpr int kOutRowBytes = 3 * kTileW;                    // 192: one interleaved output tile row
 constexpr int kOutPieces = kOutRowBytes / 16;               // 16-byte stores per output tile row
 constexpr int kRowsStride = kTileW + 4;                     // floats; 4 (mod 32) words: no bank conflicts
@@ -110,7 +109,6 @@ constexpr int max_of(int a, int b) { return a > b ? a : b; }
 // Per filter radius r: the resized tile is (64 + 2r) x (32 + 2r); the row pass reads 4 + 2r resized bytes
 // (whole words) per 4 outputs.
 constexpr int tile_rows(int r) { return kTileH + 2 * r; }
-constexpr int tile_cols(int r) { return kTileW + 2 * r; }
 constexpr int row_pass_words(int r) { return 1 + (r + 1) / 2; }
 constexpr int resized_words(int r) { return kQuads + row_pass_words(r) - 1; }  // words per resized row
 constexpr int resized_stride(int r) { return resized_words(r) | 1; }           // odd: no bank conflicts
@@ -121,9 +119,8 @@ constexpr int out_tile_bytes() { return kTileH * kOutRowBytes; }
 constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes())); }
 constexpr int rows_pass_bytes(int r) { return 3 * tile_rows(r) * kRowsStride * 4; }
 
-static_assert(kThreads % kWarpSize == 0 && kTileH % kColRows == 0 && kTileW % kChunkPixels == 0);
+static_assert(kThreads % kWarpSize == 0 && kTileH % kColRows == 0);
 static_assert(tile_rows(kMaxRadius) <= kTableThreads && kTableThreads + 4 * resized_words(kMaxRadius) <= kThreads);
-static_assert(3 * kChunkPixels % kChunkBytes == 0);
 
 struct Params {
   const std::uint8_t* in;
@@ -134,9 +131,9 @@ struct Params {
   float scale_x, scale_y;  // source pixels per output pixel
   BorderMode border;
   int slot;
-  int chunks;              // staging items per staged row: enough for the widest span any tile reads; odd
+  int chunks;              // staging items per staged row: as many as the widest span any tile reads
   unsigned chunks_magic;   // ceil(2^32 / chunks): item / chunks as one multiply-high (chunks > 1)
-  int staged_row_words;    // 9 per chunk: odd, so that lanes on consecutive rows hit distinct banks
+  int staged_row_words;    // 9 per chunk, made odd, so that lanes on consecutive rows hit distinct banks
   int chunk_rows;          // staged rows per pass of steps 2-3
   bool vec_in, vec_out;    // 16-byte loads / stores are aligned
 };
@@ -165,7 +162,7 @@ __device__ __forceinline__ LinearTaps linear_taps(int d, float scale, int len) {
   return {i0, min(i0 + 1, len - 1), w};
 }
 
-// Byte offset of staged value v (counted from span0's first value) in a staged row of 9-word slots.
+// Byte offset of staged value v (counted from the span's first byte) in a staged row of 9-word slots.
 __device__ __forceinline__ unsigned staged_offset(int v) {
   return 4u * kSlotWords * static_cast<unsigned>(v / 16) + 2u * static_cast<unsigned>(v % 16);
 }
@@ -234,7 +231,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   extern __shared__ __align__(16) unsigned char smem[];
   uint2* const row_table = reinterpret_cast<uint2*>(smem);                  // source rows a | b << 16; weights
   uint2* const col_table = reinterpret_cast<uint2*>(row_table + kRows);     // source offsets; right weight
-  int2* const span = reinterpret_cast<int2*>(col_table + 4 * kWords);       // first source column, chunks
+  int2* const span = reinterpret_cast<int2*>(col_table + 4 * kWords);       // first staged byte, chunks
   unsigned* const resized = reinterpret_cast<unsigned*>(smem + head_bytes(R));
   std::uint8_t* const out_tile = smem + head_bytes(R);
   unsigned* const staged = reinterpret_cast<unsigned*>(smem + head_bytes(R) + region_a_bytes(R));
@@ -249,12 +246,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 
   // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
   // output reads, with the border applied only where the halo leaves the frame (a block-uniform test).
-  // The sources of every resized column lie in [span0, span1] (the map is monotonic); span0 is rounded down to
-  // 16 pixels (48 bytes) so that the 16-byte loads stay aligned.
+  // The sources of every resized column lie in source columns [span0, span1] (the map is monotonic). The
+  // staged bytes start at span0's first byte rounded down to 16, so that the 16-byte loads stay aligned.
   const auto span_of = [&]() {
-    const int span0 = linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkPixels * kChunkPixels;
-    const int span1 = linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1;
-    return make_int2(span0, (3 * (span1 - span0 + 1) + kChunkBytes - 1) / kChunkBytes);
+    const int first_byte = 3 * linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkBytes * kChunkBytes;
+    const int end_byte = 3 * (linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1 + 1);
+    return make_int2(first_byte, (end_byte - first_byte + kChunkBytes - 1) / kChunkBytes);
   };
   if (tid < kTableThreads) {
     if (tid < kRows) {
@@ -275,22 +272,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     }
     if (tid == 0) *span = span_of();
   } else if (tid < kTableThreads + 4 * kWords) {
-    // Column j: the byte offsets of its two sources in a staged row (3 values per pixel from span0 on) and the
-    // right one's weight.
+    // Column j: the byte offsets of its two sources in a staged row (3 values per pixel, from the span's first
+    // byte on) and the right one's weight.
     const int j = tid - kTableThreads;
-    const int span0 = span_of().x;
+    const int first_byte = span_of().x;
     int rx = min(x0 - R + j, x_last + R);
     if (x0 - R < 0 || x0 + kTileW + R > p.out_w) rx = border_index(rx, p.out_w, p.border);
     const LinearTaps t = linear_taps(rx, p.scale_x, p.in_w);
-    col_table[j] = make_uint2(staged_offset(3 * (t.i0 - span0)) | staged_offset(3 * (t.i1 - span0)) << 16,
+    col_table[j] = make_uint2(staged_offset(3 * t.i0 - first_byte) | staged_offset(3 * t.i1 - first_byte) << 16,
                               __float2uint_rn(t.w * 65536.f));
   }
   __syncthreads();
 
-  const int span0 = span->x;
+  const int first_byte = span->x;
   const int chunks = span->y;
-  const std::uint8_t* const in_span = in_frame + 3 * span0;
-  const int bytes_left = 3 * (p.in_w - span0);  // bytes of a source row from span0 on
+  const std::uint8_t* const in_span = in_frame + first_byte;
+  const int bytes_left = 3 * p.in_w - first_byte;  // bytes of a source row from the span on
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int warp = static_cast<int>(threadIdx.x / kWarpSize);
 
@@ -578,15 +575,27 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
     return refuse("odd filter size from 1 to " + std::to_string(kResizeFilterMaxTaps));
   }
 
-  // Widest source span of any tile: its resized columns cover at most tile_cols - 1 steps of scale_x; +1 for
-  // the float rounding of source positions, +1 for the right neighbour, +15 for the 16-pixel alignment, +1 to
-  // count pixels rather than steps.
+  // The widest source span of any tile, computed as the kernel's step 1 computes it (the same float operations,
+  // so the same pixels): sizing the staged rows to the widest tile rather than to a bound buys a block per SM
+  // at 1080p -> 720p and at 4K -> 1080p.
   const float scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
-  const int span =
-      std::min(in.width, static_cast<int>(std::ceil((tile_cols(radius) - 1) * static_cast<double>(scale_x))) + 18);
+  const auto source_column = [&](int d) {  // linear_taps(d, scale_x, in.width).i0
+    const int i0 = static_cast<int>(std::floor(std::fma(static_cast<float>(d) + 0.5f, scale_x, -0.5f)));
+    return std::clamp(i0, 0, in.width - 1);
+  };
+  const int tiles_x = (out.width + kTileW - 1) / kTileW;
+  int span_bytes = 0;
+  for (int t = 0; t < tiles_x; ++t) {
+    const int x0 = t * kTileW;
+    const int x_last = std::min(x0 + kTileW, out.width) - 1;
+    const int first_byte = 3 * source_column(std::max(x0 - radius, 0)) / kChunkBytes * kChunkBytes;
+    const int end_byte = 3 * (std::min(source_column(std::min(x_last + radius, out.width - 1)) + 1, in.width - 1) + 1);
+    span_bytes = std::max(span_bytes, end_byte - first_byte);
+  }
+  const int span = span_bytes / 3;  // whole pixels, for the refusal below
   Plan plan;
-  plan.chunks = (3 * span + kChunkBytes - 1) / kChunkBytes | 1;
-  plan.staged_row_words = kSlotWords * plan.chunks;
+  plan.chunks = (span_bytes + kChunkBytes - 1) / kChunkBytes;
+  plan.staged_row_words = kSlotWords * plan.chunks | 1;
   const int staged_row_bytes = 4 * plan.staged_row_words;
   const int budget = max_of(kStagingBudget, rows_pass_bytes(radius));
   if (staged_row_bytes > budget) {
