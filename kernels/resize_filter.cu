@@ -6,8 +6,8 @@
 //   shared memory and only the input and output touch DRAM: 6.2 + 2.8 = 9.0 MB, one launch instead of two
 //   (or five, with the deinterleave and interleave passes of a planar path).
 // - Loads and stores: the input is read in 16-byte loads, consecutive lanes on consecutive 16 bytes of a row,
-//   so each warp load is a fully used 512-byte run; the output tile is assembled in shared memory and
-//   written as 16-byte stores, 12 lanes per 192-byte tile row.
+//   so each warp load is a fully used 512-byte run; the output tile is assembled in shared memory as three
+//   8-bit planes (one 32-bit store per 4 outputs) and interleaved on the way out into 16-byte stores.
 // - Arithmetic: a downscale by 1.5 touches 2.25 input bytes per output byte, so the per-input-byte work sets
 //   the pace. The vertical interpolation, which every staged byte goes through, is integer: one dp2a
 //   instruction weighs a byte of each source row with 16-bit weights (no int->float conversions, whose
@@ -15,7 +15,7 @@
 //   half up exactly as OpenCV does, by taking the top byte of a 2^23-biased sum. The row pass of the filter is
 //   integer as well (dp2a with 16-bit taps on pairs of packed resized bytes); only the column pass runs in
 //   float, reading the row sums as 2^23-biased floats without a conversion.
-// - Shared memory without bank conflicts (a batched launch is bound by the L1/shared-memory unit): the
+// - Shared memory without bank conflicts (the L1/shared-memory unit is the busiest in a batched launch): the
 //   vertically interpolated rows are runs of 9-word slots, one per 16-byte chunk (its 16 values and a copy
 //   of the next chunk's first two), so the lanes of step 2, on consecutive chunks, store to 32 distinct
 //   banks, and every pixel's three values are contiguous. Their row stride is odd, and so is the stride of
@@ -23,7 +23,8 @@
 //   where each column's offsets are the same for the whole warp (table reads are broadcasts). The
 //   row-filtered tile is three float planes whose stride is 4 (mod 32) words. The row pass reads four
 //   resized pixels per 32-bit word; the column pass reads float4s and keeps 8 outputs per thread in
-//   registers, loading K + 7 rows for 8 outputs instead of 8K.
+//   registers, loading K + 7 rows for 8 outputs instead of 8K, and stores them as words of the output
+//   planes, whose padding puts both halves of a warp in distinct banks.
 // - Taps: in this file's __constant__ banks, one slot per ResizeFilterTaps (float taps, the row pass's integer
 //   tap pairs, the column pass's start), uploaded once; a warp reads one tap at a time, which the constant
 //   cache broadcasts. The radius is a template parameter, so every tap loop
@@ -44,8 +45,8 @@
 //      (Steps 2-3 repeat over groups of rows when a very wide downscale makes the staged rows large.)
 //   4. row pass: the K taps along each resized row (integer, R + 1 dp2a per output) -> planes of 2^23-biased
 //      floats (halo rows included).
-//   5. column pass: the K taps down each column, rounded half up -> the interleaved output tile.
-//   6. copy-out: 16-byte stores of the output tile's rows that lie inside the frame.
+//   5. column pass: the K taps down each column, rounded half up -> the output tile, three 8-bit planes.
+//   6. copy-out: the output tile's rows that lie inside the frame, interleaved, in 16-byte stores.
 #include "resize_filter.cuh"
 
 #include "cuda_check.hpp"
@@ -58,6 +59,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace imgpipe::cuda {
@@ -94,13 +96,18 @@ constexpr int kTableThreads = 64;                           // step 1: warps 0-1
                                                             // warps after them the column table
 constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
 constexpr int kSlotWords = 9;  // a chunk's 16 staged values of 16 bits, then a copy of the next chunk's first 2
-constexpr int kOutRowBytes = 3 * kTileW;                    // 192: one interleaved output tile row
-constexpr int kOutPieces = kOutRowBytes / 16;               // 16-byte stores per output tile row
+// The output tile: three 8-bit planes, each in blocks of kColRows rows (one column-pass item), padded so that
+// the two halves of every step-5 warp store to distinct banks (see step 5).
+constexpr int kOutRowWords = kTileW / 4;
+constexpr int kOutBlockWords = kColRows * kOutRowWords + 16;                  // 16 (mod 32)
+constexpr int kOutPlaneWords = kTileH / kColRows * kOutBlockWords + 16;       // 16 (mod 32)
+constexpr int kOutGroups = kTileW / 16;  // step 6: 16 pixels (three 16-byte stores) per item
 constexpr int kRowsStride = kTileW + 4;                     // floats; 4 (mod 32) words: no bank conflicts
 constexpr int kStagingBudget = 40 * 1024;                   // staged-row bytes per pass, at least
 constexpr unsigned kUnitWeight = 1u << 16;                  // bilinear weights: fixed point, 1/65536
 constexpr unsigned kSameRowWeights = 0x80008000u;           // 1/2 + 1/2 of one source row (a dp2a pair)
 constexpr int kMaxDimension = 65535;
+constexpr int kRowsInFlight = 2;   // step 2: source row pairs loaded before any is interpolated (3 or 4: slower)
 constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which every radius fits
 
 constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
@@ -115,11 +122,12 @@ constexpr int resized_stride(int r) { return resized_words(r) | 1; }           /
 // Shared memory: [row table | column table | span] [resized planes | output tile] [staged rows | row pass].
 constexpr int head_bytes(int r) { return align16(tile_rows(r) * 8 + 4 * resized_words(r) * 8 + 16); }
 constexpr int resized_bytes(int r) { return 3 * tile_rows(r) * resized_stride(r) * 4; }
-constexpr int out_tile_bytes() { return kTileH * kOutRowBytes; }
+constexpr int out_tile_bytes() { return 3 * kOutPlaneWords * 4; }
 constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes())); }
 constexpr int rows_pass_bytes(int r) { return 3 * tile_rows(r) * kRowsStride * 4; }
 
-static_assert(kThreads % kWarpSize == 0 && kTileH % kColRows == 0);
+static_assert(kThreads % kWarpSize == 0 && kTileH % kColRows == 0 && kTileW % 16 == 0);
+static_assert(kQuads == kWarpSize / 2 && kOutBlockWords % 32 == 16 && kOutPlaneWords % 32 == 16);
 static_assert(tile_rows(kMaxRadius) <= kTableThreads && kTableThreads + 4 * resized_words(kMaxRadius) <= kThreads);
 
 struct Params {
@@ -131,9 +139,9 @@ struct Params {
   float scale_x, scale_y;  // source pixels per output pixel
   BorderMode border;
   int slot;
-  int chunks;              // staging items per staged row: as many as the widest span any tile reads
+  int chunks;              // staging items per staged row: enough for the widest span any tile reads; odd
   unsigned chunks_magic;   // ceil(2^32 / chunks): item / chunks as one multiply-high (chunks > 1)
-  int staged_row_words;    // 9 per chunk, made odd, so that lanes on consecutive rows hit distinct banks
+  int staged_row_words;    // 9 per chunk: odd, so that lanes on consecutive rows hit distinct banks
   int chunk_rows;          // staged rows per pass of steps 2-3
   bool vec_in, vec_out;    // 16-byte loads / stores are aligned
 };
@@ -196,10 +204,23 @@ __device__ __forceinline__ unsigned pack_top_bytes(unsigned s0, unsigned s1, uns
   return __byte_perm(__byte_perm(s0, s1, 0x0073), __byte_perm(s2, s3, 0x0073), 0x5410);
 }
 
-// floor(v) for v in [0, 256), as the low byte: adding 2^23 while rounding toward zero drops the fraction.
-// With 0.5 already added to v, that is round half up.
-__device__ __forceinline__ std::uint8_t floor_to_byte(float v) {
-  return static_cast<std::uint8_t>(__float_as_uint(__fadd_rz(v, 8388608.f)));
+// floor(v) for v in [0, 256) in the low byte (the other bytes are not zero): adding 2^23 while rounding toward
+// zero drops the fraction. With 0.5 already added to v, that is round half up.
+__device__ __forceinline__ unsigned floor_to_byte(float v) { return __float_as_uint(__fadd_rz(v, 8388608.f)); }
+
+// The low bytes of four words, packed in order.
+__device__ __forceinline__ unsigned pack_low_bytes(unsigned b0, unsigned b1, unsigned b2, unsigned b3) {
+  return __byte_perm(__byte_perm(b0, b1, 0x0040), __byte_perm(b2, b3, 0x0040), 0x5410);
+}
+
+// Four pixels given as one word of each plane -> the same pixels as 12 interleaved bytes.
+__device__ __forceinline__ uint3 interleave_rgb(unsigned r, unsigned g, unsigned b) {
+  const unsigned r0g0r1g1 = __byte_perm(r, g, 0x5140);
+  const unsigned g1b1g2 = __byte_perm(g, b, 0x0251);
+  const unsigned b2r3b3 = __byte_perm(b, r, 0x0372);
+  return make_uint3(__byte_perm(r0g0r1g1, b, 0x2410),  // r0 g0 b0 r1
+                    __byte_perm(g1b1g2, r, 0x2610),    // g1 b1 r2 g2
+                    __byte_perm(b2r3b3, g, 0x2710));   // b2 r3 g3 b3
 }
 
 // Up to 16 bytes of a row that ends (or is misaligned) inside this chunk; missing bytes read as 0.
@@ -233,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   uint2* const col_table = reinterpret_cast<uint2*>(row_table + kRows);     // source offsets; right weight
   int2* const span = reinterpret_cast<int2*>(col_table + 4 * kWords);       // first staged byte, chunks
   unsigned* const resized = reinterpret_cast<unsigned*>(smem + head_bytes(R));
-  std::uint8_t* const out_tile = smem + head_bytes(R);
+  unsigned* const out_planes = reinterpret_cast<unsigned*>(smem + head_bytes(R));
   unsigned* const staged = reinterpret_cast<unsigned*>(smem + head_bytes(R) + region_a_bytes(R));
   float* const rows_out = reinterpret_cast<float*>(staged);
 
@@ -348,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     if (p.chunks <= kThreads) {
       // Each thread keeps one chunk k of rows i0, i0 + step, ...: the chunk's address, whether it takes the
       // 16-byte path and where it goes are worked out once; per row, one table read and two multiply-adds.
-      // Two rows are loaded before either is interpolated.
+      // kRowsInFlight rows are loaded before any is interpolated.
       const int step = kThreads / p.chunks;
       const int i0 = tid / p.chunks;
       const int k = tid - i0 * p.chunks;
@@ -374,14 +395,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
           s.first = k == 0;
           return s;
         };
-        int i = i0;
-        for (; i + step < rows; i += 2 * step) {
-          const Staging s0 = row_load(i);
-          const Staging s1 = row_load(i + step);
-          store(s0);
-          store(s1);
+        for (int i = i0; i < rows; i += kRowsInFlight * step) {
+          Staging s[kRowsInFlight];
+#pragma unroll
+          for (int n = 0; n < kRowsInFlight; ++n) {
+            if (n == 0 || i + n * step < rows) s[n] = row_load(i + n * step);
+          }
+#pragma unroll
+          for (int n = 0; n < kRowsInFlight; ++n) {
+            if (n == 0 || i + n * step < rows) store(s[n]);
+          }
         }
-        if (i < rows) store(row_load(i));
       }
     } else {
       // Rows wider than one chunk per thread (wide downscales): items over all threads, two loaded at a time.
@@ -397,7 +421,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     // ---- 3. Horizontal interpolation -> resized planes, 4 pixels (one word u) of one staged row per thread
     // and channel. A warp takes one word of 32 consecutive rows, lane = row: the column table reads are
     // broadcasts, and the odd word strides of the staged and resized rows put the lanes in distinct banks.
-    // Rows past the last whole 32 (the tail) are spread over the warps, several words per warp.
+    // Rows past the last whole 32 (the tail) are spread over the warps, several words per warp. (Running the
+    // items down the rows of word 0, then word 1, ..., without a tail, was slower: every warp that straddles
+    // two words then has 2-way bank conflicts.)
     {
       const auto interpolate = [&](int u, int i) {
         const unsigned char* const row = reinterpret_cast<const unsigned char*>(staged + i * p.staged_row_words);
@@ -418,17 +444,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
           resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
         }
       };
-      const int whole = rows / kWarpSize * kWords;  // warp items over whole blocks of 32 rows
-      const int tail_rows = rows % kWarpSize;
-      const int items = whole + (tail_rows * kWords + kWarpSize - 1) / kWarpSize;
-      for (int item = warp; item < items; item += kWarps) {
-        if (item < whole) {
-          interpolate(item % kWords, item / kWords * kWarpSize + lane);
-        } else {
-          const int t = (item - whole) * kWarpSize + lane;
-          const int u = t / tail_rows;
-          if (u < kWords) interpolate(u, rows - tail_rows + t - u * tail_rows);
+      // pass_rows is a compile-time constant in the usual single pass, which turns the divisions into multiplies.
+      const auto interpolate_pass = [&](auto pass_rows) {
+        const int whole = pass_rows / kWarpSize * kWords;  // warp items over whole blocks of 32 rows
+        const int tail_rows = pass_rows % kWarpSize;
+        const int items = whole + (tail_rows * kWords + kWarpSize - 1) / kWarpSize;
+        for (int item = warp; item < items; item += kWarps) {
+          if (item < whole) {
+            interpolate(item % kWords, item / kWords * kWarpSize + lane);
+          } else {
+            const int t = (item - whole) * kWarpSize + lane;
+            const int u = t / max(tail_rows, 1);
+            if (u < kWords) interpolate(u, pass_rows - tail_rows + t - u * tail_rows);
+          }
         }
+      };
+      if (rows == kRows) {
+        interpolate_pass(std::integral_constant<int, kRows>{});
+      } else {
+        interpolate_pass(rows);
       }
     }
     __syncthreads();
@@ -508,30 +542,40 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         }
       }
     }
-    std::uint8_t* const dst = out_tile + g * kColRows * kOutRowBytes + 12 * q + c;
+    // One word (4 bytes of plane c) per row. A warp's two halves are (c, g) and (c + 1, g), or (2, g) and
+    // (0, g + 1): 16 (mod 32) words apart either way, since planes and blocks of rows are 16 (mod 32) words
+    // long.
+    unsigned* const dst = out_planes + c * kOutPlaneWords + g * kOutBlockWords + q;
 #pragma unroll
     for (int o = 0; o < kColRows; ++o) {
-      dst[o * kOutRowBytes + 0] = floor_to_byte(acc[o].x);
-      dst[o * kOutRowBytes + 3] = floor_to_byte(acc[o].y);
-      dst[o * kOutRowBytes + 6] = floor_to_byte(acc[o].z);
-      dst[o * kOutRowBytes + 9] = floor_to_byte(acc[o].w);
+      dst[o * kOutRowWords] = pack_low_bytes(floor_to_byte(acc[o].x), floor_to_byte(acc[o].y),
+                                             floor_to_byte(acc[o].z), floor_to_byte(acc[o].w));
     }
   }
   __syncthreads();
 
-  // ---- 6. Copy-out: 12 lanes per 192-byte tile row, 16 bytes each.
+  // ---- 6. Copy-out: 16 pixels of one row per item, interleaved from the three planes into three 16-byte stores.
   std::uint8_t* const out = p.out + blockIdx.z * p.out_frame;
   const int row_bytes = 3 * (x_last - x0 + 1);
-  for (int item = tid; item < kTileH * kOutPieces; item += kThreads) {
-    const int y = item / kOutPieces;
-    const int b0 = 16 * (item % kOutPieces);
+  for (int item = tid; item < kTileH * kOutGroups; item += kThreads) {
+    const int y = item / kOutGroups;
+    const int b0 = 48 * (item % kOutGroups);
     if (y0 + y > y_last || b0 >= row_bytes) continue;
+    const int src = y / kColRows * kOutBlockWords + y % kColRows * kOutRowWords + 4 * (item % kOutGroups);
     std::uint8_t* const d = out + static_cast<std::size_t>(y0 + y) * p.out_pitch + 3 * x0 + b0;
-    const std::uint8_t* const s = out_tile + y * kOutRowBytes + b0;
-    if (p.vec_out && b0 + 16 <= row_bytes) {
-      *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(s);
+    if (p.vec_out && b0 + 48 <= row_bytes) {
+      const uint4 r = *reinterpret_cast<const uint4*>(out_planes + src);
+      const uint4 g = *reinterpret_cast<const uint4*>(out_planes + kOutPlaneWords + src);
+      const uint4 b = *reinterpret_cast<const uint4*>(out_planes + 2 * kOutPlaneWords + src);
+      uint4* const d16 = reinterpret_cast<uint4*>(d);
+      const uint3 p0 = interleave_rgb(r.x, g.x, b.x), p1 = interleave_rgb(r.y, g.y, b.y);
+      const uint3 p2 = interleave_rgb(r.z, g.z, b.z), p3 = interleave_rgb(r.w, g.w, b.w);
+      d16[0] = make_uint4(p0.x, p0.y, p0.z, p1.x);
+      d16[1] = make_uint4(p1.y, p1.z, p2.x, p2.y);
+      d16[2] = make_uint4(p2.z, p3.x, p3.y, p3.z);
     } else {
-      for (int b = 0; b < min(16, row_bytes - b0); ++b) d[b] = s[b];
+      const auto* const planes = reinterpret_cast<const std::uint8_t*>(out_planes + src);
+      for (int b = 0; b < min(48, row_bytes - b0); ++b) d[b] = planes[4 * kOutPlaneWords * (b % 3) + b / 3];
     }
   }
 }
@@ -594,8 +638,10 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
   }
   const int span = span_bytes / 3;  // whole pixels, for the refusal below
   Plan plan;
-  plan.chunks = (span_bytes + kChunkBytes - 1) / kChunkBytes;
-  plan.staged_row_words = kSlotWords * plan.chunks | 1;
+  // An odd count makes the staged row stride odd, and step 2's lanes, on consecutive items of rows of 9 * chunks
+  // words, then store 9 words apart even across the end of a row: 32 distinct banks.
+  plan.chunks = (span_bytes + kChunkBytes - 1) / kChunkBytes | 1;
+  plan.staged_row_words = kSlotWords * plan.chunks;
   const int staged_row_bytes = 4 * plan.staged_row_words;
   const int budget = max_of(kStagingBudget, rows_pass_bytes(radius));
   if (staged_row_bytes > budget) {
