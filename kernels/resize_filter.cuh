@@ -67,10 +67,11 @@ bool resize_filter_fits(Extent in, Extent out, int ksize);
 struct ResizeFilterLaunch {
   dim3 grid;
   int threads = 0;
-  std::size_t shared_bytes = 0;  // dynamic shared memory per block
+  std::size_t shared_bytes = 0;  // dynamic shared memory per block, as launched (see blocks_per_sm)
   int chunk_rows = 0;            // vertically interpolated rows staged per pass (all tile rows when it fits)
   int registers = 0;             // per thread, from cudaFuncGetAttributes
-  int blocks_per_sm = 0;         // from cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  int blocks_per_sm = 0;         // from cudaOccupancyMaxActiveBlocksPerMultiprocessor; a grid of a few waves
+                                 // may ask for more shared memory than it uses, to run fewer blocks per SM
 };
 ResizeFilterLaunch resize_filter_launch(Extent in, Extent out, int ksize, int frames);
 

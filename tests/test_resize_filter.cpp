@@ -297,6 +297,18 @@ TEST(ResizeFilter, WideDownscalesStageRowsInPasses) {
   check(Kernel::simt, testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
 }
 
+// One 4K frame is a grid of two waves at most blocks per SM: where fewer blocks per SM take as many waves, it
+// launches with more shared memory than it uses (on the H200, 4 blocks per SM instead of 5), and computes the
+// same images.
+TEST(ResizeFilter, AShortGridOfFewerBlocksPerSmComputesTheSame) {
+  SKIP_WITHOUT_DEVICE();
+  const cuda::ResizeFilterLaunch one = cuda::resize_filter_launch({3840, 2160}, {1920, 1080}, 5, 1);
+  const cuda::ResizeFilterLaunch batch = cuda::resize_filter_launch({3840, 2160}, {1920, 1080}, 5, 16);
+  EXPECT_LE(one.blocks_per_sm, batch.blocks_per_sm);
+  EXPECT_EQ(one.blocks_per_sm < batch.blocks_per_sm, one.shared_bytes > batch.shared_bytes);
+  check(Kernel::simt, testing::synthetic_image({3840, 2160}, 23), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
+}
+
 // One tap is the plain resize.
 TEST_P(ResizeFilterKernel, SingleTapIsThePlainResize) {
   SKIP_WITHOUT_DEVICE();
