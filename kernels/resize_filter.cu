@@ -685,7 +685,7 @@ int device_attribute(cudaDeviceAttr attribute) {
 
 // The dynamic shared memory to launch a plan with. A grid of a few waves ends in a partly filled one; where
 // fewer blocks per SM take as many waves, the SMs share their throughput among fewer blocks and the last wave
-// is fuller (on the H200, one 4K frame, 1,020 blocks: 2 waves either way, 20.8 us at 4 blocks per SM against
+// is fuller (on the H200, one 4K frame, 1,020 blocks: 2 waves either way, 21.0 us at 4 blocks per SM against
 // 23.3 at 5). The blocks then ask for just enough shared memory that one more does not fit; asking for more
 // would take it from the L1 cache for nothing. Grids of one wave, and of many, launch as planned.
 std::size_t launch_shared_bytes(Kernel kernel, const Plan& plan) {
