@@ -63,4 +63,24 @@ inline bool frame_rows_aligned(const void* first, std::size_t pitch, std::size_t
          (frames == 1 || frame_stride % to == 0);
 }
 
+// Fills the frame-batch fields that the batched kernels' parameter blocks share: the first frames, pitches,
+// frame strides, sizes, and whether every row takes 16-byte loads (vec_in) and stores (vec_out). The input
+// pitch is narrowed to the block's own type, whose range the caller has checked.
+template <typename Params>
+void set_frame_batch(Params& p, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                     std::size_t out_frame_stride, int frames) {
+  p.in = first_in.data;
+  p.out = first_out.data;
+  p.in_pitch = static_cast<decltype(p.in_pitch)>(first_in.pitch);
+  p.in_frame = in_frame_stride;
+  p.out_pitch = first_out.pitch;
+  p.out_frame = out_frame_stride;
+  p.in_w = first_in.extent.width;
+  p.in_h = first_in.extent.height;
+  p.out_w = first_out.extent.width;
+  p.out_h = first_out.extent.height;
+  p.vec_in = frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
+  p.vec_out = frame_rows_aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
+}
+
 }  // namespace imgpipe::cuda

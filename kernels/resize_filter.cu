@@ -791,16 +791,7 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
   require(first_in.pitch <= 0xFFFFFFFFu, "input pitch of 4 GiB or more");
 
   Params p{};
-  p.in = first_in.data;
-  p.out = first_out.data;
-  p.in_pitch = static_cast<unsigned>(first_in.pitch);
-  p.in_frame = in_frame_stride;
-  p.out_pitch = first_out.pitch;
-  p.out_frame = out_frame_stride;
-  p.in_w = in.width;
-  p.in_h = in.height;
-  p.out_w = out.width;
-  p.out_h = out.height;
+  set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);
   p.scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
   p.scale_y = static_cast<float>(static_cast<double>(in.height) / out.height);
   p.border = border;
@@ -809,8 +800,6 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
   p.chunks_magic = plan.chunks > 1 ? static_cast<unsigned>(((1ull << 32) + plan.chunks - 1) / plan.chunks) : 0u;
   p.staged_row_words = plan.staged_row_words;
   p.chunk_rows = plan.chunk_rows;
-  p.vec_in = frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
-  p.vec_out = frame_rows_aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
 
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
   allow_shared(kernel, shared_bytes);

@@ -540,18 +540,7 @@ void resize_filter_mma(ConstAosView first_in, std::size_t in_frame_stride, AosVi
   require(problem.empty(), problem);
 
   Params p = params_for(matrices);
-  p.in = first_in.data;
-  p.out = first_out.data;
-  p.in_pitch = first_in.pitch;
-  p.in_frame = in_frame_stride;
-  p.out_pitch = first_out.pitch;
-  p.out_frame = out_frame_stride;
-  p.in_w = in.width;
-  p.in_h = in.height;
-  p.out_w = out.width;
-  p.out_h = out.height;
-  p.vec_in = frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
-  p.vec_out = frame_rows_aligned(first_out.data, first_out.pitch, out_frame_stride, frames, 16);
+  set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);
 
   const ResizeFilterMatrices::Layout& l = matrices.layout();
   const Kernel kernel = kernel_for(l);
