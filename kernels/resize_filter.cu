@@ -34,9 +34,9 @@
 //   run the border arithmetic there (a block-uniform branch). Both filter passes are then branch-free for
 //   every block.
 //
-// One block computes a 64x32 tile of the output (all three channels) with 192 threads, in six steps
-// separated by barriers:
-//   1. source tables: for each of the 32 + 2r resized rows the tile needs (filter halo included, border
+// One block computes a 64-column tile of the output (all three channels; 32 - 2r rows for even filter radius r,
+// 32 for odd) with 192 threads, in six steps separated by barriers:
+//   1. source tables: for each of the tile's rows + 2r resized rows the tile needs (filter halo included, border
 //      applied) its two source rows and their weights; the same for each resized column; the span of
 //      source columns the tile reads.
 //   2. vertical interpolation: the source rows' bytes over the columns the tile reads, interpolated into
@@ -86,21 +86,16 @@ TapSlots<kTapSlots>& tap_slots() {
 // ------------------------------------------------------------------------------------------- geometry
 
 constexpr int kTileW = 64;                                  // output columns per block
-constexpr int kTileH = 32;                                  // output rows per block
-constexpr int kColRows = 8;                                 // output rows per thread in the column pass
+constexpr int kColGroups = 4;                               // column-pass items down a tile column
 constexpr int kQuads = kTileW / 4;                          // 4-pixel groups across a tile row
-constexpr int kThreads = kQuads * 3 * (kTileH / kColRows);  // 192: one column-pass item per thread
+constexpr int kThreads = kQuads * 3 * kColGroups;           // 192: one column-pass item per thread
 constexpr int kWarpSize = 32;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kTableThreads = 64;                           // step 1: warps 0-1 build the row table, the
                                                             // warps after them the column table
 constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
 constexpr int kSlotWords = 9;  // a chunk's 16 staged values of 16 bits, then a copy of the next chunk's first 2
-// The output tile: three 8-bit planes, each in blocks of kColRows rows (one column-pass item), padded so that
-// the two halves of every step-5 warp store to distinct banks (see step 5).
 constexpr int kOutRowWords = kTileW / 4;
-constexpr int kOutBlockWords = kColRows * kOutRowWords + 16;                  // 16 (mod 32)
-constexpr int kOutPlaneWords = kTileH / kColRows * kOutBlockWords + 16;       // 16 (mod 32)
 constexpr int kOutGroups = kTileW / 16;  // step 6: 16 pixels (three 16-byte stores) per item
 constexpr int kRowsStride = kTileW + 4;                     // floats; 4 (mod 32) words: no bank conflicts
 constexpr int kStagingBudget = 40 * 1024;                   // staged-row bytes per pass, at least
@@ -113,21 +108,34 @@ constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which
 constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
 constexpr int max_of(int a, int b) { return a > b ? a : b; }
 
-// Per filter radius r: the resized tile is (64 + 2r) x (32 + 2r); the row pass reads 4 + 2r resized bytes
-// (whole words) per 4 outputs.
-constexpr int tile_rows(int r) { return kTileH + 2 * r; }
+// Per filter radius r: the output tile is 64 x tile_h(r) and the resized tile (64 + 2r) x tile_rows(r). For even
+// r the tile is 32 - 2r rows high, so that the resized tile is 32 rows: step 3's warps, lanes on rows, then
+// have no partial block of rows left over (the tail rows, whose lanes spread over several words, are where
+// step 3's bank conflicts were). The row pass reads 4 + 2r resized bytes (whole words) per 4 outputs.
+constexpr int tile_h(int r) { return r % 2 == 0 ? kWarpSize - 2 * r : kWarpSize; }
+constexpr int col_rows(int r) { return tile_h(r) / kColGroups; }  // output rows per thread in the column pass
+constexpr int tile_rows(int r) { return tile_h(r) + 2 * r; }
+// The output tile: three 8-bit planes, each in blocks of col_rows(r) rows (one column-pass item), padded to
+// 16 (mod 32) words so that the two halves of every step-5 warp store to distinct banks (see step 5).
+constexpr int out_block_words(int r) { return col_rows(r) * kOutRowWords + (col_rows(r) % 2 == 0 ? 16 : 0); }
+constexpr int out_plane_words(int r) { return kColGroups * out_block_words(r) + 16; }
 constexpr int row_pass_words(int r) { return 1 + (r + 1) / 2; }
 constexpr int resized_words(int r) { return kQuads + row_pass_words(r) - 1; }  // words per resized row
 constexpr int resized_stride(int r) { return resized_words(r) | 1; }           // odd: no bank conflicts
 // Shared memory: [row table | column table | span] [resized planes | output tile] [staged rows | row pass].
 constexpr int head_bytes(int r) { return align16(tile_rows(r) * 8 + 4 * resized_words(r) * 8 + 16); }
 constexpr int resized_bytes(int r) { return 3 * tile_rows(r) * resized_stride(r) * 4; }
-constexpr int out_tile_bytes() { return 3 * kOutPlaneWords * 4; }
-constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes())); }
+constexpr int out_tile_bytes(int r) { return 3 * out_plane_words(r) * 4; }
+constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes(r))); }
 constexpr int rows_pass_bytes(int r) { return 3 * tile_rows(r) * kRowsStride * 4; }
 
-static_assert(kThreads % kWarpSize == 0 && kTileH % kColRows == 0 && kTileW % 16 == 0);
-static_assert(kQuads == kWarpSize / 2 && kOutBlockWords % 32 == 16 && kOutPlaneWords % 32 == 16);
+static_assert(kThreads % kWarpSize == 0 && kTileW % 16 == 0 && kQuads == kWarpSize / 2);
+static_assert([] {
+  for (int r = 0; r <= kMaxRadius; ++r) {
+    if (tile_h(r) % kColGroups != 0 || out_block_words(r) % 32 != 16 || out_plane_words(r) % 32 != 16) return false;
+  }
+  return true;
+}());
 static_assert(tile_rows(kMaxRadius) <= kTableThreads && kTableThreads + 4 * resized_words(kMaxRadius) <= kThreads);
 
 struct Params {
@@ -243,6 +251,10 @@ __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int availab
 template <int R>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
   constexpr int K = 2 * R + 1;
+  constexpr int kTileH = tile_h(R);
+  constexpr int kColRows = col_rows(R);
+  constexpr int kOutBlockWords = out_block_words(R);
+  constexpr int kOutPlaneWords = out_plane_words(R);
   constexpr int kRows = tile_rows(R);
   constexpr int kWords = resized_words(R);
   constexpr int kStride = resized_stride(R);
@@ -656,7 +668,8 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
   const int region_b = max_of(rows_pass_bytes(radius), plan.chunk_rows * staged_row_bytes);
   plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
   plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),
-                   static_cast<unsigned>((out.height + kTileH - 1) / kTileH), static_cast<unsigned>(frames));
+                   static_cast<unsigned>((out.height + tile_h(radius) - 1) / tile_h(radius)),
+                   static_cast<unsigned>(frames));
   return {plan, {}};
 }
 
