@@ -19,12 +19,11 @@
 //   vertically interpolated rows are runs of 9-word slots, one per 16-byte chunk (its 16 values and a copy
 //   of the next chunk's first two), so the lanes of step 2, on consecutive chunks, store to 32 distinct
 //   banks, and every pixel's three values are contiguous. Their row stride is odd, and so is the stride of
-//   the resized tile's three 8-bit planes (SoA): steps 3 and 4 put consecutive lanes on consecutive rows,
-//   where each column's offsets are the same for the whole warp (table reads are broadcasts). The
-//   row-filtered tile is three float planes whose stride is 4 (mod 32) words. The row pass reads four
-//   resized pixels per 32-bit word; the column pass reads float4s and keeps 8 outputs per thread in
-//   registers, loading K + 7 rows for 8 outputs instead of 8K, and stores them as words of the output
-//   planes, whose padding puts both halves of a warp in distinct banks.
+//   the resized tile's three 8-bit planes (SoA): step 3 puts consecutive lanes on consecutive rows, where
+//   each column's offsets are the same for the whole warp (table reads are broadcasts). The row pass reads
+//   four resized pixels per 32-bit word; for K <= 9 its sums stay in registers, where the column pass keeps
+//   7 or 8 outputs per thread, taking K + 6 or K + 7 rows for them instead of 8K; the outputs go to the
+//   output planes as words, whose padding puts both halves of a warp in distinct banks.
 // - Taps: in this file's __constant__ banks, one slot per ResizeFilterTaps (float taps, the row pass's integer
 //   tap pairs, the column pass's start), uploaded once; a warp reads one tap at a time, which the constant
 //   cache broadcasts. The radius is a template parameter, so every tap loop
@@ -34,8 +33,8 @@
 //   run the border arithmetic there (a block-uniform branch). Both filter passes are then branch-free for
 //   every block.
 //
-// One block computes a 64-column tile of the output (all three channels; 32 - 2r rows for even filter radius r,
-// 32 for odd) with 192 threads, in six steps separated by barriers:
+// One block computes a 64-column tile of the output (all three channels; 28 rows for K = 5, else 32) with 192
+// threads, in five steps separated by barriers:
 //   1. source tables: for each of the tile's rows + 2r resized rows the tile needs (filter halo included, border
 //      applied) its two source rows and their weights; the same for each resized column; the span of
 //      source columns the tile reads.
@@ -43,10 +42,11 @@
 //      16-bit fixed point (8 fraction bits), still interleaved, in shared memory (9-word slots, above).
 //   3. horizontal interpolation: the resized tile, rounded to 8 bits, as three planes.
 //      (Steps 2-3 repeat over groups of rows when a very wide downscale makes the staged rows large.)
-//   4. row pass: the K taps along each resized row (integer, R + 1 dp2a per output) -> planes of 2^23-biased
-//      floats (halo rows included).
-//   5. column pass: the K taps down each column, rounded half up -> the output tile, three 8-bit planes.
-//   6. copy-out: the output tile's rows that lie inside the frame, interleaved, in 16-byte stores.
+//   4. filter: per thread 4 columns x 7 or 8 rows of one channel. The row pass (the K taps along each
+//      resized row, integer, R + 1 dp2a per output) gives 2^23-biased floats, which the column pass (the K
+//      taps down each column, float) adds up, rounded half up -> the output tile, three 8-bit planes. For
+//      K <= 9 the row sums stay in registers; larger K write them to shared memory first (one more barrier).
+//   5. copy-out: the output tile's rows that lie inside the frame, interleaved, in 16-byte stores.
 #include "resize_filter.cuh"
 
 #include "cuda_check.hpp"
@@ -69,7 +69,7 @@ constexpr int kMaxRadius = (kResizeFilterMaxTaps - 1) / 2;
 constexpr int kTapSlots = 128;  // fused filters planned at once in the process, as many as convolve.cu's (32 KiB)
 constexpr int kPairSlots = kMaxRadius + 1;  // dp2a tap pairs per parity
 constexpr int kRowTapBits = 15;             // the row pass's integer taps: 1.0 = 2^15 (fits 16 bits)
-// The filter's taps as given (the column pass scales them, see step 5).
+// The filter's taps as given (the column pass scales them, see step 4).
 __constant__ float c_taps[kTapSlots][kResizeFilterMaxTaps];
 // The row pass's integer taps T[k] = round(t[k] * 2^15), summing to exactly 2^15, packed for dp2a as two
 // 16-bit halves: [m] = T[2m] | T[2m+1] << 16 for outputs on even bytes, [kPairSlots + m] = T[2m-1] | T[2m] << 16
@@ -96,8 +96,7 @@ constexpr int kTableThreads = 64;                           // step 1: warps 0-1
 constexpr int kChunkBytes = 16;                             // staging: one 16-byte load per source row
 constexpr int kSlotWords = 9;  // a chunk's 16 staged values of 16 bits, then a copy of the next chunk's first 2
 constexpr int kOutRowWords = kTileW / 4;
-constexpr int kOutGroups = kTileW / 16;  // step 6: 16 pixels (three 16-byte stores) per item
-constexpr int kRowsStride = kTileW + 4;                     // floats; 4 (mod 32) words: no bank conflicts
+constexpr int kOutGroups = kTileW / 16;  // step 5: 16 pixels (three 16-byte stores) per item
 constexpr int kStagingBudget = 40 * 1024;                   // staged-row bytes per pass, at least
 constexpr unsigned kUnitWeight = 1u << 16;                  // bilinear weights: fixed point, 1/65536
 constexpr unsigned kSameRowWeights = 0x80008000u;           // 1/2 + 1/2 of one source row (a dp2a pair)
@@ -108,26 +107,36 @@ constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which
 constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
 constexpr int max_of(int a, int b) { return a > b ? a : b; }
 
-// Per filter radius r: the output tile is 64 x tile_h(r) and the resized tile (64 + 2r) x tile_rows(r). For even
-// r the tile is 32 - 2r rows high, so that the resized tile is 32 rows: step 3's warps, lanes on rows, then
-// have no partial block of rows left over (the tail rows, whose lanes spread over several words, are where
-// step 3's bank conflicts were). The row pass reads 4 + 2r resized bytes (whole words) per 4 outputs.
-constexpr int tile_h(int r) { return r % 2 == 0 ? kWarpSize - 2 * r : kWarpSize; }
+constexpr int kMaxRadiusInRegisters = 4;  // step 4: radii whose two filter passes fit registers (56) unspilled
+constexpr bool filter_in_registers(int r) { return r <= kMaxRadiusInRegisters; }
+constexpr int kRowsStride = kTileW + 4;  // 4a: floats; 4 (mod 32) words: no bank conflicts
+
+// Per filter radius r: the output tile is 64 x tile_h(r) and the resized tile (64 + 2r) x tile_rows(r). For
+// r = 2 (K = 5) the tile is 28 rows high, so that the resized tile is 32 rows: step 3's warps, lanes on rows,
+// then have no partial block of rows left over (the tail rows, whose lanes spread over several words, are
+// where step 3's bank conflicts were). Larger even r would lose more to the halo (32 - 2r output rows for 32
+// resized ones) than the tail costs. The row pass reads 4 + 2r resized bytes (whole words) per 4 outputs.
+constexpr int tile_h(int r) { return r == 2 ? kWarpSize - 2 * r : kWarpSize; }
 constexpr int col_rows(int r) { return tile_h(r) / kColGroups; }  // output rows per thread in the column pass
 constexpr int tile_rows(int r) { return tile_h(r) + 2 * r; }
 // The output tile: three 8-bit planes, each in blocks of col_rows(r) rows (one column-pass item), padded to
-// 16 (mod 32) words so that the two halves of every step-5 warp store to distinct banks (see step 5).
+// 16 (mod 32) words so that the two halves of every step-4 warp store to distinct banks (see step 4).
 constexpr int out_block_words(int r) { return col_rows(r) * kOutRowWords + (col_rows(r) % 2 == 0 ? 16 : 0); }
 constexpr int out_plane_words(int r) { return kColGroups * out_block_words(r) + 16; }
 constexpr int row_pass_words(int r) { return 1 + (r + 1) / 2; }
 constexpr int resized_words(int r) { return kQuads + row_pass_words(r) - 1; }  // words per resized row
 constexpr int resized_stride(int r) { return resized_words(r) | 1; }           // odd: no bank conflicts
-// Shared memory: [row table | column table | span] [resized planes | output tile] [staged rows | row pass].
+// Shared memory: [row table | column table | span] [resized planes] [staged rows], the output tile replacing the
+// staged rows (filter in registers) or the resized planes (4a's row-pass tile replacing the staged rows).
 constexpr int head_bytes(int r) { return align16(tile_rows(r) * 8 + 4 * resized_words(r) * 8 + 16); }
 constexpr int resized_bytes(int r) { return 3 * tile_rows(r) * resized_stride(r) * 4; }
 constexpr int out_tile_bytes(int r) { return 3 * out_plane_words(r) * 4; }
-constexpr int region_a_bytes(int r) { return align16(max_of(resized_bytes(r), out_tile_bytes(r))); }
-constexpr int rows_pass_bytes(int r) { return 3 * tile_rows(r) * kRowsStride * 4; }
+constexpr int rows_pass_bytes(int r) { return filter_in_registers(r) ? 0 : 3 * tile_rows(r) * kRowsStride * 4; }
+// The output tile follows the last read of the staged rows (step 3) where the filter runs in registers, else
+// the last read of the resized planes (4a).
+constexpr int region_a_bytes(int r) {
+  return align16(filter_in_registers(r) ? resized_bytes(r) : max_of(resized_bytes(r), out_tile_bytes(r)));
+}
 
 static_assert(kThreads % kWarpSize == 0 && kTileW % 16 == 0 && kQuads == kWarpSize / 2);
 static_assert([] {
@@ -266,9 +275,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   uint2* const col_table = reinterpret_cast<uint2*>(row_table + kRows);     // source offsets; right weight
   int2* const span = reinterpret_cast<int2*>(col_table + 4 * kWords);       // first staged byte, chunks
   unsigned* const resized = reinterpret_cast<unsigned*>(smem + head_bytes(R));
-  unsigned* const out_planes = reinterpret_cast<unsigned*>(smem + head_bytes(R));
   unsigned* const staged = reinterpret_cast<unsigned*>(smem + head_bytes(R) + region_a_bytes(R));
-  float* const rows_out = reinterpret_cast<float*>(staged);
+  float* const rows_out = reinterpret_cast<float*>(staged);  // 4a-4b
+  unsigned* const out_planes = filter_in_registers(R) ? staged : resized;
 
   const int tid = static_cast<int>(threadIdx.x);
   const int x0 = static_cast<int>(blockIdx.x) * kTileW;
@@ -480,20 +489,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     __syncthreads();
   }
 
-  // ---- 4. Row pass: consecutive lanes on consecutive resized rows (plane-major: channel * kRows + tile row)
-  // of one quad, so that the odd stride puts them in distinct banks.
+  // ---- 4. Filter: 4 columns x kColRows rows of one channel per thread, row pass (integer, R + 1 dp2a per
+  // output) then column pass (float). Up to radius kMaxRadiusInRegisters the thread runs the row pass of each
+  // of the kColRows + 2R resized rows it reaches in registers and adds the result into every output that row
+  // reaches: no row-pass tile in shared memory and no barrier between the passes, for the halo rows' row pass
+  // done twice (by each of the two items they touch). Larger radii would spill there; they run the row pass
+  // over the tile into shared memory first (4a), then the column pass reads it (4b).
   {
-    // Output j of a quad reads bytes j .. j + 2R of the words from 4q on, in pairs that start on even bytes:
-    // (j + 2m, j + 2m + 1) weighed by T[2m], T[2m+1] for even j; (j - 1 + 2m, j + 2m) by T[2m-1], T[2m] for odd
-    // j. A pair starting at byte b of a word is dp2a.lo (b = 0) or dp2a.hi (b = 2) of that word. The sum,
-    // at most 255 * (2^15 + K/2) < 2^23, starts at the bits of 2^23 and so ends as the float 2^23 + sum.
+    // Row pass. Output j of a quad reads bytes j .. j + 2R of the words from 4q on, in pairs that start on even
+    // bytes: (j + 2m, j + 2m + 1) weighed by T[2m], T[2m+1] for even j; (j - 1 + 2m, j + 2m) by T[2m-1], T[2m]
+    // for odd j. A pair starting at byte b of a word is dp2a.lo (b = 0) or dp2a.hi (b = 2) of that word. The
+    // sum, at most 255 * (2^15 + K/2) < 2^23, starts at the bits of 2^23 and so ends as the float 2^23 + sum.
     unsigned even[R + 1], odd[R + 1];
 #pragma unroll
     for (int m = 0; m <= R; ++m) {
       even[m] = c_row_pairs[p.slot][m];
       odd[m] = c_row_pairs[p.slot][kPairSlots + m];
     }
-    const auto row_pass = [&](const unsigned* src, float* dst) {
+    const auto row_pass = [&](const unsigned* src) {
       unsigned w[kPassWords];
 #pragma unroll
       for (int m = 0; m < kPassWords; ++m) w[m] = src[m];
@@ -508,27 +521,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
           acc[j] = b % 4 == 0 ? dp2a_lo(pair, w[b / 4], acc[j]) : dp2a_hi(pair, w[b / 4], acc[j]);
         }
       }
-      *reinterpret_cast<uint4*>(dst) = make_uint4(acc[0], acc[1], acc[2], acc[3]);
+      return make_float4(__uint_as_float(acc[0]), __uint_as_float(acc[1]), __uint_as_float(acc[2]),
+                         __uint_as_float(acc[3]));
     };
-    constexpr int kPlaneRows = 3 * kRows;
-    int q = tid / kPlaneRows, row = tid % kPlaneRows;
+    if constexpr (!filter_in_registers(R)) {
+      // 4a. Consecutive lanes on consecutive resized rows (plane-major: channel * kRows + tile row) of one quad,
+      // so that the odd stride puts them in distinct banks.
+      constexpr int kPlaneRows = 3 * kRows;
+      int q = tid / kPlaneRows, row = tid % kPlaneRows;
 #pragma unroll 3
-    while (q < kQuads) {
-      row_pass(resized + row * kStride + q, rows_out + row * kRowsStride + 4 * q);
-      q += kThreads / kPlaneRows;
-      row += kThreads % kPlaneRows;
-      if (row >= kPlaneRows) {
-        row -= kPlaneRows;
-        ++q;
+      while (q < kQuads) {
+        *reinterpret_cast<float4*>(rows_out + row * kRowsStride + 4 * q) = row_pass(resized + row * kStride + q);
+        q += kThreads / kPlaneRows;
+        row += kThreads % kPlaneRows;
+        if (row >= kPlaneRows) {
+          row -= kPlaneRows;
+          ++q;
+        }
       }
+      __syncthreads();
     }
-  }
-  __syncthreads();
-
-  // ---- 5. Column pass: 4 columns x 8 rows of one channel per thread; each float4 row is read once for all
-  // the outputs it reaches. The rows hold 2^23 + 2^15 * value: the taps are divided by 2^15 (exactly) and the
-  // start takes the bias back out, 0.5 - 2^23 * sum(taps / 2^15); the 0.5 rounds half up.
-  {
+    // Column pass. The row sums are 2^23 + 2^15 * value: the taps are divided by 2^15 (exactly) and the start
+    // takes the bias back out, 0.5 - 2^23 * sum(taps / 2^15); the 0.5 rounds half up.
     float taps[K];
 #pragma unroll
     for (int t = 0; t < K; ++t) taps[t] = c_taps[p.slot][t] * (1.f / static_cast<float>(1 << kRowTapBits));
@@ -536,13 +550,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
     const int q = tid % kQuads;
     const int c = tid / kQuads % 3;
     const int g = tid / (3 * kQuads);
-    const float* const src = rows_out + (c * kRows + g * kColRows) * kRowsStride + 4 * q;
+    const int first_row = c * kRows + g * kColRows;
     float4 acc[kColRows];
 #pragma unroll
     for (int o = 0; o < kColRows; ++o) acc[o] = make_float4(start, start, start, start);
 #pragma unroll
     for (int k = 0; k < kColRows + 2 * R; ++k) {
-      const float4 h = *reinterpret_cast<const float4*>(src + k * kRowsStride);
+      float4 h;
+      if constexpr (filter_in_registers(R)) {
+        h = row_pass(resized + (first_row + k) * kStride + q);
+      } else {  // 4b. Each float4 row read once for all the outputs it reaches.
+        h = *reinterpret_cast<const float4*>(rows_out + (first_row + k) * kRowsStride + 4 * q);
+      }
 #pragma unroll
       for (int o = 0; o < kColRows; ++o) {
         const int t = k - o;
@@ -566,7 +585,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   }
   __syncthreads();
 
-  // ---- 6. Copy-out: 16 pixels of one row per item, interleaved from the three planes into three 16-byte stores.
+  // ---- 5. Copy-out: 16 pixels of one row per item, interleaved from the three planes into three 16-byte stores.
   std::uint8_t* const out = p.out + blockIdx.z * p.out_frame;
   const int row_bytes = 3 * (x_last - x0 + 1);
   for (int item = tid; item < kTileH * kOutGroups; item += kThreads) {
@@ -665,7 +684,8 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
   const int fit = budget / staged_row_bytes;
   const int passes = (tile_rows(radius) + fit - 1) / fit;
   plan.chunk_rows = (tile_rows(radius) + passes - 1) / passes;
-  const int region_b = max_of(rows_pass_bytes(radius), plan.chunk_rows * staged_row_bytes);
+  const int region_b = max_of(filter_in_registers(radius) ? out_tile_bytes(radius) : rows_pass_bytes(radius),
+                              plan.chunk_rows * staged_row_bytes);
   plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
   plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),
                    static_cast<unsigned>((out.height + tile_h(radius) - 1) / tile_h(radius)),
