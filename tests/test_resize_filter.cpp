@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -297,17 +298,30 @@ TEST(ResizeFilter, WideDownscalesStageRowsInPasses) {
   check(Kernel::simt, testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
 }
 
-// One 4K frame is a grid of a few waves. Where fewer blocks per SM take as many waves, it launches with more
-// shared memory than it uses, and must compute the same images. Which way it goes depends on the device and the
-// tile: on the H200 with the 32-row tile, 1,020 blocks ran at 4 blocks per SM instead of 5; with the 28-row tile
-// for K = 5, 1,170 blocks take 2 waves at 5 and 3 at 4, so both launches are the same there.
+// Two 1080p -> 720p frames are a grid of a few waves (1,040 blocks). Where fewer blocks per SM take as many
+// waves, the launch asks for more shared memory than it uses, and must compute the same images. Which way it goes
+// depends on the device; on the H200 (132 SMs, 6 blocks per SM batched) both frames take 2 waves at 6, 5 or 4
+// blocks per SM, so they run at 4.
 TEST(ResizeFilter, AShortGridOfFewerBlocksPerSmComputesTheSame) {
   SKIP_WITHOUT_DEVICE();
-  const cuda::ResizeFilterLaunch one = cuda::resize_filter_launch({3840, 2160}, {1920, 1080}, 5, 1);
-  const cuda::ResizeFilterLaunch batch = cuda::resize_filter_launch({3840, 2160}, {1920, 1080}, 5, 16);
-  EXPECT_LE(one.blocks_per_sm, batch.blocks_per_sm);
-  EXPECT_EQ(one.blocks_per_sm < batch.blocks_per_sm, one.shared_bytes > batch.shared_bytes);
-  check(Kernel::simt, testing::synthetic_image({3840, 2160}, 23), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
+  constexpr int kFrames = 2;
+  const Size in_size{1920, 1080}, out_size{1280, 720};
+  const cuda::ResizeFilterLaunch two = cuda::resize_filter_launch(extent_of(in_size), extent_of(out_size), 5, kFrames);
+  const cuda::ResizeFilterLaunch batch = cuda::resize_filter_launch(extent_of(in_size), extent_of(out_size), 5, 16);
+  std::cout << "blocks per SM: " << two.blocks_per_sm << " for " << kFrames << " frames (" << two.shared_bytes
+            << " B), " << batch.blocks_per_sm << " for 16 (" << batch.shared_bytes << " B)\n";
+  EXPECT_LE(two.blocks_per_sm, batch.blocks_per_sm);
+  EXPECT_EQ(two.blocks_per_sm < batch.blocks_per_sm, two.shared_bytes > batch.shared_bytes);
+  std::vector<Image> frames;
+  for (int f = 0; f < kFrames; ++f) frames.push_back(testing::synthetic_image(in_size, 23u + f));
+  const Filter f = gaussian(5, 1.0, Border::reflect101);
+  const std::vector<Image> out = run_kernel(Kernel::simt, frames, Layout::packed(in_size, 0, 0, kFrames),
+                                            Layout::packed(out_size, 0, 0, kFrames), f);
+  ASSERT_EQ(out.size(), frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    SCOPED_TRACE("frame " + std::to_string(i));
+    EXPECT_TRUE(within_one(out[i], expected(frames[i], out_size, f)));
+  }
 }
 
 // One tap is the plain resize.
