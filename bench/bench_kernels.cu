@@ -3,8 +3,8 @@
 //
 //   copy ceiling   cudaMemcpyAsync device -> device of 256 MiB, bytes read + bytes written
 //   fused          resize_filter_aos (the kernel the pipeline runs): 1 frame per launch; the same launches
-//                  replayed from a CUDA graph; 4, 8 and 16 frames per launch
-//   fused mma      resize_filter_mma (the tensor-core kernel) the same ways, with 4, 8 and 16 frames per launch
+//                  replayed from a CUDA graph; 4 to 64 frames per launch
+//   fused mma      resize_filter_mma (the tensor-core kernel) the same ways
 //   DeviceChain    naive and optimized, for the chain (and optimized run_batch, 16 frames per call) and for
 //                  single ops on 1080p frames
 //   NPP            nppiResize_8u_C3R_Ctx + nppiFilterGaussBorder_8u_C3R_Ctx (when built with NPP)
@@ -36,6 +36,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,16 +51,21 @@ constexpr const char* kUsage =
     "                             [--cases N]\n"
     "  --repeats N  timed runs per variant, median reported (default 7, at least 5)\n"
     "  --frames N   frames per timed run (default 128, at least 100)\n"
-    "  --pool N     distinct input/output frame buffers rotated through (default 32, a multiple of 16)\n"
+    "  --pool N     distinct input/output frame buffers rotated through (default 64, a multiple of 64)\n"
     "  --json FILE  also write every result as JSON\n"
     "  --no-chain   skip the DeviceChain variants\n"
     "  --no-npp     skip NPP\n"
     "  --cases N    only the first N frame sizes of the fused chain (1: 1080p only; default 2)\n";
 
+// Frames per launch of the batched rows. The launches of a batch never wrap around the pool, so its size is a
+// multiple of the largest; the largest batches show how much of a launch's time is fill and drain.
+constexpr int kBatches[] = {4, 8, 16, 32, 64};
+constexpr int kLargestBatch = kBatches[std::size(kBatches) - 1];
+
 struct Options {
   int repeats = 7;
   int frames = 128;
-  int pool = 32;
+  int pool = kLargestBatch;
   std::string json;
   bool chain = true;
   bool npp = true;
@@ -91,7 +97,7 @@ Options parse_options(int argc, char** argv) {
     };
     if (arg == "--repeats") o.repeats = parse_count(arg, value(), 5);
     else if (arg == "--frames") o.frames = parse_count(arg, value(), 100);
-    else if (arg == "--pool") o.pool = parse_count(arg, value(), 16);
+    else if (arg == "--pool") o.pool = parse_count(arg, value(), kLargestBatch);
     else if (arg == "--json") o.json = value();
     else if (arg == "--no-chain") o.chain = false;
     else if (arg == "--no-npp") o.npp = false;
@@ -103,7 +109,9 @@ Options parse_options(int argc, char** argv) {
       usage_error("unknown argument '" + std::string(arg) + "'");
     }
   }
-  if (o.pool % 16 != 0) usage_error("--pool must be a multiple of 16 (the largest batch)");
+  if (o.pool % kLargestBatch != 0) {
+    usage_error("--pool must be a multiple of " + std::to_string(kLargestBatch) + " (the largest batch)");
+  }
   return o;
 }
 
@@ -217,7 +225,7 @@ void print_launch(Size in, Size out, int ksize) {
 }
 
 // One fused kernel, `launch(f, batch)` running frames f .. f + batch - 1 of the pools: one frame per launch, the
-// same launches replayed from a CUDA graph, and 4, 8 and 16 frames per launch. Rows are named `name`, ...
+// same launches replayed from a CUDA graph, and kBatches frames per launch. Rows are named `name`, ...
 void bench_launches(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group,
                     const std::string& name, const std::function<void(int f, int batch)>& launch) {
   const double bytes = static_cast<double>(in.frame_bytes() + out.frame_bytes());
@@ -237,8 +245,8 @@ void bench_launches(Bench& bench, const FramePool& in, const FramePool& out, con
                   for (int done = 0; done < count; done += pool) IMGPIPE_CUDA_CHECK(cudaGraphLaunch(exec.get(), bench.stream()));
                 });
 
-  for (int batch : {4, 8, 16}) {
-    // Whole batches that never wrap around the pool (its size is a multiple of 16).
+  for (int batch : kBatches) {
+    // Whole batches that never wrap around the pool.
     bench.measure(group, name + ", " + std::to_string(batch) + " frames/launch", bytes,
                   (frames + batch - 1) / batch * batch, [&](int first, int count) {
                     for (int i = first; i < first + count; i += batch) launch(i % pool / batch * batch, batch);
