@@ -167,11 +167,12 @@ struct Params {
 
 // OpenCV INTER_LINEAR along one axis: output index d reads source i0 with weight 1 - w and i1 with w.
 // Left of the first centre: i0 = 0, w = 0; right of the last: i0 = len - 1, w = 0; i1 = min(i0 + 1, len - 1).
+// Host and device: the plan sizes the staged rows with the kernel's own arithmetic (tile_span).
 struct LinearTaps {
   int i0, i1;
   float w;
 };
-__device__ __forceinline__ LinearTaps linear_taps(int d, float scale, int len) {
+__host__ __device__ __forceinline__ LinearTaps linear_taps(int d, float scale, int len) {
   const float f = fmaf(static_cast<float>(d) + 0.5f, scale, -0.5f);
   const float fl = floorf(f);
   int i0 = static_cast<int>(fl);
@@ -184,7 +185,19 @@ __device__ __forceinline__ LinearTaps linear_taps(int d, float scale, int len) {
     i0 = len - 1;
     w = 0.f;
   }
-  return {i0, min(i0 + 1, len - 1), w};
+  return {i0, i0 + 1 < len ? i0 + 1 : len - 1, w};
+}
+
+// The bytes of a source row that the tile of output columns x0 .. x_last reads, filter halo included: the
+// sources of every resized column lie in source columns [i0 of the first, i1 of the last] (the map is
+// monotonic). The first byte is rounded down to 16, so that the kernel's 16-byte loads stay aligned; the end
+// is exclusive.
+__host__ __device__ __forceinline__ int2 tile_span(int x0, int x_last, int radius, float scale_x, int in_w,
+                                                   int out_w) {
+  const int first = x0 - radius > 0 ? x0 - radius : 0;
+  const int last = x_last + radius < out_w - 1 ? x_last + radius : out_w - 1;
+  return make_int2(3 * linear_taps(first, scale_x, in_w).i0 / kChunkBytes * kChunkBytes,
+                   3 * (linear_taps(last, scale_x, in_w).i1 + 1));
 }
 
 // Byte offset of staged value v (counted from the span's first byte) in a staged row of 9-word slots.
@@ -288,12 +301,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 
   // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
   // output reads, with the border applied only where the halo leaves the frame (a block-uniform test).
-  // The sources of every resized column lie in source columns [span0, span1] (the map is monotonic). The
-  // staged bytes start at span0's first byte rounded down to 16, so that the 16-byte loads stay aligned.
+  // The tile's span (tile_span) as its first staged byte and its 16-byte chunks.
   const auto span_of = [&]() {
-    const int first_byte = 3 * linear_taps(max(x0 - R, 0), p.scale_x, p.in_w).i0 / kChunkBytes * kChunkBytes;
-    const int end_byte = 3 * (linear_taps(min(x_last + R, p.out_w - 1), p.scale_x, p.in_w).i1 + 1);
-    return make_int2(first_byte, (end_byte - first_byte + kChunkBytes - 1) / kChunkBytes);
+    const int2 bytes = tile_span(x0, x_last, R, p.scale_x, p.in_w, p.out_w);
+    return make_int2(bytes.x, (bytes.y - bytes.x + kChunkBytes - 1) / kChunkBytes);
   };
   if (tid < kTableThreads) {
     if (tid < kRows) {
@@ -650,22 +661,13 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
     return refuse("odd filter size from 1 to " + std::to_string(kResizeFilterMaxTaps));
   }
 
-  // The widest source span of any tile, computed as the kernel's step 1 computes it (the same float operations,
-  // so the same pixels): sizing the staged rows to the widest tile rather than to a bound buys a block per SM
-  // at 1080p -> 720p and at 4K -> 1080p.
+  // The widest source span of any tile, computed by the kernel's own tile_span (so the same pixels): sizing the
+  // staged rows to the widest tile rather than to a bound buys a block per SM at 1080p -> 720p and at 4K -> 1080p.
   const float scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
-  const auto source_column = [&](int d) {  // linear_taps(d, scale_x, in.width).i0
-    const int i0 = static_cast<int>(std::floor(std::fma(static_cast<float>(d) + 0.5f, scale_x, -0.5f)));
-    return std::clamp(i0, 0, in.width - 1);
-  };
-  const int tiles_x = (out.width + kTileW - 1) / kTileW;
   int span_bytes = 0;
-  for (int t = 0; t < tiles_x; ++t) {
-    const int x0 = t * kTileW;
-    const int x_last = std::min(x0 + kTileW, out.width) - 1;
-    const int first_byte = 3 * source_column(std::max(x0 - radius, 0)) / kChunkBytes * kChunkBytes;
-    const int end_byte = 3 * (std::min(source_column(std::min(x_last + radius, out.width - 1)) + 1, in.width - 1) + 1);
-    span_bytes = std::max(span_bytes, end_byte - first_byte);
+  for (int x0 = 0; x0 < out.width; x0 += kTileW) {
+    const int2 bytes = tile_span(x0, std::min(x0 + kTileW, out.width) - 1, radius, scale_x, in.width, out.width);
+    span_bytes = std::max(span_bytes, bytes.y - bytes.x);
   }
   const int span = span_bytes / 3;  // whole pixels, for the refusal below
   Plan plan;
