@@ -28,6 +28,8 @@
 //   tap pairs, the column pass's start), uploaded once; a warp reads one tap at a time, which the constant
 //   cache broadcasts. The radius is a template parameter, so every tap loop
 //   unrolls and the taps sit in registers.
+// - Launch: back to back in a stream, a launch starts while the previous kernel completes (programmatic
+//   dependent launch), building its tables before it waits for that kernel's writes.
 // - Borders: the resized tile is built with its border already applied (reflect101 or replicate): the
 //   column and row source tables are computed once per block, and only blocks whose halo leaves the frame
 //   run the border arithmetic there (a block-uniform branch). Both filter passes are then branch-free for
@@ -336,6 +338,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
                               __float2uint_rn(t.w * 65536.f));
   }
   __syncthreads();
+  // Launched as a programmatic dependent (see launch), this grid may start while the previous kernel in the
+  // stream finishes; step 1 reads no global memory, and everything after waits here until that kernel has
+  // completed and its writes are visible, so stream order holds for whatever either kernel reads or writes.
+#if __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
 
   const int first_byte = span->x;
   const int chunks = span->y;
@@ -838,7 +846,22 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
 
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
   allow_shared(kernel, shared_bytes);
-  kernel<<<plan.grid, kThreads, shared_bytes, stream>>>(p);
+  // Programmatic dependent launch: where the previous operation in the stream is a kernel, this grid is
+  // launched once that kernel's warps have all finished rather than once it has completed, and builds its tables
+  // (step 1) meanwhile; the kernel waits before its first global access. The kernel does not trigger its own
+  // dependents earlier: triggering at block start let the next grid's blocks wait on the SMs for a whole launch,
+  // which made graph replays of one 1080p frame 12% slower (docs/performance.md, "Seventh session").
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = plan.grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+  IMGPIPE_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_filter_kernel", stream);
 }
 

@@ -324,6 +324,53 @@ TEST(ResizeFilter, AShortGridOfFewerBlocksPerSmComputesTheSame) {
   }
 }
 
+// Launches start while the previous kernel of their stream finishes (programmatic dependent launch) and must
+// still see stream order. Three launches queued at once, each a hazard that a missing wait would break: B reads
+// the frame that A's last blocks write (read after write), and C overwrites that frame while B may still read it
+// (write after read). Each must give the bytes it gives alone. On the H200, a build without the wait whose
+// blocks also triggered their dependents at block start failed here in 3 runs of 3.
+TEST(ResizeFilter, BackToBackLaunchesKeepStreamOrder) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr int kFrames = 8;  // A: 4,160 blocks, several waves
+  const Size big{1920, 1080}, mid{1280, 720}, small{640, 360};
+  const Layout big_frames = Layout::packed(big, 0, 0, kFrames), mid_frames = Layout::packed(mid, 0, 0, kFrames);
+  const Layout big_one = Layout::packed(big), mid_one = Layout::packed(mid), small_one = Layout::packed(small);
+  std::vector<Image> sources;
+  for (int f = 0; f < kFrames; ++f) sources.push_back(testing::synthetic_image(big, 60u + f));
+  const Image other = testing::synthetic_image(big, 70);
+  const Filter f = gaussian(5, 1.0, Border::reflect101);
+  const cuda::ResizeFilterTaps taps(f.taps);
+  const std::size_t last = (kFrames - 1) * mid_frames.stride;
+
+  // Alone, each launch synchronised before the next.
+  const std::vector<Image> a_alone = run_fused(sources, big_frames, mid_frames, taps, f.border);
+  const Image b_alone = run_fused({a_alone.back()}, mid_one, small_one, taps, f.border).front();
+  const Image c_alone = run_fused({other}, big_one, mid_one, taps, f.border).front();
+
+  const Device device;
+  const cuda::DeviceBuffer a_in = device.upload(sources, big_frames);
+  const cuda::DeviceBuffer c_in = device.upload({other}, big_one);
+  const cuda::DeviceBuffer a_out = device.poisoned(mid_frames);
+  const cuda::DeviceBuffer b_out = device.poisoned(small_one);
+  IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(device.stream()));
+  cuda::resize_filter_aos_batch({a_in.data(), extent_of(big), big_frames.pitch}, big_frames.stride,
+                                {a_out.data(), extent_of(mid), mid_frames.pitch}, mid_frames.stride, kFrames, taps,
+                                f.border, device.stream());
+  cuda::resize_filter_aos({a_out.data() + last, extent_of(mid), mid_frames.pitch},
+                          {b_out.data(), extent_of(small), small_one.pitch}, taps, f.border, device.stream());
+  cuda::resize_filter_aos({c_in.data(), extent_of(big), big_one.pitch},
+                          {a_out.data() + last, extent_of(mid), mid_frames.pitch}, taps, f.border, device.stream());
+  const std::vector<Image> a_then_c = device.download(a_out, mid_frames);
+  const Image b = device.download(b_out, small_one).front();
+
+  const auto same = [](const Image& x, const Image& y) {
+    return x.bytes() == y.bytes() && std::equal(x.data(), x.data() + x.bytes(), y.data());
+  };
+  EXPECT_TRUE(same(b, b_alone)) << "B did not read what A wrote";
+  EXPECT_TRUE(same(a_then_c.back(), c_alone)) << "C's frame is not C's";
+  for (int i = 0; i + 1 < kFrames; ++i) EXPECT_TRUE(same(a_then_c[i], a_alone[i])) << "frame " << i;
+}
+
 // One tap is the plain resize.
 TEST_P(ResizeFilterKernel, SingleTapIsThePlainResize) {
   SKIP_WITHOUT_DEVICE();

@@ -40,7 +40,7 @@ for step in "${steps[@]}"; do
       # where edges and partial tiles live; the photographs add time, not paths.
       declare -A filters=(
         [test_gpu_ops]='*odd_sizes*:AllVariants/*:AllAlignments/*:Chains/*:BothPaths/*:GpuBackend.*'
-        [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:ResizeFilterArguments.*'
+        [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*')
       pids=()
