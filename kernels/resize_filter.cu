@@ -118,6 +118,8 @@ constexpr int kRowsStride = kTileW + 4;  // 4a: floats; 4 (mod 32) words: no ban
 // then have no partial block of rows left over (the tail rows, whose lanes spread over several words, are
 // where step 3's bank conflicts were). Larger even r would lose more to the halo (32 - 2r output rows for 32
 // resized ones) than the tail costs. The row pass reads 4 + 2r resized bytes (whole words) per 4 outputs.
+// Tiles of twice and half the rows (blocks of 384 and 96 threads) were 12-16% and 10-12% slower on the H200
+// (docs/performance.md, "Seventh session").
 constexpr int tile_h(int r) { return r == 2 ? kWarpSize - 2 * r : kWarpSize; }
 constexpr int col_rows(int r) { return tile_h(r) / kColGroups; }  // output rows per thread in the column pass
 constexpr int tile_rows(int r) { return tile_h(r) + 2 * r; }
@@ -207,7 +209,9 @@ __host__ __device__ __forceinline__ int2 tile_span(int x0, int x_last, int radiu
 // (6 more instructions per row pair in the SASS for K = 5).
 __device__ __forceinline__ const std::uint8_t* row_address(const std::uint8_t* base, unsigned row, unsigned pitch) {
   std::uint64_t address;
-  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(address) : "r"(row), "r"(pitch), "l"(reinterpret_cast<std::uint64_t>(base)));
+  asm("mad.wide.u32 %0, %1, %2, %3;"
+      : "=l"(address)
+      : "r"(row), "r"(pitch), "l"(reinterpret_cast<std::uint64_t>(base)));
   return reinterpret_cast<const std::uint8_t*>(address);
 }
 
@@ -279,8 +283,9 @@ __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int availab
 // How the kernel got here (versions 0-6, each measured; docs/performance.md keeps the table): step 2 keeps a
 // chunk column per thread with two rows in flight, the row pass is integer (dp2a) and walks rows per quad.
 // Tried and dropped there: an L2 bulk prefetch of the source rows (issued lane by lane, it landed too late and
-// cost 0.4-0.9 us), and three rows in flight in step 2 (0.5 us slower). The earlier versions were removed
-// from this file after commit b0eed9e, where the benchmark could still run them.
+// cost 0.4-0.9 us), three rows in flight in step 2 (0.5 us slower), and later a third row copied with cp.async
+// instead (6-7% slower). The earlier versions were removed from this file after commit b0eed9e, where the
+// benchmark could still run them.
 template <int R>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
   constexpr int K = 2 * R + 1;
