@@ -52,6 +52,7 @@
 #include "resize_filter.cuh"
 
 #include "cuda_check.hpp"
+#include "launch.cuh"
 #include "pixel.cuh"
 #include "tap_slots.hpp"
 
@@ -661,10 +662,6 @@ struct Plan {
   int chunk_rows = 0;
 };
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument("resize_filter: " + what);
-}
-
 // The launch for these sizes, or (plan.chunks == 0) why there is none.
 struct Planned {
   Plan plan;
@@ -732,14 +729,6 @@ void allow_shared(Kernel kernel, std::size_t bytes) {
   }
 }
 
-int device_attribute(cudaDeviceAttr attribute) {
-  int device = 0;
-  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
-  int value = 0;
-  IMGPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-  return value;
-}
-
 // The dynamic shared memory to launch a plan with. A grid of a few waves ends in a partly filled one; where
 // fewer blocks per SM take as many waves, the SMs share their throughput among fewer blocks and the last wave
 // is fuller (on the H200, one 4K frame, 1,020 blocks: 2 waves either way, 21.0 us at 4 blocks per SM against
@@ -769,7 +758,7 @@ std::size_t launch_shared_bytes(Kernel kernel, const Plan& plan) {
 }
 
 int radius_of(const ResizeFilterTaps& taps) {
-  require(taps.size() >= 1, "taps were moved from");
+  require(taps.size() >= 1, "resize_filter: taps were moved from");
   return taps.size() / 2;
 }
 
@@ -777,13 +766,13 @@ int radius_of(const ResizeFilterTaps& taps) {
 
 ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
   require(taps.size() % 2 == 1 && taps.size() <= static_cast<std::size_t>(kResizeFilterMaxTaps),
-          "an odd number of taps from 1 to " + std::to_string(kResizeFilterMaxTaps));
+          "resize_filter: an odd number of taps from 1 to " + std::to_string(kResizeFilterMaxTaps));
   double sum = 0;
   for (float t : taps) {
-    require(std::isfinite(t) && t >= 0.f, "taps must be finite and >= 0");
+    require(std::isfinite(t) && t >= 0.f, "resize_filter: taps must be finite and >= 0");
     sum += t;
   }
-  require(std::abs(sum - 1.0) <= 1e-3, "taps must sum to 1");
+  require(std::abs(sum - 1.0) <= 1e-3, "resize_filter: taps must sum to 1");
   // The row pass's integer taps, rounded (not forced to sum to 2^15: each is then within 2^-16 of its float).
   const int k = size_;
   std::array<unsigned, kResizeFilterMaxTaps + 2> fixed{};  // fixed[k + 1] = T[k]; T[-1] = T[K] = 0
@@ -844,8 +833,8 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
   const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames);
   const Extent in = first_in.extent, out = first_out.extent;
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
-  require(problem.empty(), problem);
-  require(first_in.pitch <= 0xFFFFFFFFu, "input pitch of 4 GiB or more");
+  require(problem.empty(), "resize_filter: " + problem);
+  require(first_in.pitch <= 0xFFFFFFFFu, "resize_filter: input pitch of 4 GiB or more");
 
   Params p{};
   set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);
@@ -898,7 +887,7 @@ void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& tap
 }
 
 ResizeFilterLaunch resize_filter_launch(Extent in, Extent out, int ksize, int frames) {
-  require(ksize % 2 == 1, "odd filter size");
+  require(ksize % 2 == 1, "resize_filter: odd filter size");
   const int radius = ksize / 2;
   const Plan plan = make_plan(in, out, radius, frames);
   const Kernel kernel = kKernels[static_cast<std::size_t>(radius)];
