@@ -660,6 +660,7 @@ struct Plan {
   int chunks = 0;
   int staged_row_words = 0;
   int chunk_rows = 0;
+  float scale_x = 0, scale_y = 0;  // source pixels per output pixel: the spans above and the kernel use the same
 };
 
 // The launch for these sizes, or (plan.chunks == 0) why there is none.
@@ -682,14 +683,15 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
 
   // The widest source span of any tile, computed by the kernel's own tile_span (so the same pixels): sizing the
   // staged rows to the widest tile rather than to a bound buys a block per SM at 1080p -> 720p and at 4K -> 1080p.
-  const float scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
+  Plan plan;
+  plan.scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
+  plan.scale_y = static_cast<float>(static_cast<double>(in.height) / out.height);
   int span_bytes = 0;
   for (int x0 = 0; x0 < out.width; x0 += kTileW) {
-    const int2 bytes = tile_span(x0, std::min(x0 + kTileW, out.width) - 1, radius, scale_x, in.width, out.width);
+    const int2 bytes = tile_span(x0, std::min(x0 + kTileW, out.width) - 1, radius, plan.scale_x, in.width, out.width);
     span_bytes = std::max(span_bytes, bytes.y - bytes.x);
   }
   const int span = span_bytes / 3;  // whole pixels, for the refusal below
-  Plan plan;
   // An odd count makes the staged row stride odd, and step 2's lanes, on consecutive items of rows of 9 * chunks
   // words, then store 9 words apart even across the end of a row: 32 distinct banks.
   plan.chunks = (span_bytes + kChunkBytes - 1) / kChunkBytes | 1;
@@ -831,15 +833,14 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
             cudaStream_t stream) {
   const int radius = radius_of(taps);
   const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames);
-  const Extent in = first_in.extent, out = first_out.extent;
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), "resize_filter: " + problem);
   require(first_in.pitch <= 0xFFFFFFFFu, "resize_filter: input pitch of 4 GiB or more");
 
   Params p{};
   set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);
-  p.scale_x = static_cast<float>(static_cast<double>(in.width) / out.width);
-  p.scale_y = static_cast<float>(static_cast<double>(in.height) / out.height);
+  p.scale_x = plan.scale_x;
+  p.scale_y = plan.scale_y;
   p.border = border;
   p.slot = taps.slot();
   p.chunks = plan.chunks;
