@@ -80,6 +80,15 @@ std::string describe(Size in, Size out, const Filter& f) {
          << (actual.data()[first] == kPoison ? " (the poison: never written?)" : "");
 }
 
+// The same size and the same bytes; on failure the first byte that differs.
+::testing::AssertionResult same_bytes(const Image& actual, const Image& expected) {
+  if (actual.size() != expected.size()) return ::testing::AssertionFailure() << "size differs";
+  const auto [a, e] = std::mismatch(actual.data(), actual.data() + actual.bytes(), expected.data());
+  if (a == actual.data() + actual.bytes()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "byte " << (a - actual.data()) << " of " << actual.bytes() << ": got "
+                                       << int(*a) << ", expected " << int(*e);
+}
+
 // `frames` frames of one size on the device, rows `pitch` bytes apart, frames `stride` bytes apart.
 struct Layout {
   Size size;
@@ -363,12 +372,9 @@ TEST(ResizeFilter, BackToBackLaunchesKeepStreamOrder) {
   const std::vector<Image> a_then_c = device.download(a_out, mid_frames);
   const Image b = device.download(b_out, small_one).front();
 
-  const auto same = [](const Image& x, const Image& y) {
-    return x.bytes() == y.bytes() && std::equal(x.data(), x.data() + x.bytes(), y.data());
-  };
-  EXPECT_TRUE(same(b, b_alone)) << "B did not read what A wrote";
-  EXPECT_TRUE(same(a_then_c.back(), c_alone)) << "C's frame is not C's";
-  for (int i = 0; i + 1 < kFrames; ++i) EXPECT_TRUE(same(a_then_c[i], a_alone[i])) << "frame " << i;
+  EXPECT_TRUE(same_bytes(b, b_alone)) << "B did not read what A wrote";
+  EXPECT_TRUE(same_bytes(a_then_c.back(), c_alone)) << "C's frame is not C's";
+  for (int i = 0; i + 1 < kFrames; ++i) EXPECT_TRUE(same_bytes(a_then_c[i], a_alone[i])) << "frame " << i;
 }
 
 // One tap is the plain resize.
@@ -399,7 +405,7 @@ TEST_P(ResizeFilterKernel, BatchedEqualsSingle) {
     const Image single =
         run_kernel(GetParam(), {frames[i]}, Layout::packed(in_size), Layout::packed(out_size), f).front();
     EXPECT_EQ(batched[i].bytes(), single.bytes());
-    EXPECT_TRUE(std::equal(single.data(), single.data() + single.bytes(), batched[i].data()));
+    EXPECT_TRUE(same_bytes(batched[i], single));
     EXPECT_TRUE(within_one(single, expected(frames[i], out_size, f)));
   }
 }
@@ -412,7 +418,7 @@ TEST_P(ResizeFilterKernel, UnalignedPitchesGiveTheSameBytes) {
   const Filter f = gaussian(5, 1.0, Border::replicate);
   const Image aligned = run_kernel(GetParam(), {in}, Layout::packed(in.size()), Layout::packed(out), f).front();
   const Image unaligned = run_kernel(GetParam(), {in}, Layout::packed(in.size(), 1), Layout::packed(out, 5), f).front();
-  EXPECT_TRUE(std::equal(aligned.data(), aligned.data() + aligned.bytes(), unaligned.data()));
+  EXPECT_TRUE(same_bytes(unaligned, aligned));
   EXPECT_TRUE(within_one(aligned, expected(in, out, f)));
 }
 
