@@ -107,6 +107,9 @@ constexpr int kMaxDimension = 65535;
 constexpr int kRowsInFlight = 2;   // step 2: source row pairs loaded before any is interpolated (3 or 4: slower)
 constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which every radius fits
 
+// Horizontal source pixels per output pixel, where the kernel has a path of its own for the ratio (step 2x).
+enum class Ratio { any, two };
+
 constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
 constexpr int max_of(int a, int b) { return a > b ? a : b; }
 
@@ -245,6 +248,42 @@ __device__ __forceinline__ uint2 lerp_rows(unsigned a, unsigned b, unsigned weig
   return make_uint2(__byte_perm(v0, v1, 0x6521), __byte_perm(v2, v3, 0x6521));
 }
 
+__device__ __forceinline__ unsigned dp4a(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// Bytes j0 .. j3 of a row of words, packed in order. j0 is the lowest, and all four lie in word j0 / 4 or the
+// next one; the positions are compile-time constants once the caller's loops unroll, so this is one PRMT.
+template <int N>
+__device__ __forceinline__ unsigned gather_bytes(const unsigned (&w)[N], int j0, int j1, int j2, int j3) {
+  const int base = j0 / 4;
+  const unsigned selector = (j0 - 4 * base) | (j1 - 4 * base) << 4 | (j2 - 4 * base) << 8 | (j3 - 4 * base) << 12;
+  return __byte_perm(w[base], w[min(base + 1, N - 1)], selector);
+}
+
+// N words from `at` (4-byte aligned, kOffset8 = its address mod 8): 8-byte loads where aligned, else 4-byte ones.
+template <int kOffset8, int N>
+__device__ __forceinline__ void load_words(unsigned (&w)[N], const std::uint8_t* at) {
+  const auto starts_pair = [](int n) { return (kOffset8 + 4 * n) % 8 == 0 && n + 1 < N; };
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    if (starts_pair(n)) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(at + 4 * n));
+      w[n] = v.x;
+      w[n + 1] = v.y;
+    } else if (n == 0 || !starts_pair(n - 1)) {
+      w[n] = __ldg(reinterpret_cast<const unsigned*>(at + 4 * n));
+    }
+  }
+}
+
+// The second bytes of four sums, packed in order.
+__device__ __forceinline__ unsigned pack_second_bytes(unsigned s0, unsigned s1, unsigned s2, unsigned s3) {
+  return __byte_perm(__byte_perm(s0, s1, 0x0051), __byte_perm(s2, s3, 0x0051), 0x5410);
+}
+
 // The top bytes of four sums, packed in order.
 __device__ __forceinline__ unsigned pack_top_bytes(unsigned s0, unsigned s1, unsigned s2, unsigned s3) {
   return __byte_perm(__byte_perm(s0, s1, 0x0073), __byte_perm(s2, s3, 0x0073), 0x5410);
@@ -287,7 +326,7 @@ __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int availab
 // cost 0.4-0.9 us), three rows in flight in step 2 (0.5 us slower), and later a third row copied with cp.async
 // instead (6-7% slower). The earlier versions were removed from this file after commit b0eed9e, where the
 // benchmark could still run them.
-template <int R>
+template <int R, Ratio kRatio>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
   constexpr int K = 2 * R + 1;
   constexpr int kTileH = tile_h(R);
@@ -340,8 +379,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
       }
       row_table[tid] = make_uint2(static_cast<unsigned>(ya) | static_cast<unsigned>(yb) << 16, weights);
     }
-    if (tid == 0) *span = span_of();
-  } else if (tid < kTableThreads + 4 * kWords) {
+    if (kRatio == Ratio::any && tid == 0) *span = span_of();
+  } else if (kRatio == Ratio::any && tid < kTableThreads + 4 * kWords) {
     // Column j: the byte offsets of its two sources in a staged row (3 values per pixel, from the span's first
     // byte on) and the right one's weight.
     const int j = tid - kTableThreads;
@@ -360,167 +399,230 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
   cudaGridDependencySynchronize();
 #endif
 
-  const int first_byte = span->x;
-  const int chunks = span->y;
-  const std::uint8_t* const in_span = in_frame + first_byte;
-  const int bytes_left = 3 * p.in_w - first_byte;  // bytes of a source row from the span on
-  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
-
-  for (int first = 0; first < kRows; first += p.chunk_rows) {
-    const int rows = min(p.chunk_rows, kRows - first);
-
-    // ---- 2. Vertical interpolation: lanes on consecutive 16-byte chunks of one source row pair. Staged rows
-    // are runs of 9-word slots, one per chunk: its 16 values (8 words) and a copy of the next chunk's first
-    // two, so that every pixel's three values are contiguous in some slot (step 3 reads them at one offset).
-    // Consecutive lanes write consecutive slots, 9 words apart: the 32-bit stores hit 32 distinct banks.
-    // Item -> staged row i and chunk k, both source rows' 16 bytes (missing bytes past the row's end read as
-    // 0), the row weights and the slot the 16 interpolated values go to.
-    const int items = rows * p.chunks;
-    struct Staging {
-      uint4 a, b;
-      unsigned weights;
-      int dst;
-      bool live, first;
-    };
-    const auto load = [&](int item) {
-      Staging s;
-      const int i = p.chunks == 1 ? item : static_cast<int>(__umulhi(static_cast<unsigned>(item), p.chunks_magic));
-      const int k = item - i * p.chunks;
-      s.live = item < items && k < chunks;
-      const uint2 rt = row_table[first + min(i, rows - 1)];
-      const std::uint8_t* const chunk = in_span + kChunkBytes * k;
-      const std::uint8_t* const a = row_address(chunk, rt.x & 0xFFFFu, p.in_pitch);
-      const std::uint8_t* const b = row_address(chunk, rt.x >> 16, p.in_pitch);
-      const int available = bytes_left - kChunkBytes * k;
-      if (s.live && p.vec_in && available >= kChunkBytes) {
-        s.a = __ldg(reinterpret_cast<const uint4*>(a));
-        s.b = __ldg(reinterpret_cast<const uint4*>(b));
-      } else if (s.live) {
-        s.a = load_partial(a, available);
-        s.b = load_partial(b, available);
-      }
-      s.weights = rt.y;
-      s.dst = i * p.staged_row_words + kSlotWords * k;
-      s.first = k == 0;
-      return s;
-    };
-    const auto store = [&](const Staging& s) {
-      const uint2 v0 = lerp_rows(s.a.x, s.b.x, s.weights);
-      const uint2 v1 = lerp_rows(s.a.y, s.b.y, s.weights);
-      const uint2 v2 = lerp_rows(s.a.z, s.b.z, s.weights);
-      const uint2 v3 = lerp_rows(s.a.w, s.b.w, s.weights);
-      unsigned* const dst = staged + s.dst;
-      if (!s.first) dst[-1] = v0.x;  // the previous slot's copy
-      dst[0] = v0.x;
-      dst[1] = v0.y;
-      dst[2] = v1.x;
-      dst[3] = v1.y;
-      dst[4] = v2.x;
-      dst[5] = v2.y;
-      dst[6] = v3.x;
-      dst[7] = v3.y;
-    };
-    if (p.chunks <= kThreads) {
-      // Each thread keeps one chunk k of rows i0, i0 + step, ...: the chunk's address, whether it takes the
-      // 16-byte path and where it goes are worked out once; per row, one table read and two multiply-adds.
-      // kRowsInFlight rows are loaded before any is interpolated.
-      const int step = kThreads / p.chunks;
-      const int i0 = tid / p.chunks;
-      const int k = tid - i0 * p.chunks;
-      if (i0 < step && k < chunks) {
-        const std::uint8_t* const chunk = in_span + kChunkBytes * k;
-        const int available = bytes_left - kChunkBytes * k;
-        const bool vec = p.vec_in && available >= kChunkBytes;
-        const auto row_load = [&](int i) {
-          Staging s;
-          const uint2 rt = row_table[first + i];
-          const std::uint8_t* const a = row_address(chunk, rt.x & 0xFFFFu, p.in_pitch);
-          const std::uint8_t* const b = row_address(chunk, rt.x >> 16, p.in_pitch);
-          if (vec) {
-            s.a = __ldg(reinterpret_cast<const uint4*>(a));
-            s.b = __ldg(reinterpret_cast<const uint4*>(b));
-          } else {
-            s.a = load_partial(a, available);
-            s.b = load_partial(b, available);
-          }
-          s.weights = rt.y;
-          s.dst = i * p.staged_row_words + kSlotWords * k;
-          s.live = true;
-          s.first = k == 0;
-          return s;
-        };
-        for (int i = i0; i < rows; i += kRowsInFlight * step) {
-          Staging s[kRowsInFlight];
+  if constexpr (kRatio != Ratio::any) {
+    // ---- 2x. Exact ratio: steps 2-3 in one, straight from global memory, no staged rows and no barrier between
+    // them. Where the horizontal ratio is 2:1 every resized pixel is the mean of two source pixels 3 bytes apart,
+    // and where the vertical scale is k/2 every row weight is a multiple of 1/4 (the plan checks both): a resized
+    // value is (16 * S + 128) >> 8 for S = sum of the four source bytes weighed by 2 * (row weight in quarters),
+    // which is the general path's value exactly (both round the exact mean half up). One item is 4 resized pixels
+    // of one row (one word of each plane): the 24 bytes of each of its two source rows in 8-byte loads, consecutive
+    // lanes on consecutive items, then per pixel two PRMTs per row put each channel's two bytes side by side and
+    // dp4a weighs them (the rounding constant rides in as the accumulator): 5 instructions per value.
+    constexpr int kItems = kRows * kWords;
+    constexpr int kLead = (8 - 6 * R % 8) % 8;  // every item's first byte mod 8 (x0 is a multiple of 64)
+    constexpr int kSkip = kLead % 4;            // bytes of the window's first word before it
+    constexpr int kWindowWords = (kSkip + 24 + 3) / 4;
+    const int row_bytes = 3 * p.in_w;
+    for (int item = tid; item < kItems; item += kThreads) {
+      const int i = item / kWords;
+      const int u = item - i * kWords;
+      const int x = x0 - R + 4 * u;  // the item's first resized column
+      const uint2 rt = row_table[i];
+      const int window = 6 * x - kSkip;
+      const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;  // row weights in quarters
+      unsigned v[3][4];
+      if (x >= 0 && x + 4 <= p.out_w && window + 4 * kWindowWords <= row_bytes) {
+        unsigned a[kWindowWords], b[kWindowWords];
+        load_words<kLead - kSkip>(a, row_address(in_frame + window, rt.x & 0xFFFFu, p.in_pitch));
+        load_words<kLead - kSkip>(b, row_address(in_frame + window, rt.x >> 16, p.in_pitch));
+        const unsigned a_lo = wa * 0x2020u, a_hi = wa * 0x20200000u, b_lo = wb * 0x2020u, b_hi = wb * 0x20200000u;
 #pragma unroll
-          for (int n = 0; n < kRowsInFlight; ++n) {
-            if (n == 0 || i + n * step < rows) s[n] = row_load(i + n * step);
-          }
-#pragma unroll
-          for (int n = 0; n < kRowsInFlight; ++n) {
-            if (n == 0 || i + n * step < rows) store(s[n]);
-          }
+        for (int q = 0; q < 4; ++q) {
+          const int at = kSkip + 6 * q;  // pixel 2q's first byte: channel c is at + c and at + 3 + c
+          const unsigned a01 = gather_bytes(a, at, at + 3, at + 1, at + 4);  // channels 0 and 1, row a
+          const unsigned b01 = gather_bytes(b, at, at + 3, at + 1, at + 4);
+          const unsigned a2 = gather_bytes(a, at + 2, at + 5, at + 2, at + 5);  // channel 2 (twice)
+          const unsigned b2 = gather_bytes(b, at + 2, at + 5, at + 2, at + 5);
+          v[0][q] = dp4a(a01, a_lo, dp4a(b01, b_lo, 128u));
+          v[1][q] = dp4a(a01, a_hi, dp4a(b01, b_hi, 128u));
+          v[2][q] = dp4a(a2, a_lo, dp4a(b2, b_lo, 128u));
         }
-      }
-    } else {
-      // Rows wider than one chunk per thread (wide downscales): items over all threads, two loaded at a time.
-      for (int item = tid; item < items; item += 2 * kThreads) {
-        const Staging s0 = load(item);
-        const Staging s1 = load(item + kThreads);
-        if (s0.live) store(s0);
-        if (s1.live) store(s1);
-      }
-    }
-    __syncthreads();
-
-    // ---- 3. Horizontal interpolation -> resized planes, 4 pixels (one word u) of one staged row per thread
-    // and channel. A warp takes one word of 32 consecutive rows, lane = row: the column table reads are
-    // broadcasts, and the odd word strides of the staged and resized rows put the lanes in distinct banks.
-    // Rows past the last whole 32 (the tail) are spread over the warps, several words per warp. (Running the
-    // items down the rows of word 0, then word 1, ..., without a tail, was slower: every warp that straddles
-    // two words then has 2-way bank conflicts.)
-    {
-      const auto interpolate = [&](int u, int i) {
-        const unsigned char* const row = reinterpret_cast<const unsigned char*>(staged + i * p.staged_row_words);
-        unsigned sum[3][4];
+      } else {
+        // The window leaves the frame (edge tiles only): column by column, clamped and with the border applied as
+        // in step 1 (the general path's columns), from byte loads.
+        const bool edge = x0 - R < 0 || x0 + kTileW + R > p.out_w;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const uint2 t = col_table[4 * u + e];
-          const std::uint16_t* const left = reinterpret_cast<const std::uint16_t*>(row + (t.x & 0xFFFFu));
-          const std::uint16_t* const right = reinterpret_cast<const std::uint16_t*>(row + (t.x >> 16));
+        for (int q = 0; q < 4; ++q) {
+          int rx = min(x + q, x_last + R);
+          if (edge) rx = border_index(rx, p.out_w, p.border);
+          const std::uint8_t* const a = row_address(in_frame + 6 * rx, rt.x & 0xFFFFu, p.in_pitch);
+          const std::uint8_t* const b = row_address(in_frame + 6 * rx, rt.x >> 16, p.in_pitch);
 #pragma unroll
           for (int c = 0; c < 3; ++c) {
-            // value * 2^24 + 2^23 (round half up) fits 32 bits: 65280 * 65536 + 2^23 < 2^32.
-            sum[c][e] = left[c] * (kUnitWeight - t.y) + right[c] * t.y + (1u << 23);
+            const unsigned sum_a = __ldg(a + c) + __ldg(a + c + 3), sum_b = __ldg(b + c) + __ldg(b + c + 3);
+            v[c][q] = sum_a * (32 * wa) + sum_b * (32 * wb) + 128u;  // as dp4a computes it above
           }
         }
+      }
 #pragma unroll
-        for (int c = 0; c < 3; ++c) {
-          resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
-        }
-      };
-      // pass_rows is a compile-time constant in the usual single pass, which turns the divisions into multiplies.
-      const auto interpolate_pass = [&](auto pass_rows) {
-        const int whole = pass_rows / kWarpSize * kWords;  // warp items over whole blocks of 32 rows
-        const int tail_rows = pass_rows % kWarpSize;
-        const int items = whole + (tail_rows * kWords + kWarpSize - 1) / kWarpSize;
-        for (int item = warp; item < items; item += kWarps) {
-          if (item < whole) {
-            interpolate(item % kWords, item / kWords * kWarpSize + lane);
-          } else {
-            const int t = (item - whole) * kWarpSize + lane;
-            const int u = t / max(tail_rows, 1);
-            if (u < kWords) interpolate(u, pass_rows - tail_rows + t - u * tail_rows);
-          }
-        }
-      };
-      if (rows == kRows) {
-        interpolate_pass(std::integral_constant<int, kRows>{});
-      } else {
-        interpolate_pass(rows);
+      for (int c = 0; c < 3; ++c) {
+        resized[(c * kRows + i) * kStride + u] = pack_second_bytes(v[c][0], v[c][1], v[c][2], v[c][3]);
       }
     }
     __syncthreads();
+  } else {
+    const int first_byte = span->x;
+    const int chunks = span->y;
+    const std::uint8_t* const in_span = in_frame + first_byte;
+    const int bytes_left = 3 * p.in_w - first_byte;  // bytes of a source row from the span on
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+
+    for (int first = 0; first < kRows; first += p.chunk_rows) {
+      const int rows = min(p.chunk_rows, kRows - first);
+
+      // ---- 2. Vertical interpolation: lanes on consecutive 16-byte chunks of one source row pair. Staged rows
+      // are runs of 9-word slots, one per chunk: its 16 values (8 words) and a copy of the next chunk's first
+      // two, so that every pixel's three values are contiguous in some slot (step 3 reads them at one offset).
+      // Consecutive lanes write consecutive slots, 9 words apart: the 32-bit stores hit 32 distinct banks.
+      // Item -> staged row i and chunk k, both source rows' 16 bytes (missing bytes past the row's end read as
+      // 0), the row weights and the slot the 16 interpolated values go to.
+      const int items = rows * p.chunks;
+      struct Staging {
+        uint4 a, b;
+        unsigned weights;
+        int dst;
+        bool live, first;
+      };
+      const auto load = [&](int item) {
+        Staging s;
+        const int i = p.chunks == 1 ? item : static_cast<int>(__umulhi(static_cast<unsigned>(item), p.chunks_magic));
+        const int k = item - i * p.chunks;
+        s.live = item < items && k < chunks;
+        const uint2 rt = row_table[first + min(i, rows - 1)];
+        const std::uint8_t* const chunk = in_span + kChunkBytes * k;
+        const std::uint8_t* const a = row_address(chunk, rt.x & 0xFFFFu, p.in_pitch);
+        const std::uint8_t* const b = row_address(chunk, rt.x >> 16, p.in_pitch);
+        const int available = bytes_left - kChunkBytes * k;
+        if (s.live && p.vec_in && available >= kChunkBytes) {
+          s.a = __ldg(reinterpret_cast<const uint4*>(a));
+          s.b = __ldg(reinterpret_cast<const uint4*>(b));
+        } else if (s.live) {
+          s.a = load_partial(a, available);
+          s.b = load_partial(b, available);
+        }
+        s.weights = rt.y;
+        s.dst = i * p.staged_row_words + kSlotWords * k;
+        s.first = k == 0;
+        return s;
+      };
+      const auto store = [&](const Staging& s) {
+        const uint2 v0 = lerp_rows(s.a.x, s.b.x, s.weights);
+        const uint2 v1 = lerp_rows(s.a.y, s.b.y, s.weights);
+        const uint2 v2 = lerp_rows(s.a.z, s.b.z, s.weights);
+        const uint2 v3 = lerp_rows(s.a.w, s.b.w, s.weights);
+        unsigned* const dst = staged + s.dst;
+        if (!s.first) dst[-1] = v0.x;  // the previous slot's copy
+        dst[0] = v0.x;
+        dst[1] = v0.y;
+        dst[2] = v1.x;
+        dst[3] = v1.y;
+        dst[4] = v2.x;
+        dst[5] = v2.y;
+        dst[6] = v3.x;
+        dst[7] = v3.y;
+      };
+      if (p.chunks <= kThreads) {
+        // Each thread keeps one chunk k of rows i0, i0 + step, ...: the chunk's address, whether it takes the
+        // 16-byte path and where it goes are worked out once; per row, one table read and two multiply-adds.
+        // kRowsInFlight rows are loaded before any is interpolated.
+        const int step = kThreads / p.chunks;
+        const int i0 = tid / p.chunks;
+        const int k = tid - i0 * p.chunks;
+        if (i0 < step && k < chunks) {
+          const std::uint8_t* const chunk = in_span + kChunkBytes * k;
+          const int available = bytes_left - kChunkBytes * k;
+          const bool vec = p.vec_in && available >= kChunkBytes;
+          const auto row_load = [&](int i) {
+            Staging s;
+            const uint2 rt = row_table[first + i];
+            const std::uint8_t* const a = row_address(chunk, rt.x & 0xFFFFu, p.in_pitch);
+            const std::uint8_t* const b = row_address(chunk, rt.x >> 16, p.in_pitch);
+            if (vec) {
+              s.a = __ldg(reinterpret_cast<const uint4*>(a));
+              s.b = __ldg(reinterpret_cast<const uint4*>(b));
+            } else {
+              s.a = load_partial(a, available);
+              s.b = load_partial(b, available);
+            }
+            s.weights = rt.y;
+            s.dst = i * p.staged_row_words + kSlotWords * k;
+            s.live = true;
+            s.first = k == 0;
+            return s;
+          };
+          for (int i = i0; i < rows; i += kRowsInFlight * step) {
+            Staging s[kRowsInFlight];
+  #pragma unroll
+            for (int n = 0; n < kRowsInFlight; ++n) {
+              if (n == 0 || i + n * step < rows) s[n] = row_load(i + n * step);
+            }
+  #pragma unroll
+            for (int n = 0; n < kRowsInFlight; ++n) {
+              if (n == 0 || i + n * step < rows) store(s[n]);
+            }
+          }
+        }
+      } else {
+        // Rows wider than one chunk per thread (wide downscales): items over all threads, two loaded at a time.
+        for (int item = tid; item < items; item += 2 * kThreads) {
+          const Staging s0 = load(item);
+          const Staging s1 = load(item + kThreads);
+          if (s0.live) store(s0);
+          if (s1.live) store(s1);
+        }
+      }
+      __syncthreads();
+
+      // ---- 3. Horizontal interpolation -> resized planes, 4 pixels (one word u) of one staged row per thread
+      // and channel. A warp takes one word of 32 consecutive rows, lane = row: the column table reads are
+      // broadcasts, and the odd word strides of the staged and resized rows put the lanes in distinct banks.
+      // Rows past the last whole 32 (the tail) are spread over the warps, several words per warp. (Running the
+      // items down the rows of word 0, then word 1, ..., without a tail, was slower: every warp that straddles
+      // two words then has 2-way bank conflicts.)
+      {
+        const auto interpolate = [&](int u, int i) {
+          const unsigned char* const row = reinterpret_cast<const unsigned char*>(staged + i * p.staged_row_words);
+          unsigned sum[3][4];
+  #pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const uint2 t = col_table[4 * u + e];
+            const std::uint16_t* const left = reinterpret_cast<const std::uint16_t*>(row + (t.x & 0xFFFFu));
+            const std::uint16_t* const right = reinterpret_cast<const std::uint16_t*>(row + (t.x >> 16));
+  #pragma unroll
+            for (int c = 0; c < 3; ++c) {
+              // value * 2^24 + 2^23 (round half up) fits 32 bits: 65280 * 65536 + 2^23 < 2^32.
+              sum[c][e] = left[c] * (kUnitWeight - t.y) + right[c] * t.y + (1u << 23);
+            }
+          }
+  #pragma unroll
+          for (int c = 0; c < 3; ++c) {
+            resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
+          }
+        };
+        // pass_rows is a compile-time constant in the usual single pass, which turns the divisions into multiplies.
+        const auto interpolate_pass = [&](auto pass_rows) {
+          const int whole = pass_rows / kWarpSize * kWords;  // warp items over whole blocks of 32 rows
+          const int tail_rows = pass_rows % kWarpSize;
+          const int items = whole + (tail_rows * kWords + kWarpSize - 1) / kWarpSize;
+          for (int item = warp; item < items; item += kWarps) {
+            if (item < whole) {
+              interpolate(item % kWords, item / kWords * kWarpSize + lane);
+            } else {
+              const int t = (item - whole) * kWarpSize + lane;
+              const int u = t / max(tail_rows, 1);
+              if (u < kWords) interpolate(u, pass_rows - tail_rows + t - u * tail_rows);
+            }
+          }
+        };
+        if (rows == kRows) {
+          interpolate_pass(std::integral_constant<int, kRows>{});
+        } else {
+          interpolate_pass(rows);
+        }
+      }
+      __syncthreads();
+    }
   }
 
   // ---- 4. Filter: 4 columns x kColRows rows of one channel per thread, row pass (integer, R + 1 dp2a per
@@ -648,18 +750,35 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 // ------------------------------------------------------------------------------------------------- host
 
 using Kernel = void (*)(Params);
-template <int... R>
+template <Ratio kRatio, int... R>
 constexpr std::array<Kernel, sizeof...(R)> make_kernels(std::integer_sequence<int, R...>) {
-  return {&resize_filter_kernel<R>...};
+  return {&resize_filter_kernel<R, kRatio>...};
 }
-constexpr auto kKernels = make_kernels(std::make_integer_sequence<int, kMaxRadius + 1>{});
+constexpr auto kKernels = make_kernels<Ratio::any>(std::make_integer_sequence<int, kMaxRadius + 1>{});
+// The exact-ratio path for the radii whose filter runs in registers (its shared memory then holds no row sums).
+constexpr auto kTwoKernels = make_kernels<Ratio::two>(std::make_integer_sequence<int, kMaxRadiusInRegisters + 1>{});
+
+Kernel kernel_for(Ratio ratio, int radius) {
+  return ratio == Ratio::two ? kTwoKernels[static_cast<std::size_t>(radius)]
+                             : kKernels[static_cast<std::size_t>(radius)];
+}
+
+// The path for these sizes where the input rows are 8-byte aligned (step 2x's loads): 2:1 across with a vertical
+// scale of k/2 up to 2 (every row weight, computed in float, exactly a multiple of 1/4), for radii up to
+// kMaxRadiusInRegisters; the general path otherwise.
+Ratio ratio_for(Extent in, Extent out, int radius) {
+  if (!(out.width >= 1 && out.height >= 1)) return Ratio::any;  // refused by the plan
+  const bool quarter_rows = 2 * in.height % out.height == 0 && in.height <= 2 * out.height;
+  return radius <= kMaxRadiusInRegisters && in.width == 2 * out.width && quarter_rows ? Ratio::two : Ratio::any;
+}
 
 struct Plan {
   dim3 grid;
   std::size_t shared_bytes = 0;
+  Ratio ratio = Ratio::any;
   int chunks = 0;
   int staged_row_words = 0;
-  int chunk_rows = 0;
+  int chunk_rows = 0;  // 0 on the exact-ratio path, which stages no rows
   float scale_x = 0, scale_y = 0;  // source pixels per output pixel: the spans above and the kernel use the same
 };
 
@@ -669,7 +788,7 @@ struct Planned {
   std::string refusal;
 };
 
-Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
+Planned plan_or_refusal(Extent in, Extent out, int radius, int frames, Ratio ratio) {
   const auto refuse = [](std::string why) { return Planned{{}, "resize_filter: " + std::move(why)}; };
   if (!(in.width >= 1 && in.height >= 1 && out.width >= 1 && out.height >= 1)) return refuse("empty frame");
   if (!(in.width <= kMaxDimension && in.height <= kMaxDimension && out.width <= kMaxDimension &&
@@ -707,8 +826,13 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
   const int fit = budget / staged_row_bytes;
   const int passes = (tile_rows(radius) + fit - 1) / fit;
   plan.chunk_rows = (tile_rows(radius) + passes - 1) / passes;
-  const int region_b = max_of(filter_in_registers(radius) ? out_tile_bytes(radius) : rows_pass_bytes(radius),
-                              plan.chunk_rows * staged_row_bytes);
+  int region_b = max_of(filter_in_registers(radius) ? out_tile_bytes(radius) : rows_pass_bytes(radius),
+                        plan.chunk_rows * staged_row_bytes);
+  plan.ratio = ratio;
+  if (ratio != Ratio::any) {
+    plan.chunk_rows = 0;
+    region_b = out_tile_bytes(radius);
+  }
   plan.shared_bytes = static_cast<std::size_t>(head_bytes(radius) + region_a_bytes(radius) + region_b);
   plan.grid = dim3(static_cast<unsigned>((out.width + kTileW - 1) / kTileW),
                    static_cast<unsigned>((out.height + tile_h(radius) - 1) / tile_h(radius)),
@@ -716,8 +840,8 @@ Planned plan_or_refusal(Extent in, Extent out, int radius, int frames) {
   return {plan, {}};
 }
 
-Plan make_plan(Extent in, Extent out, int radius, int frames) {
-  Planned planned = plan_or_refusal(in, out, radius, frames);
+Plan make_plan(Extent in, Extent out, int radius, int frames, Ratio ratio) {
+  Planned planned = plan_or_refusal(in, out, radius, frames, ratio);
   if (!planned.refusal.empty()) throw std::invalid_argument(std::move(planned.refusal));
   return planned.plan;
 }
@@ -828,17 +952,18 @@ ResizeFilterTaps& ResizeFilterTaps::operator=(ResizeFilterTaps&& other) noexcept
 
 namespace {
 
-void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
-            std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps, BorderMode border,
-            cudaStream_t stream) {
+void launch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+            int frames, const ResizeFilterTaps& taps, BorderMode border, cudaStream_t stream) {
   const int radius = radius_of(taps);
-  const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames);
+  Params p{};
+  set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);  // checked below
+  const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames,
+                              p.vec_in ? ratio_for(first_in.extent, first_out.extent, radius) : Ratio::any);
+  const Kernel kernel = kernel_for(plan.ratio, radius);
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), "resize_filter: " + problem);
   require(first_in.pitch <= 0xFFFFFFFFu, "resize_filter: input pitch of 4 GiB or more");
 
-  Params p{};
-  set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);
   p.scale_x = plan.scale_x;
   p.scale_y = plan.scale_y;
   p.border = border;
@@ -874,12 +999,11 @@ void launch(Kernel kernel, ConstAosView first_in, std::size_t in_frame_stride, A
 void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                              std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps,
                              BorderMode border, cudaStream_t stream) {
-  launch(kKernels[static_cast<std::size_t>(radius_of(taps))], first_in, in_frame_stride, first_out,
-         out_frame_stride, frames, taps, border, stream);
+  launch(first_in, in_frame_stride, first_out, out_frame_stride, frames, taps, border, stream);
 }
 
 bool resize_filter_fits(Extent in, Extent out, int ksize) {
-  return ksize % 2 == 1 && plan_or_refusal(in, out, ksize / 2, 1).refusal.empty();
+  return ksize % 2 == 1 && plan_or_refusal(in, out, ksize / 2, 1, Ratio::any).refusal.empty();
 }
 
 void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& taps, BorderMode border,
@@ -890,8 +1014,8 @@ void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& tap
 ResizeFilterLaunch resize_filter_launch(Extent in, Extent out, int ksize, int frames) {
   require(ksize % 2 == 1, "resize_filter: odd filter size");
   const int radius = ksize / 2;
-  const Plan plan = make_plan(in, out, radius, frames);
-  const Kernel kernel = kKernels[static_cast<std::size_t>(radius)];
+  const Plan plan = make_plan(in, out, radius, frames, ratio_for(in, out, radius));  // aligned frames
+  const Kernel kernel = kernel_for(plan.ratio, radius);
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
   allow_shared(kernel, shared_bytes);
   ResizeFilterLaunch launch;

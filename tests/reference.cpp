@@ -43,6 +43,7 @@ std::vector<double> gaussian_1d(int k, double sigma) {
   std::vector<double> w(k);
   if (sigma <= 0 && k <= 7) {
     switch (k) {
+      case 1: w = {1}; break;
       case 3: w = {1, 2, 1}; break;
       case 5: w = {1, 4, 6, 4, 1}; break;
       case 7: w = {1, 3.5, 7, 9, 7, 3.5, 1}; break;

@@ -60,6 +60,13 @@ TEST(Reference, GaussianKeepsAConstantImage) {
   EXPECT_EQ(max_abs_diff(reference::apply(Op{Gaussian{5, 0.0, Border::replicate}}, flat), flat), 0);
 }
 
+// One tap with the width from K (sigma 0) is the identity, as cv::getGaussianKernel(1, 0) = [1].
+TEST(Reference, OneTapGaussianIsTheIdentity) {
+  const Image ramp = testing::synthetic_image({13, 5}, 3);
+  EXPECT_EQ(max_abs_diff(reference::apply(Op{Gaussian{1, 0.0}}, ramp), ramp), 0);
+  EXPECT_EQ(max_abs_diff(reference::apply(Op{Gaussian{1, 1.5}}, ramp), ramp), 0);
+}
+
 TEST(Reference, GrayAndNormalize) {
   Image px({2, 1});
   const std::uint8_t rgb[6] = {255, 0, 0, 0, 0, 255};
