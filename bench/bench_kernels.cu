@@ -218,10 +218,12 @@ void print_launch(Size in, Size out, int ksize) {
   const gpu::ResizeFilterLaunch l = gpu::resize_filter_launch({in.width, in.height}, {out.width, out.height}, ksize, 1);
   const gpu::ResizeFilterLaunch batch =
       gpu::resize_filter_launch({in.width, in.height}, {out.width, out.height}, ksize, 16);
-  std::printf("  fused %s -> %s, K=%d: grid %ux%u, %d threads, %zu B shared, %d rows staged per pass, "
+  const std::string staging =
+      l.exact_ratio ? "exact-ratio path (no staged rows)" : std::to_string(l.chunk_rows) + " rows staged per pass";
+  std::printf("  fused %s -> %s, K=%d: grid %ux%u, %d threads, %zu B shared, %s, "
               "%d registers, %d blocks/SM (16 frames per launch: %zu B, %d blocks/SM)\n",
               to_string(in).c_str(), to_string(out).c_str(), ksize, l.grid.x, l.grid.y, l.threads, l.shared_bytes,
-              l.chunk_rows, l.registers, l.blocks_per_sm, batch.shared_bytes, batch.blocks_per_sm);
+              staging.c_str(), l.registers, l.blocks_per_sm, batch.shared_bytes, batch.blocks_per_sm);
 }
 
 // One fused kernel, `launch(f, batch)` running frames f .. f + batch - 1 of the pools: one frame per launch, the

@@ -108,7 +108,16 @@ constexpr int kRowsInFlight = 2;   // step 2: source row pairs loaded before any
 constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which every radius fits
 
 // Horizontal source pixels per output pixel, where the kernel has a path of its own for the ratio (step 2x).
-enum class Ratio { any, two };
+enum class Ratio { any, two, three_halves };
+
+// At those ratios resized column x >= 0 reads source pixels first_source(x) and first_source(x) + 1, weighing the
+// first by left_quarters(x) / 4: OpenCV's INTER_LINEAR map, (x + 0.5) * scale - 0.5, worked out exactly.
+__host__ __device__ constexpr int first_source(Ratio ratio, int x) {
+  return ratio == Ratio::two ? 2 * x : (6 * x + 1) / 4;
+}
+__host__ __device__ constexpr int left_quarters(Ratio ratio, int x) {
+  return ratio == Ratio::two ? 2 : (x % 2 == 0 ? 3 : 1);
+}
 
 constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
 constexpr int max_of(int a, int b) { return a > b ? a : b; }
@@ -401,41 +410,72 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
 
   if constexpr (kRatio != Ratio::any) {
     // ---- 2x. Exact ratio: steps 2-3 in one, straight from global memory, no staged rows and no barrier between
-    // them. Where the horizontal ratio is 2:1 every resized pixel is the mean of two source pixels 3 bytes apart,
-    // and where the vertical scale is k/2 every row weight is a multiple of 1/4 (the plan checks both): a resized
-    // value is (16 * S + 128) >> 8 for S = sum of the four source bytes weighed by 2 * (row weight in quarters),
-    // which is the general path's value exactly (both round the exact mean half up). One item is 4 resized pixels
-    // of one row (one word of each plane): the 24 bytes of each of its two source rows in 8-byte loads, consecutive
-    // lanes on consecutive items, then per pixel two PRMTs per row put each channel's two bytes side by side and
-    // dp4a weighs them (the rounding constant rides in as the accumulator): 5 instructions per value.
+    // them. At 2:1 and 3:2 across, a resized pixel weighs two source pixels 3 bytes apart by (2, 2) or by (3, 1)
+    // and (1, 3) quarters, and with a vertical scale of k/2 every row weight is a multiple of 1/4 too (the plan
+    // checks both). A resized value is then (16 * S + 128) >> 8 for S = the four source bytes weighed by the
+    // products of their quarters, which is the general path's value exactly (both round the exact mean half up).
+    // One item is 4 resized pixels of one row (one word of each plane), from a window of 18 (3:2) or 24 (2:1)
+    // bytes of each of its two source rows, read in 8-byte loads, consecutive lanes on consecutive items. Per pixel
+    // two PRMTs per row put each channel's two bytes side by side, and dp4a weighs them (the rounding constant
+    // rides in as the accumulator).
     constexpr int kItems = kRows * kWords;
-    constexpr int kLead = (8 - 6 * R % 8) % 8;  // every item's first byte mod 8 (x0 is a multiple of 64)
-    constexpr int kSkip = kLead % 4;            // bytes of the window's first word before it
-    constexpr int kWindowWords = (kSkip + 24 + 3) / 4;
+    constexpr int kFirst = (4 - R % 4) % 4;  // an item's first resized column mod 4 (x0 is a multiple of 64)
+    // Its pixel q's source pixel, counted from the item's first, and its left weight: the same for every item.
+    constexpr auto offset = [](int q) { return first_source(kRatio, kFirst + q) - first_source(kRatio, kFirst); };
+    constexpr auto quarters = [](int q) { return static_cast<unsigned>(left_quarters(kRatio, kFirst + q)); };
+    constexpr int kSpan = 3 * (offset(3) + 2);  // window bytes
+    // At 2:1 the window starts at a fixed offset mod 8 (6 * x), read as it lies; at 3:2 it moves by 2 bytes from
+    // item to item (18 per item), so 32 bytes are read from the 8-byte boundary below it and shifted to its start.
+    constexpr int kLead = kRatio == Ratio::two ? (8 - 6 * R % 8) % 8 : 0;
+    constexpr int kSkip = kLead % 4;  // window bytes before its first byte
+    constexpr int kWindowWords = (kSkip + kSpan + 3) / 4;
+    constexpr int kLoadWords = kRatio == Ratio::two ? kWindowWords : 8;
     const int row_bytes = 3 * p.in_w;
     for (int item = tid; item < kItems; item += kThreads) {
       const int i = item / kWords;
       const int u = item - i * kWords;
       const int x = x0 - R + 4 * u;  // the item's first resized column
       const uint2 rt = row_table[i];
-      const int window = 6 * x - kSkip;
       const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;  // row weights in quarters
+      const int start = 3 * first_source(kRatio, max(x, 0));
+      const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
       unsigned v[3][4];
-      if (x >= 0 && x + 4 <= p.out_w && window + 4 * kWindowWords <= row_bytes) {
+      if (x >= 0 && x + 4 <= p.out_w && load_start + 4 * kLoadWords <= row_bytes) {
         unsigned a[kWindowWords], b[kWindowWords];
-        load_words<kLead - kSkip>(a, row_address(in_frame + window, rt.x & 0xFFFFu, p.in_pitch));
-        load_words<kLead - kSkip>(b, row_address(in_frame + window, rt.x >> 16, p.in_pitch));
-        const unsigned a_lo = wa * 0x2020u, a_hi = wa * 0x20200000u, b_lo = wb * 0x2020u, b_hi = wb * 0x20200000u;
+        if constexpr (kRatio == Ratio::two) {
+          load_words<kLead - kSkip>(a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
+          load_words<kLead - kSkip>(b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
+        } else {
+          unsigned raw_a[kLoadWords], raw_b[kLoadWords];
+          load_words<0>(raw_a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
+          load_words<0>(raw_b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
+          const int lead = start & 7;
+          const unsigned shift = 8u * (lead & 3);
+#pragma unroll
+          for (int n = 0; n < kWindowWords; ++n) {
+            a[n] = __funnelshift_r(lead & 4 ? raw_a[n + 1] : raw_a[n], lead & 4 ? raw_a[n + 2] : raw_a[n + 1], shift);
+            b[n] = __funnelshift_r(lead & 4 ? raw_b[n + 1] : raw_b[n], lead & 4 ? raw_b[n + 2] : raw_b[n + 1], shift);
+          }
+        }
+        unsigned a_lo[2], b_lo[2];  // dp4a weights of a pixel's two bytes for left weights 3 (or 2) and 1
+#pragma unroll
+        for (int phase = 0; phase < 2; ++phase) {
+          const unsigned left = phase == 0 ? quarters(0) : quarters(1);
+          const unsigned pair = 16u * left | 16u * (4u - left) << 8;
+          a_lo[phase] = wa * pair;
+          b_lo[phase] = wb * pair;
+        }
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const int at = kSkip + 6 * q;  // pixel 2q's first byte: channel c is at + c and at + 3 + c
+          const int at = kSkip + 3 * offset(q);  // pixel q's first source byte: channel c is at + c and at + 3 + c
+          const unsigned wa_lo = a_lo[q % 2], wb_lo = b_lo[q % 2];
           const unsigned a01 = gather_bytes(a, at, at + 3, at + 1, at + 4);  // channels 0 and 1, row a
           const unsigned b01 = gather_bytes(b, at, at + 3, at + 1, at + 4);
           const unsigned a2 = gather_bytes(a, at + 2, at + 5, at + 2, at + 5);  // channel 2 (twice)
           const unsigned b2 = gather_bytes(b, at + 2, at + 5, at + 2, at + 5);
-          v[0][q] = dp4a(a01, a_lo, dp4a(b01, b_lo, 128u));
-          v[1][q] = dp4a(a01, a_hi, dp4a(b01, b_hi, 128u));
-          v[2][q] = dp4a(a2, a_lo, dp4a(b2, b_lo, 128u));
+          v[0][q] = dp4a(a01, wa_lo, dp4a(b01, wb_lo, 128u));
+          v[1][q] = dp4a(a01, wa_lo << 16, dp4a(b01, wb_lo << 16, 128u));
+          v[2][q] = dp4a(a2, wa_lo, dp4a(b2, wb_lo, 128u));
         }
       } else {
         // The window leaves the frame (edge tiles only): column by column, clamped and with the border applied as
@@ -445,12 +485,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kerne
         for (int q = 0; q < 4; ++q) {
           int rx = min(x + q, x_last + R);
           if (edge) rx = border_index(rx, p.out_w, p.border);
-          const std::uint8_t* const a = row_address(in_frame + 6 * rx, rt.x & 0xFFFFu, p.in_pitch);
-          const std::uint8_t* const b = row_address(in_frame + 6 * rx, rt.x >> 16, p.in_pitch);
+          const unsigned left = static_cast<unsigned>(left_quarters(kRatio, rx));
+          const int source = 3 * first_source(kRatio, rx);
+          const std::uint8_t* const a = row_address(in_frame + source, rt.x & 0xFFFFu, p.in_pitch);
+          const std::uint8_t* const b = row_address(in_frame + source, rt.x >> 16, p.in_pitch);
 #pragma unroll
           for (int c = 0; c < 3; ++c) {
-            const unsigned sum_a = __ldg(a + c) + __ldg(a + c + 3), sum_b = __ldg(b + c) + __ldg(b + c + 3);
-            v[c][q] = sum_a * (32 * wa) + sum_b * (32 * wb) + 128u;  // as dp4a computes it above
+            const unsigned sum_a = __ldg(a + c) * left + __ldg(a + c + 3) * (4u - left);
+            const unsigned sum_b = __ldg(b + c) * left + __ldg(b + c + 3) * (4u - left);
+            v[c][q] = (sum_a * wa + sum_b * wb) * 16u + 128u;  // as dp4a computes it above
           }
         }
       }
@@ -755,21 +798,32 @@ constexpr std::array<Kernel, sizeof...(R)> make_kernels(std::integer_sequence<in
   return {&resize_filter_kernel<R, kRatio>...};
 }
 constexpr auto kKernels = make_kernels<Ratio::any>(std::make_integer_sequence<int, kMaxRadius + 1>{});
-// The exact-ratio path for the radii whose filter runs in registers (its shared memory then holds no row sums).
+// The exact-ratio paths for the radii whose filter runs in registers (their shared memory holds no row sums).
 constexpr auto kTwoKernels = make_kernels<Ratio::two>(std::make_integer_sequence<int, kMaxRadiusInRegisters + 1>{});
+constexpr auto kThreeHalvesKernels =
+    make_kernels<Ratio::three_halves>(std::make_integer_sequence<int, kMaxRadiusInRegisters + 1>{});
 
 Kernel kernel_for(Ratio ratio, int radius) {
-  return ratio == Ratio::two ? kTwoKernels[static_cast<std::size_t>(radius)]
-                             : kKernels[static_cast<std::size_t>(radius)];
+  const auto r = static_cast<std::size_t>(radius);
+  switch (ratio) {
+    case Ratio::two: return kTwoKernels[r];
+    case Ratio::three_halves: return kThreeHalvesKernels[r];
+    case Ratio::any: break;
+  }
+  return kKernels[r];
 }
 
-// The path for these sizes where the input rows are 8-byte aligned (step 2x's loads): 2:1 across with a vertical
-// scale of k/2 up to 2 (every row weight, computed in float, exactly a multiple of 1/4), for radii up to
+// The path for these sizes where the input rows are 8-byte aligned (step 2x's loads): 2:1 or 3:2 across with a
+// vertical scale of k/2 up to 2 (every row weight, computed in float, exactly a multiple of 1/4), for radii up to
 // kMaxRadiusInRegisters; the general path otherwise.
 Ratio ratio_for(Extent in, Extent out, int radius) {
   if (!(out.width >= 1 && out.height >= 1)) return Ratio::any;  // refused by the plan
-  const bool quarter_rows = 2 * in.height % out.height == 0 && in.height <= 2 * out.height;
-  return radius <= kMaxRadiusInRegisters && in.width == 2 * out.width && quarter_rows ? Ratio::two : Ratio::any;
+  if (!(radius <= kMaxRadiusInRegisters && 2 * in.height % out.height == 0 && in.height <= 2 * out.height)) {
+    return Ratio::any;
+  }
+  if (in.width == 2 * out.width) return Ratio::two;
+  if (2 * in.width == 3 * out.width) return Ratio::three_halves;
+  return Ratio::any;
 }
 
 struct Plan {
@@ -1022,6 +1076,7 @@ ResizeFilterLaunch resize_filter_launch(Extent in, Extent out, int ksize, int fr
   launch.grid = plan.grid;
   launch.threads = kThreads;
   launch.shared_bytes = shared_bytes;
+  launch.exact_ratio = plan.ratio != Ratio::any;
   launch.chunk_rows = plan.chunk_rows;
   cudaFuncAttributes attributes{};
   IMGPIPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));

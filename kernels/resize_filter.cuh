@@ -63,12 +63,15 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
 // with a fallback ask this first; it touches no device.
 bool resize_filter_fits(Extent in, Extent out, int ksize);
 
-// How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes).
+// How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes), for frames
+// whose rows are 16-byte aligned.
 struct ResizeFilterLaunch {
   dim3 grid;
   int threads = 0;
   std::size_t shared_bytes = 0;  // dynamic shared memory per block, as launched (see blocks_per_sm)
-  int chunk_rows = 0;            // vertically interpolated rows staged per pass (all tile rows when it fits)
+  bool exact_ratio = false;      // 2:1 or 3:2 across and k/2 down, K <= 9: resized straight from global memory
+  int chunk_rows = 0;            // vertically interpolated rows staged per pass (all tile rows when it fits; none
+                                 // on the exact-ratio path)
   int registers = 0;             // per thread, from cudaFuncGetAttributes
   int blocks_per_sm = 0;         // from cudaOccupancyMaxActiveBlocksPerMultiprocessor; a grid of a few waves
                                  // may ask for more shared memory than it uses, to run fewer blocks per SM

@@ -422,30 +422,42 @@ TEST_P(ResizeFilterKernel, UnalignedPitchesGiveTheSameBytes) {
   EXPECT_TRUE(within_one(aligned, expected(in, out, f)));
 }
 
-// Ratios with a path of their own (2:1 across, the vertical scale k/2 up to 2, K up to 9, rows 8-byte aligned)
-// must give the general path's bytes, which an input pitch that is not even 2-byte aligned selects. Photos and
-// odd sizes (one column, tiles cut by the frame's edge, 4097 wide), every radius of that path and one past it.
+// The top-left width x height of an image.
+Image crop(const Image& image, Size size) {
+  Image cropped(size);
+  for (int y = 0; y < size.height; ++y) {
+    std::copy_n(image.data() + 3 * static_cast<std::size_t>(y) * image.width(), 3 * size.width,
+                cropped.data() + 3 * static_cast<std::size_t>(y) * size.width);
+  }
+  return cropped;
+}
+
+// Ratios with a path of their own (2:1 or 3:2 across, the vertical scale k/2 up to 2, K up to 9, rows 8-byte
+// aligned) must give the general path's bytes, which an input pitch that is not even 2-byte aligned selects.
+// Photos and odd sizes (one column, tiles cut by the frame's edge, 4097 wide), every radius of those paths and
+// one past them.
 TEST(ResizeFilter, ExactRatiosGiveTheGeneralPathsBytes) {
   SKIP_WITHOUT_DEVICE();
   std::vector<std::pair<Image, Size>> cases;
   for (const auto& photo : testing::photos()) {
-    const Size even{photo.image.width() / 2 * 2, photo.image.height() / 2 * 2};
-    Image cropped(even);
-    for (int y = 0; y < even.height; ++y) {
-      std::copy_n(photo.image.data() + 3 * static_cast<std::size_t>(y) * photo.image.width(), 3 * even.width,
-                  cropped.data() + 3 * static_cast<std::size_t>(y) * even.width);
-    }
-    cases.emplace_back(std::move(cropped), Size{even.width / 2, even.height / 2});
+    const Size by_two{photo.image.width() / 2, photo.image.height() / 2};
+    const Size by_three{photo.image.width() / 3, photo.image.height() / 3};
+    cases.emplace_back(crop(photo.image, {2 * by_two.width, 2 * by_two.height}), by_two);
+    cases.emplace_back(crop(photo.image, {3 * by_three.width, 3 * by_three.height}),
+                       Size{2 * by_three.width, 2 * by_three.height});
   }
   std::uint32_t seed = 60;
-  const std::vector<std::pair<Size, Size>> sizes{{{2, 2}, {1, 1}},       {{6, 1}, {3, 1}},     {{2, 97}, {1, 97}},
-                                                  {{226, 24}, {113, 12}}, {{8194, 3}, {4097, 3}}, {{66, 31}, {33, 31}},
-                                                  {{518, 131}, {259, 262}}, {{518, 393}, {259, 262}}};
+  const std::vector<std::pair<Size, Size>> sizes{
+      {{2, 2}, {1, 1}},         {{6, 1}, {3, 1}},         {{2, 97}, {1, 97}},       {{226, 24}, {113, 12}},
+      {{8194, 3}, {4097, 3}},   {{66, 31}, {33, 31}},     {{518, 131}, {259, 262}}, {{518, 393}, {259, 262}},
+      {{3, 3}, {2, 2}},         {{3, 1}, {2, 1}},         {{3, 97}, {2, 97}},       {{339, 18}, {226, 12}},
+      {{6147, 3}, {4098, 3}},   {{195, 131}, {130, 262}}, {{201, 9}, {134, 6}}};
   for (const auto& [in, out] : sizes) cases.emplace_back(testing::synthetic_image(in, seed++), out);
   for (const auto& [in, out] : cases) {
     for (int k = 1; k <= 11; k += 2) {
       const Filter f = k % 4 == 1 ? gaussian(k, 0.0, Border::reflect101) : box(k, Border::replicate);
       SCOPED_TRACE(describe(in.size(), out, f));
+      EXPECT_EQ(cuda::resize_filter_launch(extent_of(in.size()), extent_of(out), k, 1).exact_ratio, k <= 9);
       const Image exact = run_kernel(Kernel::simt, {in}, Layout::packed(in.size()), Layout::packed(out), f).front();
       const Layout odd_pitch = Layout::packed(in.size(), in.width() % 2 == 0 ? 1 : 2);
       const Image general = run_kernel(Kernel::simt, {in}, odd_pitch, Layout::packed(out), f).front();
