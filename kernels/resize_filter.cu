@@ -110,6 +110,11 @@ constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which
 // Horizontal source pixels per output pixel, where the kernel has a path of its own for the ratio (step 2x).
 enum class Ratio { any, two, three_halves };
 
+// Blocks per SM the registers are capped for. The exact-ratio path (step 2x) needs no staged rows, so shared
+// memory would hold 8 blocks: up to K = 5 their 40 registers (8 x 192 threads) are enough without spills (K = 7
+// spills 28 B, K = 9 276 B, so those keep 6).
+constexpr int min_blocks_per_sm(int r, Ratio ratio) { return ratio != Ratio::any && r <= 2 ? 8 : kMinBlocksPerSm; }
+
 // At those ratios resized column x >= 0 reads source pixels first_source(x) and first_source(x) + 1, weighing the
 // first by left_quarters(x) / 4: OpenCV's INTER_LINEAR map, (x + 0.5) * scale - 0.5, worked out exactly.
 __host__ __device__ constexpr int first_source(Ratio ratio, int x) {
@@ -336,7 +341,7 @@ __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int availab
 // instead (6-7% slower). The earlier versions were removed from this file after commit b0eed9e, where the
 // benchmark could still run them.
 template <int R, Ratio kRatio>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) resize_filter_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize_filter_kernel(const Params p) {
   constexpr int K = 2 * R + 1;
   constexpr int kTileH = tile_h(R);
   constexpr int kColRows = col_rows(R);
