@@ -111,8 +111,8 @@ constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which
 enum class Ratio { any, two, three_halves };
 
 // Blocks per SM the registers are capped for. The exact-ratio path (step 2x) needs no staged rows, so shared
-// memory would hold 8 blocks: up to K = 5 their 40 registers (8 x 192 threads) are enough without spills (K = 7
-// spills 28 B, K = 9 276 B, so those keep 6).
+// memory would hold 8 blocks: up to K = 5 their 40 registers (8 x 192 threads) are enough (K = 1 and 3 spill
+// one word; K = 7 would spill 28 B and K = 9 276 B, so those keep 6).
 constexpr int min_blocks_per_sm(int r, Ratio ratio) { return ratio != Ratio::any && r <= 2 ? 8 : kMinBlocksPerSm; }
 
 // At those ratios resized column x >= 0 reads source pixels first_source(x) and first_source(x) + 1, weighing the
@@ -369,6 +369,29 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   const int y_last = min(y0 + kTileH, p.out_h) - 1;
   const std::uint8_t* const in_frame = p.in + blockIdx.z * p.in_frame;
 
+  // The exact-ratio path's items (step 2x): one is 4 resized pixels of one row (one word of each plane).
+  constexpr int kItems = kRows * kWords;
+  constexpr int kFirst = (4 - R % 4) % 4;  // an item's first resized column mod 4 (x0 is a multiple of 64)
+  // Its pixel q's source pixel, counted from the item's first, and its left weight: the same for every item.
+  constexpr auto offset = [](int q) { return first_source(kRatio, kFirst + q) - first_source(kRatio, kFirst); };
+  constexpr auto quarters = [](int q) { return static_cast<unsigned>(left_quarters(kRatio, kFirst + q)); };
+  constexpr int kSpan = 3 * (offset(3) + 2);  // window bytes
+  // At 2:1 the window starts at a fixed offset mod 8 (6 * x), read as it lies; at 3:2 it moves by 2 bytes from
+  // item to item (18 per item), so 32 bytes are read from the 8-byte boundary below it and shifted to its start.
+  constexpr int kLead = kRatio == Ratio::two ? (8 - 6 * R % 8) % 8 : 0;
+  constexpr int kSkip = kLead % 4;  // window bytes before its first byte
+  constexpr int kWindowWords = (kSkip + kSpan + 3) / 4;
+  constexpr int kLoadWords = kRatio == Ratio::two ? kWindowWords : 8;
+  const int in_row_bytes = 3 * p.in_w;
+  // Whether item word u of this tile reads only in-frame columns and bytes inside the source rows (the 8-byte
+  // loads of step 2x), so that it needs neither clamp nor border; the words that do form one run.
+  const auto fast_word = [&](int u) {
+    const int x = x0 - R + 4 * u;
+    const int start = 3 * first_source(kRatio, max(x, 0));
+    const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
+    return x >= 0 && x + 4 <= p.out_w && load_start + 4 * kLoadWords <= in_row_bytes;
+  };
+
   // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
   // output reads, with the border applied only where the halo leaves the frame (a block-uniform test).
   // The tile's span (tile_span) as its first staged byte and its 16-byte chunks.
@@ -376,6 +399,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     const int2 bytes = tile_span(x0, x_last, R, p.scale_x, p.in_w, p.out_w);
     return make_int2(bytes.x, (bytes.y - bytes.x + kChunkBytes - 1) / kChunkBytes);
   };
+  bool in_fast_run = false;
   if (tid < kTableThreads) {
     if (tid < kRows) {
       int ry = min(y0 - R + tid, y_last + R);
@@ -404,8 +428,17 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     const LinearTaps t = linear_taps(rx, p.scale_x, p.in_w);
     col_table[j] = make_uint2(staged_offset(3 * t.i0 - first_byte) | staged_offset(3 * t.i1 - first_byte) << 16,
                               __float2uint_rn(t.w * 65536.f));
+  } else if (kRatio != Ratio::any && tid < kTableThreads + kWords) {
+    in_fast_run = fast_word(tid - kTableThreads);
   }
-  __syncthreads();
+  // The exact-ratio path counts its fast words here; its slow ones lie before them (columns left of the frame)
+  // or after them.
+  int fast_words = 0;
+  if constexpr (kRatio == Ratio::any) {
+    __syncthreads();
+  } else {
+    fast_words = __syncthreads_count(in_fast_run);
+  }
   // Launched as a programmatic dependent (see launch), this grid may start while the previous kernel in the
   // stream finishes; step 1 reads no global memory, and everything after waits here until that kernel has
   // completed and its writes are visible, so stream order holds for whatever either kernel reads or writes.
@@ -423,88 +456,96 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     // bytes of each of its two source rows, read in 8-byte loads, consecutive lanes on consecutive items. Per pixel
     // two PRMTs per row put each channel's two bytes side by side, and dp4a weighs them (the rounding constant
     // rides in as the accumulator).
-    constexpr int kItems = kRows * kWords;
-    constexpr int kFirst = (4 - R % 4) % 4;  // an item's first resized column mod 4 (x0 is a multiple of 64)
-    // Its pixel q's source pixel, counted from the item's first, and its left weight: the same for every item.
-    constexpr auto offset = [](int q) { return first_source(kRatio, kFirst + q) - first_source(kRatio, kFirst); };
-    constexpr auto quarters = [](int q) { return static_cast<unsigned>(left_quarters(kRatio, kFirst + q)); };
-    constexpr int kSpan = 3 * (offset(3) + 2);  // window bytes
-    // At 2:1 the window starts at a fixed offset mod 8 (6 * x), read as it lies; at 3:2 it moves by 2 bytes from
-    // item to item (18 per item), so 32 bytes are read from the 8-byte boundary below it and shifted to its start.
-    constexpr int kLead = kRatio == Ratio::two ? (8 - 6 * R % 8) % 8 : 0;
-    constexpr int kSkip = kLead % 4;  // window bytes before its first byte
-    constexpr int kWindowWords = (kSkip + kSpan + 3) / 4;
-    constexpr int kLoadWords = kRatio == Ratio::two ? kWindowWords : 8;
-    const int row_bytes = 3 * p.in_w;
-    for (int item = tid; item < kItems; item += kThreads) {
-      const int i = item / kWords;
-      const int u = item - i * kWords;
-      const int x = x0 - R + 4 * u;  // the item's first resized column
-      const uint2 rt = row_table[i];
-      const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;  // row weights in quarters
-      const int start = 3 * first_source(kRatio, max(x, 0));
-      const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
-      unsigned v[3][4];
-      if (x >= 0 && x + 4 <= p.out_w && load_start + 4 * kLoadWords <= row_bytes) {
-        unsigned a[kWindowWords], b[kWindowWords];
-        if constexpr (kRatio == Ratio::two) {
-          load_words<kLead - kSkip>(a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
-          load_words<kLead - kSkip>(b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
-        } else {
-          unsigned raw_a[kLoadWords], raw_b[kLoadWords];
-          load_words<0>(raw_a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
-          load_words<0>(raw_b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
-          const int lead = start & 7;
-          const unsigned shift = 8u * (lead & 3);
-#pragma unroll
-          for (int n = 0; n < kWindowWords; ++n) {
-            a[n] = __funnelshift_r(lead & 4 ? raw_a[n + 1] : raw_a[n], lead & 4 ? raw_a[n + 2] : raw_a[n + 1], shift);
-            b[n] = __funnelshift_r(lead & 4 ? raw_b[n + 1] : raw_b[n], lead & 4 ? raw_b[n + 2] : raw_b[n + 1], shift);
-          }
-        }
-        unsigned a_lo[2], b_lo[2];  // dp4a weights of a pixel's two bytes for left weights 3 (or 2) and 1
-#pragma unroll
-        for (int phase = 0; phase < 2; ++phase) {
-          const unsigned left = phase == 0 ? quarters(0) : quarters(1);
-          const unsigned pair = 16u * left | 16u * (4u - left) << 8;
-          a_lo[phase] = wa * pair;
-          b_lo[phase] = wb * pair;
-        }
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int at = kSkip + 3 * offset(q);  // pixel q's first source byte: channel c is at + c and at + 3 + c
-          const unsigned wa_lo = a_lo[q % 2], wb_lo = b_lo[q % 2];
-          const unsigned a01 = gather_bytes(a, at, at + 3, at + 1, at + 4);  // channels 0 and 1, row a
-          const unsigned b01 = gather_bytes(b, at, at + 3, at + 1, at + 4);
-          const unsigned a2 = gather_bytes(a, at + 2, at + 5, at + 2, at + 5);  // channel 2 (twice)
-          const unsigned b2 = gather_bytes(b, at + 2, at + 5, at + 2, at + 5);
-          v[0][q] = dp4a(a01, wa_lo, dp4a(b01, wb_lo, 128u));
-          v[1][q] = dp4a(a01, wa_lo << 16, dp4a(b01, wb_lo << 16, 128u));
-          v[2][q] = dp4a(a2, wa_lo, dp4a(b2, wb_lo, 128u));
-        }
-      } else {
-        // The window leaves the frame (edge tiles only): column by column, clamped and with the border applied as
-        // in step 1 (the general path's columns), from byte loads.
-        const bool edge = x0 - R < 0 || x0 + kTileW + R > p.out_w;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          int rx = min(x + q, x_last + R);
-          if (edge) rx = border_index(rx, p.out_w, p.border);
-          const unsigned left = static_cast<unsigned>(left_quarters(kRatio, rx));
-          const int source = 3 * first_source(kRatio, rx);
-          const std::uint8_t* const a = row_address(in_frame + source, rt.x & 0xFFFFu, p.in_pitch);
-          const std::uint8_t* const b = row_address(in_frame + source, rt.x >> 16, p.in_pitch);
-#pragma unroll
-          for (int c = 0; c < 3; ++c) {
-            const unsigned sum_a = __ldg(a + c) * left + __ldg(a + c + 3) * (4u - left);
-            const unsigned sum_b = __ldg(b + c) * left + __ldg(b + c + 3) * (4u - left);
-            v[c][q] = (sum_a * wa + sum_b * wb) * 16u + 128u;  // as dp4a computes it above
-          }
-        }
-      }
+    // Item (row i, word u): its 4 pixels x 3 channels, each 16 * S + 128, into its word of each plane. Row
+    // weights come from the row table, in quarters.
+    const auto store = [&](int i, int u, const unsigned (&v)[3][4]) {
 #pragma unroll
       for (int c = 0; c < 3; ++c) {
         resized[(c * kRows + i) * kStride + u] = pack_second_bytes(v[c][0], v[c][1], v[c][2], v[c][3]);
+      }
+    };
+    const auto fast_item = [&](int i, int u) {
+      const uint2 rt = row_table[i];
+      const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;
+      const int start = 3 * first_source(kRatio, x0 - R + 4 * u);
+      const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
+      unsigned v[3][4];
+      unsigned a[kWindowWords], b[kWindowWords];
+      if constexpr (kRatio == Ratio::two) {
+        load_words<kLead - kSkip>(a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
+        load_words<kLead - kSkip>(b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
+      } else {
+        unsigned raw_a[kLoadWords], raw_b[kLoadWords];
+        load_words<0>(raw_a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
+        load_words<0>(raw_b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
+        const int lead = start & 7;
+        const unsigned shift = 8u * (lead & 3);
+#pragma unroll
+        for (int n = 0; n < kWindowWords; ++n) {
+          a[n] = __funnelshift_r(lead & 4 ? raw_a[n + 1] : raw_a[n], lead & 4 ? raw_a[n + 2] : raw_a[n + 1], shift);
+          b[n] = __funnelshift_r(lead & 4 ? raw_b[n + 1] : raw_b[n], lead & 4 ? raw_b[n + 2] : raw_b[n + 1], shift);
+        }
+      }
+      unsigned a_lo[2], b_lo[2];  // dp4a weights of a pixel's two bytes for left weights 3 (or 2) and 1
+#pragma unroll
+      for (int phase = 0; phase < 2; ++phase) {
+        const unsigned left = phase == 0 ? quarters(0) : quarters(1);
+        const unsigned pair = 16u * left | 16u * (4u - left) << 8;
+        a_lo[phase] = wa * pair;
+        b_lo[phase] = wb * pair;
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int src = kSkip + 3 * offset(q);  // pixel q: channel c at bytes src + c and src + 3 + c
+        const unsigned wa_lo = a_lo[q % 2], wb_lo = b_lo[q % 2];
+        const unsigned a01 = gather_bytes(a, src, src + 3, src + 1, src + 4);  // channels 0 and 1, row a
+        const unsigned b01 = gather_bytes(b, src, src + 3, src + 1, src + 4);
+        const unsigned a2 = gather_bytes(a, src + 2, src + 5, src + 2, src + 5);  // channel 2 (twice)
+        const unsigned b2 = gather_bytes(b, src + 2, src + 5, src + 2, src + 5);
+        v[0][q] = dp4a(a01, wa_lo, dp4a(b01, wb_lo, 128u));
+        v[1][q] = dp4a(a01, wa_lo << 16, dp4a(b01, wb_lo << 16, 128u));
+        v[2][q] = dp4a(a2, wa_lo, dp4a(b2, wb_lo, 128u));
+      }
+      store(i, u, v);
+    };
+    // A word whose window leaves the frame (edge tiles only): column by column, clamped and with the border applied
+    // as in step 1 (the general path's columns), from byte loads.
+    const auto slow_item = [&](int i, int u) {
+      const uint2 rt = row_table[i];
+      const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;
+      const int x = x0 - R + 4 * u;
+      unsigned v[3][4];
+      const bool edge = x0 - R < 0 || x0 + kTileW + R > p.out_w;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        int rx = min(x + q, x_last + R);
+        if (edge) rx = border_index(rx, p.out_w, p.border);
+        const unsigned left = static_cast<unsigned>(left_quarters(kRatio, rx));
+        const int source = 3 * first_source(kRatio, rx);
+        const std::uint8_t* const a = row_address(in_frame + source, rt.x & 0xFFFFu, p.in_pitch);
+        const std::uint8_t* const b = row_address(in_frame + source, rt.x >> 16, p.in_pitch);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const unsigned sum_a = __ldg(a + c) * left + __ldg(a + c + 3) * (4u - left);
+          const unsigned sum_b = __ldg(b + c) * left + __ldg(b + c + 3) * (4u - left);
+          v[c][q] = (sum_a * wa + sum_b * wb) * 16u + 128u;  // as dp4a computes it above
+        }
+      }
+      store(i, u, v);
+    };
+    if (fast_words == kWords) {  // every tile but those at the frame's edges
+      for (int item = tid; item < kItems; item += kThreads) fast_item(item / kWords, item % kWords);
+    } else {
+      // The fast words first, then the slow ones (left of the frame: words 0 .. left_slow - 1; then those after
+      // the run), each spread over all threads so that no thread waits on its loads more than once more.
+      const int left_slow = x0 - R < 0 ? (R - x0 + 3) / 4 : 0;
+      for (int item = tid; item < kRows * fast_words; item += kThreads) {
+        fast_item(item / fast_words, left_slow + item % fast_words);
+      }
+      const int slow_words = kWords - fast_words;
+      for (int item = tid; item < kRows * slow_words; item += kThreads) {
+        const int k = item % slow_words;
+        slow_item(item / slow_words, k < left_slow ? k : k + fast_words);
       }
     }
     __syncthreads();
