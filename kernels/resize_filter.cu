@@ -537,15 +537,18 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
       for (int item = tid; item < kItems; item += kThreads) fast_item(item / kWords, item % kWords);
     } else {
       // The fast words first, then the slow ones (left of the frame: words 0 .. left_slow - 1; then those after
-      // the run), each spread over all threads so that no thread waits on its loads more than once more.
+      // the run), in one loop: the slow words take the threads that have one fast item fewer, so no thread waits
+      // on more rounds of loads than in the other tiles (where there are as many items).
       const int left_slow = x0 - R < 0 ? (R - x0 + 3) / 4 : 0;
-      for (int item = tid; item < kRows * fast_words; item += kThreads) {
-        fast_item(item / fast_words, left_slow + item % fast_words);
-      }
+      const int fast_items = kRows * fast_words;
       const int slow_words = kWords - fast_words;
-      for (int item = tid; item < kRows * slow_words; item += kThreads) {
-        const int k = item % slow_words;
-        slow_item(item / slow_words, k < left_slow ? k : k + fast_words);
+      for (int item = tid; item < kItems; item += kThreads) {
+        if (item < fast_items) {
+          fast_item(item / fast_words, left_slow + item % fast_words);
+        } else {
+          const int k = (item - fast_items) % slow_words;
+          slow_item((item - fast_items) / slow_words, k < left_slow ? k : k + fast_words);
+        }
       }
     }
     __syncthreads();
