@@ -49,6 +49,15 @@
 //      taps down each column, float) adds up, rounded half up -> the output tile, three 8-bit planes. For
 //      K <= 9 the row sums stay in registers; larger K write them to shared memory first (one more barrier).
 //   5. copy-out: the output tile's rows that lie inside the frame, interleaved, in 16-byte stores.
+//
+// Exact ratios (2:1 or 3:2 across, a vertical scale of k/2 up to 2, K <= 9, input rows 8-byte aligned: 4K -> 1080p
+// and 1080p -> 720p among them) take a path of their own for steps 2-3 (step 2x, a template parameter): every
+// bilinear weight is then a multiple of 1/4, so one dp4a per source row weighs a resized value's bytes exactly,
+// and each thread reads the 18 or 24 bytes its 4 resized pixels need straight from global memory in 8-byte
+// loads. No staged rows, no barrier between steps 2 and 3, and the smaller block (12.9 KB up to K = 5) lets 8
+// blocks share an SM. It computes the general path's bytes (tested byte for byte); tiles at the frame's edges
+// take their out-of-frame words column by column. On the H200, 16 frames per launch: 1080p -> 720p 5.2 -> 4.5 us
+// per frame, 4K -> 1080p 13.6 -> 9.8 us (docs/performance.md, "Ninth session").
 #include "resize_filter.cuh"
 
 #include "cuda_check.hpp"
@@ -111,8 +120,8 @@ constexpr int kMinBlocksPerSm = 6;  // 1152 threads: caps registers at 56, which
 enum class Ratio { any, two, three_halves };
 
 // Blocks per SM the registers are capped for. The exact-ratio path (step 2x) needs no staged rows, so shared
-// memory would hold 8 blocks: up to K = 5 their 40 registers (8 x 192 threads) are enough (K = 1 and 3 spill
-// one word; K = 7 would spill 28 B and K = 9 276 B, so those keep 6).
+// memory would hold 8 blocks: up to K = 5 their 40 registers (8 x 192 threads) are enough (at 2:1, K = 1 and 3
+// spill 4 and 8 B; K = 7 would spill up to 28 B and K = 9 up to 276 B, so those keep 6).
 constexpr int min_blocks_per_sm(int r, Ratio ratio) { return ratio != Ratio::any && r <= 2 ? 8 : kMinBlocksPerSm; }
 
 // At those ratios resized column x >= 0 reads source pixels first_source(x) and first_source(x) + 1, weighing the
