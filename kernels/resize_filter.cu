@@ -464,9 +464,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     // One item is 4 resized pixels of one row (one word of each plane), from a window of 18 (3:2) or 24 (2:1)
     // bytes of each of its two source rows, read in 8-byte loads, consecutive lanes on consecutive items. Per pixel
     // two PRMTs per row put each channel's two bytes side by side, and dp4a weighs them (the rounding constant
-    // rides in as the accumulator).
-    // Item (row i, word u): its 4 pixels x 3 channels, each 16 * S + 128, into its word of each plane. Row
-    // weights come from the row table, in quarters.
+    // rides in as the accumulator). Item (row i, word u) -> its 4 pixels x 3 channels, each 16 * S + 128, then
+    // its word of each plane.
     const auto store = [&](int i, int u, const unsigned (&v)[3][4]) {
 #pragma unroll
       for (int c = 0; c < 3; ++c) {
@@ -475,7 +474,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     };
     const auto fast_item = [&](int i, int u) {
       const uint2 rt = row_table[i];
-      const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;
+      const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;  // row weights in quarters
       const int start = 3 * first_source(kRatio, x0 - R + 4 * u);
       const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
       unsigned v[3][4];
@@ -517,8 +516,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
       }
       store(i, u, v);
     };
-    // A word whose window leaves the frame (edge tiles only): column by column, clamped and with the border applied
-    // as in step 1 (the general path's columns), from byte loads.
+    // A word whose window leaves the frame (in tiles at or next to its left and right edges): column by column,
+    // clamped and with the border applied as in step 1 (the general path's columns), from byte loads.
     const auto slow_item = [&](int i, int u) {
       const uint2 rt = row_table[i];
       const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;
