@@ -302,24 +302,16 @@ __device__ __forceinline__ void load_words(unsigned (&w)[N], const std::uint8_t*
   }
 }
 
-// The second bytes of four sums, packed in order.
-__device__ __forceinline__ unsigned pack_second_bytes(unsigned s0, unsigned s1, unsigned s2, unsigned s3) {
-  return __byte_perm(__byte_perm(s0, s1, 0x0051), __byte_perm(s2, s3, 0x0051), 0x5410);
-}
-
-// The top bytes of four sums, packed in order.
-__device__ __forceinline__ unsigned pack_top_bytes(unsigned s0, unsigned s1, unsigned s2, unsigned s3) {
-  return __byte_perm(__byte_perm(s0, s1, 0x0073), __byte_perm(s2, s3, 0x0073), 0x5410);
+// Byte kByte of each of four words, packed in order (0: the low bytes, 3: the top bytes of sums).
+template <int kByte>
+__device__ __forceinline__ unsigned pack_bytes(unsigned w0, unsigned w1, unsigned w2, unsigned w3) {
+  constexpr unsigned kPair = kByte | (4 + kByte) << 4;  // byte kByte of the first word, then of the second
+  return __byte_perm(__byte_perm(w0, w1, kPair), __byte_perm(w2, w3, kPair), 0x5410);
 }
 
 // floor(v) for v in [0, 256) in the low byte (the other bytes are not zero): adding 2^23 while rounding toward
 // zero drops the fraction. With 0.5 already added to v, that is round half up.
 __device__ __forceinline__ unsigned floor_to_byte(float v) { return __float_as_uint(__fadd_rz(v, 8388608.f)); }
-
-// The low bytes of four words, packed in order.
-__device__ __forceinline__ unsigned pack_low_bytes(unsigned b0, unsigned b1, unsigned b2, unsigned b3) {
-  return __byte_perm(__byte_perm(b0, b1, 0x0040), __byte_perm(b2, b3, 0x0040), 0x5410);
-}
 
 // Four pixels given as one word of each plane -> the same pixels as 12 interleaved bytes.
 __device__ __forceinline__ uint3 interleave_rgb(unsigned r, unsigned g, unsigned b) {
@@ -392,13 +384,17 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   constexpr int kWindowWords = (kSkip + kSpan + 3) / 4;
   constexpr int kLoadWords = kRatio == Ratio::two ? kWindowWords : 8;
   const int in_row_bytes = 3 * p.in_w;
+  // For an item whose first resized column is x >= 0: its first source byte (.x) and the first byte its loads
+  // read (.y).
+  const auto window_of = [&](int x) {
+    const int start = 3 * first_source(kRatio, x);
+    return make_int2(start, kRatio == Ratio::two ? start - kSkip : start & ~7);
+  };
   // Whether item word u of this tile reads only in-frame columns and bytes inside the source rows (the 8-byte
   // loads of step 2x), so that it needs neither clamp nor border; the words that do form one run.
   const auto fast_word = [&](int u) {
     const int x = x0 - R + 4 * u;
-    const int start = 3 * first_source(kRatio, max(x, 0));
-    const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
-    return x >= 0 && x + 4 <= p.out_w && load_start + 4 * kLoadWords <= in_row_bytes;
+    return x >= 0 && x + 4 <= p.out_w && window_of(max(x, 0)).y + 4 * kLoadWords <= in_row_bytes;
   };
 
   // ---- 1. Source tables. Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame
@@ -469,14 +465,14 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     const auto store = [&](int i, int u, const unsigned (&v)[3][4]) {
 #pragma unroll
       for (int c = 0; c < 3; ++c) {
-        resized[(c * kRows + i) * kStride + u] = pack_second_bytes(v[c][0], v[c][1], v[c][2], v[c][3]);
+        resized[(c * kRows + i) * kStride + u] = pack_bytes<1>(v[c][0], v[c][1], v[c][2], v[c][3]);
       }
     };
     const auto fast_item = [&](int i, int u) {
       const uint2 rt = row_table[i];
       const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;  // row weights in quarters
-      const int start = 3 * first_source(kRatio, x0 - R + 4 * u);
-      const int load_start = kRatio == Ratio::two ? start - kSkip : start & ~7;
+      const int2 window = window_of(x0 - R + 4 * u);
+      const int load_start = window.y;
       unsigned v[3][4];
       unsigned a[kWindowWords], b[kWindowWords];
       if constexpr (kRatio == Ratio::two) {
@@ -486,7 +482,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
         unsigned raw_a[kLoadWords], raw_b[kLoadWords];
         load_words<0>(raw_a, row_address(in_frame + load_start, rt.x & 0xFFFFu, p.in_pitch));
         load_words<0>(raw_b, row_address(in_frame + load_start, rt.x >> 16, p.in_pitch));
-        const int lead = start & 7;
+        const int lead = window.x & 7;
         const unsigned shift = 8u * (lead & 3);
 #pragma unroll
         for (int n = 0; n < kWindowWords; ++n) {
@@ -497,7 +493,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
       unsigned a_lo[2], b_lo[2];  // dp4a weights of a pixel's two bytes for left weights 3 (or 2) and 1
 #pragma unroll
       for (int phase = 0; phase < 2; ++phase) {
-        const unsigned left = phase == 0 ? quarters(0) : quarters(1);
+        const unsigned left = quarters(phase);
         const unsigned pair = 16u * left | 16u * (4u - left) << 8;
         a_lo[phase] = wa * pair;
         b_lo[phase] = wb * pair;
@@ -697,7 +693,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
           }
   #pragma unroll
           for (int c = 0; c < 3; ++c) {
-            resized[(c * kRows + first + i) * kStride + u] = pack_top_bytes(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
+            resized[(c * kRows + first + i) * kStride + u] = pack_bytes<3>(sum[c][0], sum[c][1], sum[c][2], sum[c][3]);
           }
         };
         // pass_rows is a compile-time constant in the usual single pass, which turns the divisions into multiplies.
@@ -815,7 +811,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     unsigned* const dst = out_planes + c * kOutPlaneWords + g * kOutBlockWords + q;
 #pragma unroll
     for (int o = 0; o < kColRows; ++o) {
-      dst[o * kOutRowWords] = pack_low_bytes(floor_to_byte(acc[o].x), floor_to_byte(acc[o].y),
+      dst[o * kOutRowWords] = pack_bytes<0>(floor_to_byte(acc[o].x), floor_to_byte(acc[o].y),
                                              floor_to_byte(acc[o].z), floor_to_byte(acc[o].w));
     }
   }
