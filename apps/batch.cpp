@@ -129,9 +129,14 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   const ExistingOutputs existing = options.overwrite       ? ExistingOutputs::overwrite
                                    : options.skip_existing ? ExistingOutputs::skip
                                                            : ExistingOutputs::refuse;
-  const std::vector<FilePlan> plans = plan_outputs(options.input_dir, options.output_dir, options.format, existing);
+  const BatchPlan batch =
+      plan_outputs(options.input_dir, options.output_dir, options.format, existing, options.follow_links);
+  const std::vector<FilePlan>& plans = batch.files;
   if (plans.empty()) {
-    throw UsageError("no images (" + io::image_extensions_text() + ") under '" + options.input_dir.string() + "'");
+    throw UsageError("no images (" + io::image_extensions_text() + ") under '" + options.input_dir.string() + "'" +
+                     (batch.unsupported > 0 ? "; " + std::to_string(batch.unsupported) + " other files are not supported"
+                                            : "") +
+                     (batch.links_not_followed > 0 ? "; links to folders are not followed without --follow-links" : ""));
   }
   const int workers = worker_count(options.jobs);
   EngineOptions engine_options;
@@ -313,6 +318,15 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   std::string summary = counts;
   if (skipped > 0) summary += ", " + std::to_string(skipped) + " skipped (output exists)";
   if (not_started > 0) summary += ", " + std::to_string(not_started) + " not started";
+  if (batch.unsupported > 0 || batch.links_not_followed > 0) {
+    std::string passed_over;
+    if (batch.unsupported > 0) passed_over += std::to_string(batch.unsupported) + " unsupported";
+    if (batch.links_not_followed > 0) {
+      passed_over += std::string(passed_over.empty() ? "" : ", ") + std::to_string(batch.links_not_followed) +
+                     (batch.links_not_followed == 1 ? " link" : " links") + " not followed";
+    }
+    summary += "; skipped: " + passed_over;
+  }
   char timing[192];
   std::snprintf(timing, sizeof timing, " in %.2f s (%.1f images/s) on the %s", seconds,
                 seconds > 0 ? done / seconds : 0.0, engine->describe().c_str());

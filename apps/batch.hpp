@@ -21,6 +21,7 @@ struct BatchOptions {
   int jobs = 0;                 // decode/encode threads; 0: one per hardware thread
   bool overwrite = false;
   bool skip_existing = false;   // existing outputs are skipped (counted, not failed): resumes an interrupted batch
+  bool follow_links = false;    // walk folders reached through symbolic links (each once, never the output)
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
   std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
   int slots = 0;                  // frames in flight; 0: jobs + 2, at most kMaxSlots

@@ -80,8 +80,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
   c->add_option("--ceiling-mib", o.ceiling_mib, "MiB per copy when measuring the ceilings")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  c->add_option("--backends", o.backends, "End-to-end and kernel rows for: cpu, naive, optimized, npp")
-      ->delimiter(',')
+  CLI::Option* backends =
+      c->add_option("--backends", o.backends, "End-to-end and kernel rows for: cpu, naive, optimized, npp");
+  c->callback([&o, backends] { o.backends_given = backends->count() > 0; });
+  backends->delimiter(',')
       ->check(CLI::IsMember({"cpu", "naive", "optimized", "npp"}))
       ->capture_default_str();
   c->add_option("--sections", o.sections, "Which rows: e2e, kernel, stage, ablation (the ceilings always run)")
@@ -160,6 +162,11 @@ int run_bench(const BenchOptions& o) {
 
   std::fprintf(stderr, "imgpipe bench: %s, %s -> %s, %s\n", p.chain.c_str(), to_string(s.size).c_str(),
                to_string(s.out_size).c_str(), p.input.c_str());
+  std::vector<std::string> gpu_rows_asked;
+  for (const std::string& b : o.backends) {
+    if (b != "cpu") gpu_rows_asked.push_back(b);
+  }
+  const bool gpu_rows_missing = !report.device.available && o.backends_given && !gpu_rows_asked.empty();
   if (!report.device.available) {
     const std::string note = "GPU rows need a CUDA device; none is usable here (" + report.device.reason +
                              "), so only the cpu rows and the host ceiling ran";
@@ -180,6 +187,11 @@ int run_bench(const BenchOptions& o) {
 
   if (!o.json.empty()) bench::write_json(report, o.json);
   bench::print_table(report, stdout);
+  if (gpu_rows_missing) {
+    std::fprintf(stderr, "imgpipe bench: --backends %s: these rows need a CUDA device and none is usable here (%s); "
+                 "they did not run\n", join(gpu_rows_asked).c_str(), report.device.reason.c_str());
+    return kExitRuntime;
+  }
   const bool failed = std::any_of(report.rows.begin(), report.rows.end(),
                                   [](const bench::Row& r) { return r.status == "failed"; });
   return failed ? kExitSomeFailed : kExitOk;

@@ -21,6 +21,7 @@ struct BenchOptions {
   int distinct = 8;  // distinct host frames
   int ceiling_mib = 256;
   std::vector<std::string> backends = {"cpu", "naive", "optimized", "npp"};
+  bool backends_given = false;  // --backends was on the command line: every row it names must be able to run
   std::vector<std::string> sections = {"e2e", "kernel", "stage", "ablation"};
   std::string input;
   std::string json;
@@ -30,8 +31,9 @@ struct BenchOptions {
 // Adds the `bench` subcommand, its options stored in `options`.
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& options);
 
-// Runs the benchmark; prints progress on stderr and the table on stdout. Returns kExitOk, or kExitSomeFailed
-// when a row failed (each says why). Throws UsageError for bad arguments before measuring anything.
+// Runs the benchmark; prints progress on stderr and the table on stdout. Returns kExitOk, kExitSomeFailed
+// when a row failed (each says why), or kExitRuntime when --backends named GPU rows and no CUDA device is
+// usable (the rows that can run still run). Throws UsageError for bad arguments before measuring anything.
 int run_bench(const BenchOptions& options);
 
 }  // namespace imgpipe::app

@@ -11,34 +11,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// True when `path` is `folder` or below it; both absolute and free of "." and "..".
-bool is_within(const fs::path& path, const fs::path& folder) {
-  auto p = path.begin();
-  for (auto f = folder.begin(); f != folder.end(); ++f, ++p) {
-    if (f->empty()) continue;  // a trailing separator
-    if (p == path.end() || *p != *f) return false;
-  }
-  return true;
-}
-
 fs::path resolved(const fs::path& path) { return fs::weakly_canonical(fs::absolute(path)); }
 
 }  // namespace
 
 void check_folders(const fs::path& input_dir, const fs::path& output_dir) {
-  if (is_within(resolved(output_dir), resolved(input_dir))) {
+  const fs::path input = resolved(input_dir), output = resolved(output_dir);
+  if (io::is_within(output, input)) {
     throw UsageError("the output folder '" + output_dir.string() + "' is the input folder '" + input_dir.string() +
                      "' or inside it; choose one outside it so outputs never mix with inputs");
   }
+  if (io::is_within(input, output)) {
+    throw UsageError("the input folder '" + input_dir.string() + "' is inside the output folder '" +
+                     output_dir.string() + "'; choose folders side by side so outputs never mix with inputs");
+  }
 }
 
-std::vector<FilePlan> plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
-                                   ExistingOutputs existing) {
-  const fs::path input_root = resolved(input_dir);
+BatchPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
+                       ExistingOutputs existing, bool follow_links) {
   const fs::path output_root = resolved(output_dir);
-  std::vector<FilePlan> plans;
+  const io::FolderListing listing = io::list_folder(input_dir, {follow_links, output_dir});
+  BatchPlan batch{{}, listing.unsupported, listing.links_not_followed};
+  std::vector<FilePlan>& plans = batch.files;
   std::map<fs::path, fs::path> first_input_for_output;
-  for (const io::FolderEntry& entry : io::list_image_entries(input_dir)) {
+  for (const io::FolderEntry& entry : listing.entries) {
     FilePlan plan{input_dir / entry.relative, output_dir / entry.relative, {}};
     if (!entry.problem.empty()) {
       plan.refusal = entry.problem;
@@ -52,9 +48,6 @@ std::vector<FilePlan> plan_outputs(const fs::path& input_dir, const fs::path& ou
     std::error_code error;
     if (!fresh) {
       plan.refusal = "its output " + plan.output.string() + " is already made from " + claimed->second.string();
-    } else if (is_within(output_resolved, input_root)) {
-      // Only possible when the input folder lies inside the output folder.
-      plan.refusal = "its output " + plan.output.string() + " would land inside the input folder";
     } else if (existing != ExistingOutputs::overwrite && fs::exists(fs::symlink_status(plan.output, error))) {
       if (existing == ExistingOutputs::skip) {
         plan.skip = true;
@@ -64,7 +57,7 @@ std::vector<FilePlan> plan_outputs(const fs::path& input_dir, const fs::path& ou
     }
     plans.push_back(std::move(plan));
   }
-  return plans;
+  return batch;
 }
 
 }  // namespace imgpipe::app

@@ -22,15 +22,23 @@ enum class ExistingOutputs {
   skip,       // --skip-existing: count the file as skipped, keep the output (resumes an interrupted batch)
 };
 
-// Throws UsageError when the output folder is the input folder or lies inside it (outputs would become inputs).
+// Throws UsageError when the output folder is the input folder, lies inside it, or holds it (outputs would
+// become inputs, or land among them). Links are resolved first.
 void check_folders(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir);
 
 // One plan per image under input_dir, in sorted order. `format` is "same" or an extension without its dot.
-// A file is refused (not failed silently) when its output exists and `existing` is refuse, when another
-// input already maps to the same output, or when the output path would land on an input. Entries named like
-// images that cannot be read as files (folders, broken links, FIFOs...) and folders that cannot be listed
-// get a plan too, refused with the reason, so the batch reports them.
-std::vector<FilePlan> plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
-                                   std::string_view format, ExistingOutputs existing);
+// A file is refused (not failed silently) when its output exists and `existing` is refuse, or when another
+// input already maps to the same output. Entries named like images that cannot be read as files (folders,
+// broken links, FIFOs...) and folders that cannot be listed get a plan too, refused with the reason, so the
+// batch reports them.
+// With `follow_links`, folders reached through links are walked too (see io::FolderWalk; never into the output
+// folder). Also counts what the walk passed over: files that are not images, links to folders not followed.
+struct BatchPlan {
+  std::vector<FilePlan> files;
+  std::size_t unsupported = 0;
+  std::size_t links_not_followed = 0;
+};
+BatchPlan plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
+                       std::string_view format, ExistingOutputs existing, bool follow_links = false);
 
 }  // namespace imgpipe::app

@@ -6,6 +6,7 @@
 #include "chain.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
+#include "library_logging.hpp"
 #include "signals.hpp"
 #include "stream.hpp"
 
@@ -27,7 +28,8 @@ constexpr const char* kExitCodesHelp = R"(Exit codes:
   2    usage error: bad arguments, a bad op chain, bad folders; nothing was written
   3    no usable backend, or a failure that stopped the run
   4    the GPU failed with a sticky CUDA error (e.g. an illegal address); the run stopped
-  130  SIGINT, 143 SIGTERM: no new files or frames were read, those in flight were finished)";
+  130  SIGINT, 143 SIGTERM: no new files or frames were read, those in flight were finished;
+       a second Ctrl-C aborts at once with 130, removing the outputs not yet complete)";
 
 int list_backends() {
   std::printf("%-10s %-12s %-7s %s\n", "backend", "compiled in", "usable", "detail");
@@ -65,12 +67,35 @@ void add_max_pixels_option(CLI::App& command, std::uint64_t& max_pixels) {
       ->capture_default_str();
 }
 
+// The first word that is not an option, when it names no command: CLI11 alone would only say that a command
+// is required.
+// (imgpipe's own options before the command are flags, so that word is the command.)
+std::string unknown_command(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (command->get_name() == argv[i]) return "";
+    }
+    return argv[i];
+  }
+  return "";
+}
+
+std::string command_list(const CLI::App& app) {
+  std::string list;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    list += (list.empty() ? "" : ", ") + command->get_name();
+  }
+  return list;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"imgpipe: a streaming RGB image pipeline; op chains on the CPU (OpenCV) or a CUDA GPU", "imgpipe"};
   app.set_version_flag("--version", std::string("imgpipe ") + IMGPIPE_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // imgpipe's own flags (--verbose) after the command too
   app.footer(std::string(chain_help()) + "\n\n" + kExitCodesHelp);
 
   BatchOptions batch;
@@ -100,6 +125,9 @@ int main(int argc, char** argv) {
                           "Skip inputs whose output exists (resumes an interrupted batch)")
       ->excludes(overwrite);
   add_max_pixels_option(*batch_command, batch.max_pixels);
+  batch_command->add_flag("--follow-links", batch.follow_links,
+                          "Also walk folders reached through symbolic links (each folder once, so loops end; never "
+                          "links back into the input or into the output folder)");
   add_engine_options(*batch_command, batch.memory, batch.slots, "0: jobs + 2");
   batch_command->footer(std::string(chain_help()));
 
@@ -107,21 +135,30 @@ int main(int argc, char** argv) {
   CLI::App* stream_command = app.add_subcommand(
       "stream", "Run the chain on every frame of a video file, or of raw rgb24 frames on stdin (with --size)");
   stream_command->add_option("--input", stream.input, "Video file, or - for raw rgb24 frames on stdin")->required();
-  stream_command->add_option("--output", stream.output, "Video file (.mp4, .avi, .mkv), or - for raw rgb24 on stdout")
+  stream_command->add_option("--output", stream.output,
+                             "Video file (.mp4, .avi, .mkv), or - for raw rgb24 on stdout. Never the input file; an "
+                             "existing file is refused unless --overwrite is given")
       ->required();
+  stream_command->add_flag("--overwrite", stream.overwrite,
+                           "Replace an existing output file (only once the new one is complete)");
   stream_command->add_option("--ops", stream.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\"")->required();
   stream_command->add_option("--size", stream.size, "WxH of the raw input frames (--input -)");
   add_max_pixels_option(*stream_command, stream.max_pixels);
-  stream_command->add_option("--fps", stream.fps, "Output frame rate for a video file; default: the input's, else 30");
+  stream_command->add_option("--fps", stream.fps,
+                             "Output frame rate for a video file, above 0 and at most " + std::to_string(kMaxFps) +
+                                 "; default: the rate the input declares, else 30");
   stream_command->add_option("--backend", stream.backend, "auto: optimized with a CUDA device, else cpu")
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
       ->capture_default_str();
   add_engine_options(*stream_command, stream.memory, stream.slots, "");
   stream_command->footer(std::string(chain_help()) + R"(
 
-With ffmpeg:
+A video output keeps the input's frame rate, is written under a temporary name and renamed into place
+once complete; a failed write exits with 3 and leaves nothing under the output's name.
+
+With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would assume 25 fps):
   ffmpeg -i in.mp4 -f rawvideo -pix_fmt rgb24 - | imgpipe stream --input - --size 1920x1080 --output - \
-    --ops resize=1280x720 | ffmpeg -f rawvideo -pix_fmt rgb24 -s 1280x720 -i - out.mp4)");
+    --ops resize=1280x720 | ffmpeg -f rawvideo -pix_fmt rgb24 -s 1280x720 -framerate 30 -i - out.mp4)");
 
   BenchOptions bench;
   CLI::App* bench_command = add_bench_command(app, bench);
@@ -129,6 +166,14 @@ With ffmpeg:
   CLI::App* backends_command =
       app.add_subcommand("backends", "List the backends compiled in, whether each is usable here, and the GPU");
 
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "Show the warnings of the libraries imgpipe uses (OpenCV, FFmpeg, GStreamer)");
+
+  if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    std::cerr << "imgpipe: '" << unknown << "' is not a command; the commands are " << command_list(app)
+              << " (imgpipe --help explains them)\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -136,6 +181,7 @@ With ffmpeg:
     return code == 0 ? kExitOk : kExitUsage;
   }
 
+  io::set_library_logging(verbose);
   try {
     if (*batch_command || *stream_command) install_signal_handling();  // SIGINT/SIGTERM: finish, summarise, 130/143
     if (*backends_command) return list_backends();

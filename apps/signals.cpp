@@ -1,5 +1,7 @@
 #include "signals.hpp"
 
+#include "file_bytes.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,9 +29,12 @@ void make_wake_pipe() {
   });
 }
 
-// Async-signal-safe: a lock-free store and write(2); errno is preserved for the interrupted code.
-extern "C" void on_stop_signal(int signal) {
-  const int saved = errno;
+void write_stderr(const char* text, std::size_t length) {
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text, length);
+}
+
+// Records the first signal and wakes stop_fd(). Async-signal-safe: lock-free atomics and write(2).
+void record_stop(int signal) {
   int expected = 0;
   g_signal.compare_exchange_strong(expected, signal);
   const int fd = g_wake_write.load();
@@ -37,6 +42,23 @@ extern "C" void on_stop_signal(int signal) {
     const char byte = 1;
     [[maybe_unused]] const ssize_t ignored = ::write(fd, &byte, 1);
   }
+}
+
+// The first SIGINT/SIGTERM asks for a graceful stop and says so; the next one aborts at once: unfinished
+// temporaries are unlinked, so no partial output is left, and the process exits with 128 + the signal.
+// Async-signal-safe throughout (unlink(2), write(2), _exit(2)); errno is preserved for the interrupted code.
+extern "C" void on_stop_signal(int signal) {
+  const int saved = errno;
+  if (g_signal.load() != 0) {
+    io::remove_unfinished_temporaries();
+    constexpr char kAbort[] = "\nimgpipe: aborted; unfinished outputs were removed\n";
+    write_stderr(kAbort, sizeof kAbort - 1);
+    ::_exit(128 + signal);
+  }
+  record_stop(signal);
+  constexpr char kAck[] =
+      "\nimgpipe: stopping: finishing the frames in flight (press Ctrl-C again to abort at once)\n";
+  write_stderr(kAck, sizeof kAck - 1);
   errno = saved;
 }
 
@@ -51,13 +73,14 @@ void install_signal_handling() {
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
   ::signal(SIGXFSZ, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
 }
 
 int stop_signal() noexcept { return g_signal.load(); }
 
 void request_stop(int signal) noexcept {
   make_wake_pipe();
-  on_stop_signal(signal);
+  record_stop(signal);
 }
 
 void clear_stop_for_tests() noexcept {

@@ -7,9 +7,11 @@
 #include "frame_stream.hpp"
 #include "signals.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -22,15 +24,20 @@ constexpr double kDefaultFps = 30.0;
 // A video file is opened at the first frame, once the chain's output size is known.
 class LazyVideoWriter final : public FrameWriter {
  public:
-  LazyVideoWriter(std::string path, double fps) : path_(std::move(path)), fps_(fps) {}
+  LazyVideoWriter(std::string path, double fps, io::Existing existing)
+      : path_(std::move(path)), fps_(fps), existing_(existing) {}
   void write(ConstFrameView frame) override {
-    if (!writer_) writer_ = io::open_video_writer(path_, frame.size, fps_);
+    if (!writer_) writer_ = io::open_video_writer(path_, frame.size, fps_, existing_);
     writer_->write(frame);
+  }
+  void close() override {
+    if (writer_) writer_->close();
   }
 
  private:
   std::string path_;
   double fps_;
+  io::Existing existing_;
   std::unique_ptr<FrameWriter> writer_;
 };
 
@@ -43,6 +50,7 @@ class CountingWriter final : public FrameWriter {
     ++frames_;
     if (terminal_ && frames_ % 30 == 0) std::cerr << "\r\033[K" << frames_ << " frames" << std::flush;
   }
+  void close() override { inner_.close(); }
   void clear_progress() const {
     if (terminal_) std::cerr << "\r\033[K" << std::flush;
   }
@@ -53,6 +61,43 @@ class CountingWriter final : public FrameWriter {
   bool terminal_;
   std::uint64_t frames_ = 0;
 };
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+// True when descriptor `fd` (stdin, stdout) is the file at `path`.
+bool descriptor_is(int fd, const std::string& path) {
+  struct stat by_fd {}, by_path {};
+  return ::fstat(fd, &by_fd) == 0 && ::stat(path.c_str(), &by_path) == 0 && S_ISREG(by_fd.st_mode) &&
+         same_file(by_fd, by_path);
+}
+
+// Before anything is opened: an output that is the input (by any path: a link, a hard link, ./name, or the
+// shell's redirection of stdin or stdout) would destroy it; an existing output needs --overwrite.
+void check_output_path(const StreamOptions& options) {
+  const bool raw_in = options.input == "-", raw_out = options.output == "-";
+  const std::string refusal = "; writing it would destroy the input, so nothing was opened: choose another output";
+  if (raw_out) {
+    if (!raw_in && descriptor_is(STDOUT_FILENO, options.input)) {
+      throw UsageError("stdout is the input file '" + options.input + "'" + refusal);
+    }
+    return;
+  }
+  struct stat output {};
+  if (::stat(options.output.c_str(), &output) == 0) {  // follows links
+    struct stat input {};
+    if (raw_in ? descriptor_is(STDIN_FILENO, options.output)
+               : ::stat(options.input.c_str(), &input) == 0 && same_file(input, output)) {
+      throw UsageError("--output '" + options.output + "' is the input " +
+                       (raw_in ? std::string("on stdin") : "'" + options.input + "'") + " (the same file)" + refusal);
+    }
+    if (S_ISDIR(output.st_mode)) throw UsageError("--output '" + options.output + "' is a folder, not a video file");
+  }
+  std::error_code error;
+  if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.output, error))) {
+    throw UsageError("--output '" + options.output + "' exists; --overwrite replaces it (once the new video is "
+                     "complete)");
+  }
+}
 
 }  // namespace
 
@@ -142,7 +187,12 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     // Image sequences (frame_%04d.png) and URLs are OpenCV's to resolve; a plain path must exist.
     throw UsageError("--input '" + options.input + "' does not exist");
   }
-  if (options.fps < 0) throw UsageError("--fps must be positive");
+  if (options.fps && !(std::isfinite(*options.fps) && *options.fps > 0 && *options.fps <= kMaxFps)) {
+    char text[160];
+    std::snprintf(text, sizeof text, "--fps %g: the frame rate must be above 0 and at most %g", *options.fps, kMaxFps);
+    throw UsageError(text);
+  }
+  check_output_path(options);
   EngineOptions engine_options;
   engine_options.slots = options.slots;
   try {
@@ -163,9 +213,10 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
   if (raw_out) {
     sink = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
   } else {
-    double fps = options.fps;
-    if (fps == 0) fps = raw_in ? kDefaultFps : io::video_fps(options.input).value_or(kDefaultFps);
-    sink = std::make_unique<LazyVideoWriter>(options.output, fps);
+    const double fps =
+        options.fps.value_or(raw_in ? kDefaultFps : io::video_fps(options.input).value_or(kDefaultFps));
+    sink = std::make_unique<LazyVideoWriter>(options.output, fps,
+                                             options.overwrite ? io::Existing::replace : io::Existing::keep);
   }
   const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
 
@@ -188,24 +239,29 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
               << guarded.frames_read() << " frames; the frames read were finished and written" << detail << "\n";
     return kExitSignalBase + signal;
   };
+  // Frames already written are kept as a complete file; close() throws (exit 3) when it cannot be completed.
   try {
     run_stream(*engine, guarded, writer);
   } catch (const io::StreamCancelled& e) {
+    writer.close();
     return stopped_by_signal(std::string(" (") + e.what() + ")");
   } catch (const cuda::CudaError& e) {
     if (!e.sticky()) throw;
     writer.clear_progress();
     std::cerr << "imgpipe: the GPU failed: " << e.what()
               << "; a sticky CUDA error leaves the device unusable for this process, so the stream stopped\n";
+    writer.close();
     summary(" written before the GPU failed");
     return kExitDevice;
   } catch (const std::exception& e) {
-    if (!guarded.failed()) throw;  // the engine or the output: a failure that stops the run
+    if (!guarded.failed()) throw;  // the engine or the output: a failure that stops the run, no output kept
     writer.clear_progress();
     std::cerr << "imgpipe: " << e.what() << "\n";
+    writer.close();
     summary(" written before the bad frame");
     return kExitSomeFailed;
   }
+  writer.close();
   if (stop_signal() != 0) return stopped_by_signal("");
   if (writer.frames() == 0) {
     writer.clear_progress();

@@ -8,16 +8,20 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace imgpipe::app {
+
+constexpr double kMaxFps = 1000;
 
 struct StreamOptions {
   std::string input;   // a video file, or "-" for raw rgb24 on stdin
   std::string output;  // a video file, or "-" for raw rgb24 on stdout
   std::string ops;
   std::string size;    // WxH of raw input frames
-  double fps = 0;      // output frame rate; 0: the input's, else 30
+  std::optional<double> fps;  // output frame rate; default: the input's, else 30
+  bool overwrite = false;     // replace an existing output file
   std::string backend = "auto";
   std::string memory = "pinned";
   int slots = 3;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -39,16 +40,89 @@ class FileDescriptor {
   int fd_;
 };
 
-// Hidden, unique per process and call, in the destination's own folder so the rename never crosses file systems.
+// The names of uncommitted temporaries, readable from a signal handler: a slot is claimed (kWriting) with a
+// compare-and-swap, its name copied, then published (kLive); the handler unlinks live slots only.
+constexpr int kRegistrySlots = 256;  // batch writes at most kMaxSlots files at once
+constexpr int kFree = 0, kWriting = 1, kLive = 2;
+struct RegistrySlot {
+  std::atomic<int> state{kFree};
+  char name[PATH_MAX];
+};
+RegistrySlot g_registry[kRegistrySlots];
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+
+// -1 when every slot is taken (more than kRegistrySlots files being written at once): that file is then only
+// removed by its owner, not by an abort.
+int register_temporary(const std::filesystem::path& name) {
+  const std::string& text = name.native();
+  if (text.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kRegistrySlots; ++i) {
+    int expected = kFree;
+    if (!g_registry[i].state.compare_exchange_strong(expected, kWriting)) continue;
+    std::memcpy(g_registry[i].name, text.c_str(), text.size() + 1);
+    g_registry[i].state.store(kLive);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temporary(int slot) {
+  if (slot >= 0) g_registry[slot].state.store(kFree);
+}
+
+}  // namespace
+
 std::filesystem::path temporary_name_for(const std::filesystem::path& path) {
   static std::atomic<unsigned> counter{0};
   std::string name(".");
   name += path.filename().string();
   name += ".imgpipe-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  name += path.extension().string();
   return path.parent_path() / name;
 }
 
-}  // namespace
+TemporaryFile::TemporaryFile(std::filesystem::path path)
+    : path_(std::move(path)), temporary_(temporary_name_for(path_)), registry_slot_(register_temporary(temporary_)) {}
+
+TemporaryFile::~TemporaryFile() {
+  if (!committed_) ::unlink(temporary_.c_str());
+  unregister_temporary(registry_slot_);
+}
+
+void TemporaryFile::commit(Existing existing) {
+  auto fail = [&](const std::string& reason) {
+    ::unlink(temporary_.c_str());
+    throw IoError(path_, reason);
+  };
+  if (existing == Existing::replace) {
+    if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
+      fail(system_reason("cannot rename the finished temporary file into place"));
+    }
+    committed_ = true;
+    return;
+  }
+  // Never replace: renameat2(RENAME_NOREPLACE), or link + unlink where the file system lacks it; both refuse
+  // atomically when the destination exists.
+  if (::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) == 0) {
+    committed_ = true;
+    return;
+  }
+  if (errno == EINVAL || errno == ENOSYS) {
+    if (::link(temporary_.c_str(), path_.c_str()) == 0) {
+      ::unlink(temporary_.c_str());
+      committed_ = true;
+      return;
+    }
+  }
+  if (errno == EEXIST) fail("exists (it appeared while imgpipe was writing); not replaced");
+  fail(system_reason("cannot rename the finished temporary file into place"));
+}
+
+void remove_unfinished_temporaries() noexcept {
+  for (RegistrySlot& slot : g_registry) {
+    if (slot.state.load() == kLive) ::unlink(slot.name);
+  }
+}
 
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO without a writer must not hang the run; it is refused below as not a regular file.
@@ -85,40 +159,33 @@ std::uint64_t max_image_file_bytes(std::uint64_t max_pixels) {
 
 void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
                            Existing existing) {
-  const std::filesystem::path temporary = temporary_name_for(path);
-  auto fail = [&](const std::string& reason) {
-    ::unlink(temporary.c_str());
-    throw IoError(path, reason);
-  };
-
-  FileDescriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  TemporaryFile temporary(path);
+  FileDescriptor file(::open(temporary.name().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
   if (file.get() < 0) throw IoError(path, system_reason("cannot create a temporary file in its folder"));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(file.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(system_reason("cannot write"));  // ENOSPC, EDQUOT, EFBIG (ulimit -f), EIO...
+    if (n < 0) throw IoError(path, system_reason("cannot write"));  // ENOSPC, EDQUOT, EFBIG (ulimit -f), EIO...
     done += static_cast<std::size_t>(n);
   }
-  if (file.close() != 0) fail(system_reason("cannot write"));
+  if (file.close() != 0) throw IoError(path, system_reason("cannot write"));
+  temporary.commit(existing);
+}
 
-  if (existing == Existing::replace) {
-    if (::rename(temporary.c_str(), path.c_str()) != 0) {
-      fail(system_reason("cannot rename the finished temporary file into place"));
-    }
-    return;
+std::string append_failure_reason(const std::filesystem::path& path) {
+  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (file.get() < 0) return system_reason("cannot open");
+  struct stat info {};
+  if (::fstat(file.get(), &info) != 0) return system_reason("cannot stat");
+  static const char kZeros[64 * 1024] = {};
+  std::string reason;
+  for (int i = 0; i < 16 && reason.empty(); ++i) {  // 1 MiB: more than a file system's reserve of a few blocks
+    if (::write(file.get(), kZeros, sizeof kZeros) < 0) reason = std::strerror(errno);
   }
-  // Never replace: renameat2(RENAME_NOREPLACE), or link + unlink where the file system lacks it; both refuse
-  // atomically when `path` exists.
-  if (::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return;
-  if (errno == EINVAL || errno == ENOSYS) {
-    if (::link(temporary.c_str(), path.c_str()) == 0) {
-      ::unlink(temporary.c_str());
-      return;
-    }
-  }
-  if (errno == EEXIST) fail("exists (it appeared while imgpipe was writing); not replaced");
-  fail(system_reason("cannot rename the finished temporary file into place"));
+  if (::ftruncate(file.get(), info.st_size) != 0 && reason.empty()) reason = system_reason("cannot truncate");
+  if (file.close() != 0 && reason.empty()) reason = std::strerror(errno);
+  return reason;
 }
 
 }  // namespace imgpipe::io

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace imgpipe::io {
@@ -21,11 +22,47 @@ std::uint64_t max_image_file_bytes(std::uint64_t max_pixels);
 
 enum class Existing { replace, keep };
 
-// Writes `bytes` to a temporary name beside `path` (".NAME.imgpipe-tmp-PID-N"), then renames it over `path`,
-// so a crash or a full disk never leaves a truncated file under the real name. The temporary is removed on
-// every failure. With Existing::keep a file that already exists at `path` is never replaced, even one that
-// appeared while this was writing (the rename refuses atomically). The folder must exist. Throws IoError.
+// Hidden, unique per process and call, in the destination's own folder (so the rename never crosses file
+// systems), ending in the destination's extension (video writers pick the container from it):
+// "dir/.NAME.EXT.imgpipe-tmp-PID-N.EXT".
+std::filesystem::path temporary_name_for(const std::filesystem::path& path);
+
+// A temporary file that becomes `path` only through commit(); destroyed uncommitted, it is removed. While it
+// exists, remove_unfinished_temporaries() knows its name, so an abort removes it too.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(std::filesystem::path path);
+  ~TemporaryFile();
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+  const std::filesystem::path& name() const { return temporary_; }
+  const std::filesystem::path& destination() const { return path_; }
+  // Renames the finished temporary over the destination. With Existing::keep an existing destination is never
+  // replaced, even one that appeared while this was writing (the rename refuses atomically). Throws IoError
+  // naming the destination, and removes the temporary, when the rename fails.
+  void commit(Existing existing);
+
+ private:
+  std::filesystem::path path_;
+  std::filesystem::path temporary_;
+  int registry_slot_;
+  bool committed_ = false;
+};
+
+// Removes every TemporaryFile not yet committed or destroyed. Async-signal-safe (unlink(2) only): a second
+// SIGINT calls it before _exit, so an aborted run leaves no partial output behind.
+void remove_unfinished_temporaries() noexcept;
+
+// Writes `bytes` to a TemporaryFile beside `path`, then commits it, so a crash or a full disk never leaves a
+// truncated file under the real name. The temporary is removed on every failure. The folder must exist.
+// Throws IoError.
 void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
                            Existing existing = Existing::replace);
+
+// The operating system's reason why `path` cannot grow now (ENOSPC, EFBIG under ulimit -f, EDQUOT, EIO...),
+// found by appending a probe of zeros and truncating it away; empty when the probe was written. For writers
+// whose library hides the error of a failed write (OpenCV's VideoWriter).
+std::string append_failure_reason(const std::filesystem::path& path);
 
 }  // namespace imgpipe::io

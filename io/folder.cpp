@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <set>
+#include <utility>
+
+#include <sys/stat.h>
 
 namespace imgpipe::io {
 namespace {
@@ -36,61 +40,133 @@ std::string image_extensions_text() {
   return text;
 }
 
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& folder) {
+  auto p = path.begin();
+  for (auto f = folder.begin(); f != folder.end(); ++f, ++p) {
+    if (f->empty()) continue;  // a trailing separator
+    if (p == path.end() || *p != *f) return false;
+  }
+  return true;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
 
-// One folder, then its subfolders; `relative` is the folder's path relative to the root.
-void walk(const fs::path& root, const fs::path& relative, std::vector<FolderEntry>& entries) {
-  std::error_code error;
-  fs::directory_iterator it(root / relative, error), end;
-  if (error) {
-    if (relative.empty()) throw IoError(root, "cannot list the folder: " + error.message());
-    entries.push_back({relative, "cannot list the folder: " + error.message() + "; images in it were not processed"});
-    return;
+class Walker {
+ public:
+  Walker(const fs::path& root, const FolderWalk& options)
+      : root_(root), options_(options), root_resolved_(fs::weakly_canonical(fs::absolute(root))) {
+    if (!options_.avoid.empty()) avoid_resolved_ = fs::weakly_canonical(fs::absolute(options_.avoid));
   }
-  std::vector<fs::path> folders;
-  for (; it != end; it.increment(error)) {
-    if (error) break;
-    const fs::directory_entry& entry = *it;
-    const fs::path name = relative / entry.path().filename();
-    const bool image_name = is_image_extension(entry.path().extension().string());
-    std::error_code status_error;
-    const fs::file_status own = entry.symlink_status(status_error);
-    if (fs::is_directory(own)) {
-      folders.push_back(name);
-      if (image_name) entries.push_back({name, "is a directory, not an image file (images inside it are processed)"});
-      continue;
+
+  FolderListing run() {
+    remember_walked(root_);
+    walk({});
+    std::sort(listing_.entries.begin(), listing_.entries.end(),
+              [](const FolderEntry& a, const FolderEntry& b) { return a.relative < b.relative; });
+    return std::move(listing_);
+  }
+
+ private:
+  // True the first time a folder (by device and inode) is seen: a followed link never leads into a folder
+  // walked before, so link loops end.
+  bool remember_walked(const fs::path& folder) {
+    struct stat info {};
+    if (::stat(folder.c_str(), &info) != 0) return true;
+    return walked_.emplace(info.st_dev, info.st_ino).second;
+  }
+
+  // A link to a folder is followed only with --follow-links, and only out of the input folder (whatever it
+  // leads to inside is walked anyway), never into the folder to avoid (the outputs), never twice.
+  bool follow(const fs::path& link) {
+    if (!options_.follow_links) return false;
+    std::error_code error;
+    const fs::path target = fs::canonical(link, error);
+    if (error || is_within(target, root_resolved_)) return false;
+    if (!avoid_resolved_.empty() && is_within(target, avoid_resolved_)) return false;
+    return remember_walked(target);
+  }
+
+  // One folder, then its subfolders; `relative` is the folder's path relative to the root.
+  void walk(const fs::path& relative) {
+    std::error_code error;
+    fs::directory_iterator it(root_ / relative, error), end;
+    if (error) {
+      if (relative.empty()) throw IoError(root_, "cannot list the folder: " + error.message());
+      listing_.entries.push_back(
+          {relative, "cannot list the folder: " + error.message() + "; images in it were not processed"});
+      return;
     }
-    if (!image_name) continue;
-    const fs::file_status target = entry.status(status_error);  // follows a link
-    if (fs::is_regular_file(target)) {
-      entries.push_back({name, ""});
-    } else if (fs::is_symlink(own) && !fs::exists(target)) {
-      entries.push_back({name, "is a broken symbolic link"});
-    } else if (fs::is_directory(target)) {
-      entries.push_back({name, "is a link to a directory, not an image file (links to folders are not followed)"});
-    } else {
-      entries.push_back({name, "is not a regular file (a FIFO, socket or device)"});
+    std::vector<fs::path> folders;
+    for (; it != end; it.increment(error)) {
+      if (error) break;
+      const fs::directory_entry& entry = *it;
+      const fs::path name = relative / entry.path().filename();
+      const bool image_name = is_image_extension(entry.path().extension().string());
+      std::error_code status_error;
+      const fs::file_status own = entry.symlink_status(status_error);
+      if (fs::is_directory(own)) {
+        folders.push_back(name);
+        if (image_name) {
+          listing_.entries.push_back({name, "is a directory, not an image file (images inside it are processed)"});
+        }
+        continue;
+      }
+      const fs::file_status target = entry.status(status_error);  // follows a link
+      if (fs::is_directory(target)) {  // a link to a folder
+        if (follow(entry.path())) {
+          folders.push_back(name);
+          if (image_name) {
+            listing_.entries.push_back(
+                {name, "is a link to a directory, not an image file (images inside it are processed)"});
+          }
+        } else if (image_name) {
+          listing_.entries.push_back({name, "is a link to a directory, not an image file (" +
+                                                std::string(options_.follow_links ? "not followed: it leads back into "
+                                                                                    "the input, into the output or "
+                                                                                    "to a folder already walked"
+                                                                                  : "links to folders are not followed") +
+                                                ")"});
+        } else {
+          ++listing_.links_not_followed;
+        }
+        continue;
+      }
+      if (!image_name) {
+        if (fs::is_regular_file(target)) ++listing_.unsupported;
+        continue;
+      }
+      if (fs::is_regular_file(target)) {
+        listing_.entries.push_back({name, ""});
+      } else if (fs::is_symlink(own) && !fs::exists(target)) {
+        listing_.entries.push_back({name, "is a broken symbolic link"});
+      } else {
+        listing_.entries.push_back({name, "is not a regular file (a FIFO, socket or device)"});
+      }
     }
+    if (error) {
+      if (relative.empty()) throw IoError(root_, "cannot list the folder: " + error.message());
+      listing_.entries.push_back({relative, "cannot list the whole folder: " + error.message()});
+    }
+    for (const fs::path& folder : folders) walk(folder);
   }
-  if (error) {
-    if (relative.empty()) throw IoError(root, "cannot list the folder: " + error.message());
-    entries.push_back({relative, "cannot list the whole folder: " + error.message()});
-  }
-  for (const fs::path& folder : folders) walk(root, folder, entries);
-}
+
+  fs::path root_;
+  FolderWalk options_;
+  fs::path root_resolved_;
+  fs::path avoid_resolved_;
+  std::set<std::pair<dev_t, ino_t>> walked_;
+  FolderListing listing_;
+};
 
 }  // namespace
 
-std::vector<FolderEntry> list_image_entries(const std::filesystem::path& root) {
-  std::vector<FolderEntry> entries;
-  walk(root, {}, entries);
-  std::sort(entries.begin(), entries.end(), [](const FolderEntry& a, const FolderEntry& b) {
-    return a.relative < b.relative;
-  });
-  return entries;
+FolderListing list_folder(const std::filesystem::path& root, const FolderWalk& options) {
+  return Walker(root, options).run();
 }
+
+std::vector<FolderEntry> list_image_entries(const std::filesystem::path& root) { return list_folder(root, {}).entries; }
 
 std::vector<std::filesystem::path> list_images(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> images;

@@ -31,4 +31,23 @@ struct FolderEntry {
 };
 std::vector<FolderEntry> list_image_entries(const std::filesystem::path& root);
 
+// How list_folder walks.
+struct FolderWalk {
+  // Also walk folders reached through symbolic links, when they lie outside the root (folders inside it are
+  // walked anyway) and outside `avoid`, each folder once (so link loops end).
+  bool follow_links = false;
+  std::filesystem::path avoid;  // e.g. the output folder of a batch
+};
+
+// list_image_entries' entries, and what the walk passed over without an entry of its own.
+struct FolderListing {
+  std::vector<FolderEntry> entries;
+  std::size_t unsupported = 0;         // regular files without an image extension (.gif, .txt, ...)
+  std::size_t links_not_followed = 0;  // links to folders not walked (not named like images; those get an entry)
+};
+FolderListing list_folder(const std::filesystem::path& root, const FolderWalk& options);
+
+// True when `path` is `folder` or below it, comparing components; both absolute and free of "." and "..".
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& folder);
+
 }  // namespace imgpipe::io

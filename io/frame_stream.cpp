@@ -1,5 +1,8 @@
 #include "frame_stream.hpp"
 
+#include "file_bytes.hpp"
+#include "folder.hpp"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -9,6 +12,7 @@
 #ifdef IMGPIPE_HAVE_OPENCV
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
 #endif
 
 namespace imgpipe::io {
@@ -75,7 +79,8 @@ void RawFrameWriter::write(ConstFrameView frame) {
     const ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw IoError(name_ + ": write failed: " + std::strerror(errno));
+      throw IoError(name_ + ": write failed: " + std::strerror(errno) +
+                    (errno == EPIPE ? " (the program reading it closed the pipe)" : ""));
     }
     p += n;
     left -= static_cast<std::size_t>(n);
@@ -121,32 +126,60 @@ class VideoReader final : public FrameReader {
   std::uint64_t frames_ = 0;
 };
 
+// OpenCV's VideoWriter reports no failed write, so the finished temporary is opened again and must hold every
+// frame before it is renamed into place; when it does not, a probe write asks the OS why.
 class VideoWriter final : public FrameWriter {
  public:
-  VideoWriter(const std::filesystem::path& path, Size size, double fps) : path_(path), size_(size) {
-    const std::string ext = path.extension().string();
+  VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing)
+      : temporary_(path), size_(size), existing_(existing) {
+    const std::string ext = lowercase_extension(path);
     const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
                        : ext == ".mkv" ? cv::VideoWriter::fourcc('X', 'V', 'I', 'D')
                                        : cv::VideoWriter::fourcc('m', 'p', '4', 'v');
-    if (!writer_.open(path.string(), fourcc, fps, cv::Size(size.width, size.height), true)) {
-      throw IoError(path, "cannot open for writing as video (folder missing, no permission or no encoder for " +
-                              (ext.empty() ? std::string("this name") : ext) + ")");
+    if (!writer_.open(temporary_.name().string(), fourcc, fps, cv::Size(size.width, size.height), true)) {
+      throw IoError(path, "cannot open for writing as video (folder missing, no permission, disk full, or no encoder "
+                          "for " + (ext.empty() ? std::string("this name") : ext) + ")");
     }
   }
   void write(ConstFrameView frame) override {
     if (frame.size != size_) {
-      throw IoError(path_, "frame of " + to_string(frame.size) + " in a video of " + to_string(size_));
+      throw IoError(temporary_.destination(),
+                    "frame of " + to_string(frame.size) + " in a video of " + to_string(size_));
     }
     const cv::Mat rgb(frame.size.height, frame.size.width, CV_8UC3, const_cast<std::uint8_t*>(frame.data));
     cv::cvtColor(rgb, bgr_, cv::COLOR_RGB2BGR);
     writer_.write(bgr_);
+    ++frames_;
+  }
+  void close() override {
+    writer_.release();
+    const std::uint64_t found = frames_in(temporary_.name());
+    if (found != frames_) {
+      const std::string reason = append_failure_reason(temporary_.name());
+      throw IoError(temporary_.destination(),
+                    "writing the video failed" + (reason.empty() ? std::string() : ": " + reason) + " (the file holds " +
+                        std::to_string(found) + " of " + std::to_string(frames_) +
+                        " frames); nothing was written under this name");
+    }
+    temporary_.commit(existing_);
   }
 
  private:
-  std::filesystem::path path_;
+  // Frames a video file declares, or 0 when it cannot be opened (a container cut short has no index).
+  static std::uint64_t frames_in(const std::filesystem::path& path) {
+    const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+    cv::VideoCapture capture(path.string(), api);
+    if (!capture.isOpened()) return 0;
+    const double count = capture.get(cv::CAP_PROP_FRAME_COUNT);
+    return count > 0 ? static_cast<std::uint64_t>(count) : 0;
+  }
+
+  TemporaryFile temporary_;
   Size size_;
+  Existing existing_;
   cv::VideoWriter writer_;
   cv::Mat bgr_;
+  std::uint64_t frames_ = 0;
 };
 
 }  // namespace
@@ -161,8 +194,9 @@ std::optional<double> video_fps(const std::filesystem::path& path) {
   return fps > 0 ? std::optional(fps) : std::nullopt;
 }
 
-std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps) {
-  return std::make_unique<VideoWriter>(path, size, fps);
+std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
+                                               Existing existing) {
+  return std::make_unique<VideoWriter>(path, size, fps, existing);
 }
 
 #else
@@ -175,7 +209,9 @@ namespace {
 
 std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t) { no_video(path); }
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
-std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size, double) { no_video(path); }
+std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size, double, Existing) {
+  no_video(path);
+}
 
 #endif
 

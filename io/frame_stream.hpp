@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine.hpp"
+#include "file_bytes.hpp"
 #include "io_error.hpp"
 #include "ppm.hpp"
 
@@ -60,7 +61,12 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
                                                std::uint64_t max_pixels = kDefaultMaxPixels);
 // Frames per second the file declares, or nullopt when it declares none.
 std::optional<double> video_fps(const std::filesystem::path& path);
-// Writes frames of `size` at `fps`; the codec comes from the extension (.mp4: mp4v, .avi: MJPG, .mkv: XVID).
-std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps);
+// Writes frames of `size` at `fps` (constant frame rate) under a temporary name in the same folder; close()
+// checks that the finished file holds every frame, then renames it to `path` (never over an existing file
+// with Existing::keep). Any failure, at open, write or close, throws IoError naming `path` and the OS error
+// where there is one; nothing is left under `path` and the temporary is removed. The codec comes from the
+// extension (.mp4: mp4v, .avi: MJPG, .mkv: XVID).
+std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
+                                               Existing existing);
 
 }  // namespace imgpipe::io

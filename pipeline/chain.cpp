@@ -88,8 +88,11 @@ Op parse_op(const Token& t) {
     Gaussian g;
     g.ksize = parse_ksize(t, t.args[0], usage);
     std::size_t next = 1;
-    if (t.args.size() > 1 && parse_double(t.args[1], g.sigma)) {
-      if (g.sigma < 0) throw ChainError(t.text, usage + " (SIGMA >= 0; 0 derives it from K)");
+    if (t.args.size() > 1 && t.args[1] != "reflect101" && t.args[1] != "reflect" && t.args[1] != "replicate") {
+      if (!parse_double(t.args[1], g.sigma) || g.sigma < 0) {
+        throw ChainError(t.text, usage + " (SIGMA a finite number >= 0, 0 derives it from K; got '" +
+                                     std::string(t.args[1]) + "')");
+      }
       next = 2;
     }
     if (t.args.size() > next + 1) throw ChainError(t.text, usage);
@@ -208,7 +211,10 @@ std::string to_string(const Op& op) {
 
 std::string to_string(const Chain& chain) {
   std::string s;
-  for (const Op& op : chain.ops) s += (s.empty() ? "" : ",") + to_string(op);
+  for (const Op& op : chain.ops) {
+    if (!s.empty()) s += ',';
+    s += to_string(op);
+  }
   return s;
 }
 
@@ -246,7 +252,7 @@ std::vector<double> gaussian_weights(int ksize, double sigma) {
 
 std::string_view chain_help() {
   return R"(An op chain is ops separated by commas, applied left to right, e.g. "resize=1280x720,gaussian=5:1.0".
-  resize=WxH[:linear|nearest]   bilinear (OpenCV INTER_LINEAR) or nearest (floor((d+0.5)*src/dst))
+  resize=WxH[:linear|nearest]   bilinear (OpenCV INTER_LINEAR) or nearest (OpenCV INTER_NEAREST_EXACT)
   gaussian=K[:SIGMA][:BORDER]   Gaussian blur, odd K 3..31, SIGMA 0 derives it from K
   box=K[:BORDER]                mean over a KxK box, odd K 3..31
   sharpen[=BORDER]              3x3 sharpen [0 -1 0; -1 5 -1; 0 -1 0]

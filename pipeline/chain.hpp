@@ -18,7 +18,8 @@ enum class Border { reflect101, replicate };
 enum class Interp { linear, nearest };
 
 // Bilinear follows OpenCV's INTER_LINEAR (half-pixel centres, clamped edges);
-// nearest follows INTER_NEAREST_EXACT: source index floor((x + 0.5) * src / dst).
+// nearest takes source index floor((x + 0.5) * src / dst), computed exactly: OpenCV 5's INTER_NEAREST_EXACT and
+// Pillow's NEAREST. OpenCV 4's INTER_NEAREST_EXACT approximates it in 16.16 fixed point (see README).
 struct Resize {
   Size size;
   Interp interp = Interp::linear;

@@ -110,6 +110,9 @@ class FrameWriter {
  public:
   virtual ~FrameWriter() = default;
   virtual void write(ConstFrameView frame) = 0;
+  // Completes the output after the last frame; throws when it could not be completed. A file writer destroyed
+  // without close() leaves nothing under its name.
+  virtual void close() {}
 };
 
 // Every frame from `reader` through `engine` to `writer`, in order, keeping up to slots() frames in flight

@@ -2,10 +2,10 @@
 # Sourced, not run.
 
 # Build tools and the libraries CMake looks for. OpenCV is optional for imgpipe, but these scripts set up
-# the full build (nlohmann-json for `imgpipe bench --json`, matplotlib for tools/plot_bench.py); the CUDA
-# toolkit comes from NVIDIA, not from here.
+# the full build (nlohmann-json for `imgpipe bench --json`, matplotlib for tools/plot_bench.py, ffmpeg for the
+# README's pipe example and its test); the CUDA toolkit comes from NVIDIA, not from here.
 imgpipe_packages=(cmake ninja-build g++ libopencv-dev libgtest-dev libgmock-dev libcli11-dev libtbb-dev
-  nlohmann-json3-dev python3-matplotlib)
+  nlohmann-json3-dev python3-matplotlib ffmpeg)
 
 install_missing() {
   local missing=() package
@@ -34,8 +34,9 @@ find_nvcc() {
   fi
 }
 
+# A warning fails the build (IMGPIPE_WARNINGS_AS_ERRORS), so the builds these scripts make stay clean.
 build_imgpipe() {
   find_nvcc
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DIMGPIPE_WARNINGS_AS_ERRORS=ON
   cmake --build build -j"$(nproc)"
 }

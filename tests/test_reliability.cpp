@@ -154,6 +154,12 @@ bool some_backend_usable() {
   return false;
 }
 
+bool cuda_device_usable() {
+  for (const BackendInfo& b : available_backends())
+    if (b.kind == BackendKind::optimized && b.usable) return true;
+  return false;
+}
+
 // What `setpriv` needs to run imgpipe as an unprivileged user when the tests run as root (root ignores file
 // permissions, so permission faults cannot be shown as root). Empty prefix: already unprivileged.
 struct Unprivileged {
@@ -1010,6 +1016,270 @@ TEST(ReliabilityGpu, RealStickyErrorStopsTheRunWithExitCode4) {
         ::_exit(first_two && none_after && temporaries_in(options.output_dir).empty() ? code : 99);
       },
       ::testing::ExitedWithCode(4), "the GPU failed: .*cudaErrorIllegalAddress");
+}
+
+
+// ---------------------------------------------------------------------------------------------------------
+// Outputs that must never cost the user a file (docs/reliability.md, "Never lose a file")
+
+// A raw rgb24 file of `frames` frames of `size`, and a video made from it by imgpipe itself at `fps`.
+fs::path make_raw(const fs::path& path, Size size, int frames) {
+  std::string bytes;
+  for (int i = 0; i < frames; ++i) {
+    const Image frame = testing::random_image(size, static_cast<std::uint32_t>(i));
+    bytes.append(reinterpret_cast<const char*>(frame.data()), size.rgb_bytes());
+  }
+  write_bytes(path, bytes);
+  return path;
+}
+
+fs::path make_video(const fs::path& path, int frames, double fps) {
+  const fs::path raw = make_raw(path.parent_path() / (path.filename().string() + ".rgb"), {64, 48}, frames);
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", fps);
+  const CommandResult run = imgpipe_cmd("stream --input - --size 64x48 --fps " + std::string(rate) + " --output " +
+                                        quoted(path) + " --ops flip=h < " + quoted(raw));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  return path;
+}
+
+class StreamOutputs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+    if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build has no video support (no OpenCV)";
+    input = make_video(dir.path() / "clip.avi", 12, 10);
+    input_bytes = testing::file_bytes(input);
+  }
+  CommandResult stream(const std::string& output, const std::string& options = "", const std::string& prefix = "") {
+    return imgpipe_cmd("stream --input " + quoted(input) + " --output " + output + " --ops flip=h " + options, prefix);
+  }
+  TempDir dir;
+  fs::path input;
+  std::vector<std::uint8_t> input_bytes;
+};
+
+TEST_F(StreamOutputs, AnOutputThatIsTheInputIsRefusedByAnyPath) {
+  fs::create_symlink("clip.avi", dir.path() / "alias.avi");
+  fs::create_hard_link(input, dir.path() / "hard.avi");
+  for (const fs::path& output : {input, dir.path() / "." / "clip.avi", dir.path() / "alias.avi", dir.path() / "hard.avi"}) {
+    const CommandResult run = stream(quoted(output), "--overwrite");
+    EXPECT_EQ(run.exit_code, 2) << output << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "is the input")) << run.output;
+    EXPECT_TRUE(contains(run.output, "would destroy the input")) << run.output;
+    EXPECT_EQ(testing::file_bytes(input), input_bytes) << output;
+  }
+  // Raw input redirected from the output file, and stdout redirected onto the input file (appending).
+  const fs::path raw = make_raw(dir.path() / "frames.rgb", {8, 8}, 3);
+  const auto raw_bytes = testing::file_bytes(raw);
+  CommandResult run = imgpipe_cmd("stream --input - --size 8x8 --output " + quoted(raw) + " --overwrite --ops flip=h < " +
+                                  quoted(raw));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "is the input on stdin")) << run.output;
+  run = stream("- >> " + quoted(input));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "stdout is the input file")) << run.output;
+  EXPECT_EQ(testing::file_bytes(raw), raw_bytes);
+  EXPECT_EQ(testing::file_bytes(input), input_bytes);
+}
+
+TEST_F(StreamOutputs, AnExistingOutputIsKeptUnlessOverwriteIsGiven) {
+  const fs::path output = dir.path() / "out.avi";
+  write_bytes(output, "the user's file");
+  CommandResult run = stream(quoted(output));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "exists; --overwrite replaces it")) << run.output;
+  EXPECT_EQ(read_text(output), "the user's file");
+  run = stream(quoted(output), "--overwrite");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(io::video_fps(output).value_or(0), 10.0) << "the input's frame rate is kept";
+  EXPECT_TRUE(temporaries_in(dir.path()).empty());
+  EXPECT_TRUE(contains(imgpipe_cmd("stream --help").output, "--overwrite"));
+}
+
+// A write that fails (here the file-size limit, EFBIG; a full disk is ENOSPC the same way): exit 3, the file
+// and the OS error named, nothing under the output's name, no temporary, an existing file left as it was.
+TEST_F(StreamOutputs, AFailedVideoWriteIsReportedAndLeavesNothingBehind) {
+  for (const char* name : {"out.mp4", "out.avi", "out.mkv"}) {
+    const fs::path output = dir.path() / name;
+    const CommandResult run = stream(quoted(output), "", "ulimit -f 1;");
+    EXPECT_EQ(run.exit_code, 3) << name << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, output.string() + ": writing the video failed: File too large")) << run.output;
+    EXPECT_FALSE(fs::exists(output)) << name;
+    EXPECT_TRUE(temporaries_in(dir.path()).empty()) << name;
+  }
+  const fs::path existing = dir.path() / "kept.avi";
+  write_bytes(existing, "the user's file");
+  const CommandResult run = stream(quoted(existing), "--overwrite", "ulimit -f 1;");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_EQ(read_text(existing), "the user's file");
+  EXPECT_TRUE(temporaries_in(dir.path()).empty());
+}
+
+TEST_F(StreamOutputs, AVideoOutputThatCannotBeOpenedIsReported) {
+  const CommandResult run = stream(quoted(dir.path() / "missing" / "out.avi"));
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, (dir.path() / "missing" / "out.avi").string() + ": cannot open for writing"))
+      << run.output;
+}
+
+// What the README's ffmpeg pipe does, with the frame rate passed on: a 10 fps clip comes back at 10 fps.
+TEST_F(StreamOutputs, TheReadmesFfmpegPipeKeepsTheFrameRate) {
+  if (std::system("command -v ffmpeg > /dev/null 2>&1") != 0) GTEST_SKIP() << "no ffmpeg here";
+  const fs::path output = dir.path() / "piped.avi";
+  const CommandResult run = testing::run_command(
+      "ffmpeg", "-loglevel error -i " + quoted(input) + " -f rawvideo -pix_fmt rgb24 - | '" IMGPIPE_BINARY
+                "' stream --input - --size 64x48 --output - --ops flip=h | ffmpeg -loglevel error -f rawvideo "
+                "-pix_fmt rgb24 -s 64x48 -framerate 10 -i - " + quoted(output));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(io::video_fps(output).value_or(0), 10.0);
+  const std::string readme = read_text(fs::path(IMGPIPE_DATA_DIR).parent_path() / "README.md");
+  EXPECT_TRUE(contains(readme, "-framerate")) << "the README's example passes the frame rate on";
+}
+
+TEST(ReliabilityStream, AReaderThatClosesStdoutIsAFailureNamingThePipe) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const fs::path raw = make_raw(dir.path() / "in.rgb", {64, 64}, 50);
+  const CommandResult run = testing::run_command(
+      "bash", "-c \"'" IMGPIPE_BINARY "' stream --input - --size 64x64 --output - --ops flip=h < " + quoted(raw) +
+                  " | head -c 100 > /dev/null; exit \\${PIPESTATUS[0]}\"");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "stdout: write failed: Broken pipe")) << run.output;
+}
+
+TEST(ReliabilityUsage, AnInputFolderInsideTheOutputFolderIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "out" / "in");
+  io::write_image(dir.path() / "out" / "in" / "a.ppm", testing::random_image({4, 4}, 1));
+  expect_usage_error("batch " + quoted(dir.path() / "out" / "in") + " " + quoted(dir.path() / "out") + " --ops flip=h",
+                     "is inside the output folder", dir.path() / "out" / "a.ppm");
+}
+
+TEST_F(Reliability, UnsupportedFilesAndLinksToFoldersAreCountedInTheSummary) {
+  write_bytes(in / "anim.gif", "GIF89a");
+  write_bytes(in / "nested" / "notes.txt", "text");
+  fs::create_directories(dir.path() / "elsewhere");
+  io::write_image(dir.path() / "elsewhere" / "far.ppm", testing::random_image({6, 4}, 2));
+  fs::create_directory_symlink(dir.path() / "elsewhere", in / "linked");
+  fs::create_directory_symlink(in, dir.path() / "elsewhere" / "back");  // a loop once followed
+  CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "skipped: 2 unsupported, 1 link not followed")) << run.output;
+  EXPECT_FALSE(fs::exists(out / "linked"));
+  run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(dir.path() / "out2") + " --ops flip=h --follow-links");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "skipped: 2 unsupported, 1 link not followed")) << "the link back is not followed\n"
+                                                                                   << run.output;
+  EXPECT_EQ(io::read_image(dir.path() / "out2" / "linked" / "far.ppm").image.size(), (Size{6, 4}));
+  EXPECT_TRUE(contains(imgpipe_cmd("batch --help").output, "--follow-links"));
+}
+
+TEST_F(Reliability, FollowedLinksNeverLeadIntoTheOutputFolder) {
+  fs::create_directories(out);
+  io::write_image(out / "old.ppm", testing::random_image({4, 4}, 3));
+  fs::create_directory_symlink(out, in / "to-out");
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h --follow-links");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 link not followed")) << run.output;
+  EXPECT_FALSE(fs::exists(out / "to-out"));
+}
+
+TEST(ReliabilityUsage, BenchRowsThatNeedAGpuFailWithoutOne) {
+  if (cuda_device_usable()) GTEST_SKIP() << "a CUDA device is usable here; the GPU rows can run";
+  const CommandResult run = imgpipe_cmd("bench --ops flip=h --size 32x24 --frames 2 --repeats 1 --warmup 0 "
+                                        "--ceiling-mib 1 --backends optimized");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "--backends optimized: these rows need a CUDA device")) << run.output;
+  const CommandResult cpu_only = imgpipe_cmd("bench --ops flip=h --size 32x24 --frames 2 --repeats 1 --warmup 0 "
+                                             "--ceiling-mib 1 --sections e2e");
+  EXPECT_EQ(cpu_only.exit_code, 0) << "without --backends, the rows that can run are the run\n" << cpu_only.output;
+}
+
+TEST(ReliabilityUsage, AnUnknownCommandIsNamedAndTheCommandsListed) {
+  for (const char* line : {"resize in out", "--verbose resize in out"}) {
+    const CommandResult run = imgpipe_cmd(line);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "'resize' is not a command; the commands are batch, stream, bench, backends"))
+        << run.output;
+  }
+}
+
+TEST(ReliabilityUsage, NumericArgumentsOutOfRangeNameTheArgumentAndTheRange) {
+  TempDir dir;
+  const std::string stream = "stream --input - --size 4x4 --output - --ops ";
+  for (const char* fps : {"0", "-5", "nan", "inf", "1e9"}) {
+    const CommandResult run = imgpipe_cmd(stream + "flip=h --fps " + fps + " < /dev/null");
+    EXPECT_EQ(run.exit_code, 2) << fps << run.output;
+    EXPECT_TRUE(contains(run.output, "the frame rate must be above 0 and at most 1000")) << run.output;
+  }
+  for (const char* sigma : {"nan", "-1", "inf", "-inf", "x", "1e999"}) {
+    const CommandResult run = imgpipe_cmd(stream + "gaussian=5:" + sigma + " < /dev/null");
+    EXPECT_EQ(run.exit_code, 2) << sigma << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("SIGMA a finite number >= 0, 0 derives it from K; got '") + sigma))
+        << run.output;
+  }
+  for (const char* size : {"nanx4", "4xinf", "-4x4", "0x4"}) {
+    const CommandResult run = imgpipe_cmd(stream + "resize=" + size + " < /dev/null");
+    EXPECT_EQ(run.exit_code, 2) << size << run.output;
+    EXPECT_TRUE(contains(run.output, "W and H from 1 to 65535")) << run.output;
+  }
+  const CommandResult quality = imgpipe_cmd("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "o") +
+                                            " --ops flip=h --quality 0");
+  EXPECT_EQ(quality.exit_code, 2);
+  EXPECT_TRUE(contains(quality.output, "--quality")) << quality.output;
+}
+
+// Library logging is quiet by default: a video OpenCV cannot open makes FFmpeg, GStreamer and OpenCV complain,
+// and only imgpipe's own lines reach stderr; --verbose lets theirs through.
+TEST(ReliabilityStream, LibraryWarningsAreQuietUnlessVerbose) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build has no video support (no OpenCV)";
+  TempDir dir;
+  write_bytes(dir.path() / "notes.mp4", "this is text, not a video");
+  const std::string arguments =
+      "stream --input " + quoted(dir.path() / "notes.mp4") + " --output " + quoted(dir.path() / "out.mp4") + " --ops flip=h";
+  const CommandResult quiet = imgpipe_cmd(arguments);
+  EXPECT_EQ(quiet.exit_code, 3);
+  std::istringstream lines(quiet.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) {
+      EXPECT_TRUE(line.starts_with("imgpipe: ")) << "a library's line: " << line;
+    }
+  }
+  const CommandResult verbose = imgpipe_cmd(arguments + " --verbose");
+  EXPECT_EQ(verbose.exit_code, 3);
+  EXPECT_TRUE(contains(verbose.output, "moov atom not found")) << verbose.output;
+}
+
+// The first SIGINT is acknowledged and lets the files in flight finish; a second one aborts at once with 130,
+// and no temporary (no partial output) is left; every output present is whole.
+TEST_F(Reliability, ASecondSigintAbortsAtOnceAndLeavesNoPartialOutput) {
+  const fs::path many = make_many(dir.path(), 200), outputs = dir.path() / "aborted";
+  SpawnOptions options;
+  options.stderr_path = dir.path() / "stderr.txt";
+  const pid_t child = spawn_imgpipe({"batch", many.string(), outputs.string(), "--ops",
+                                     "gaussian=31,box=31,gaussian=31", "--jobs", "2", "--format", "ppm"},
+                                    options);
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(wait_for_first_output(outputs, child)) << read_text(options.stderr_path);
+  ::kill(child, SIGINT);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);  // a hang guard
+  while (!contains(read_text(options.stderr_path), "press Ctrl-C again") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(child, SIGINT);
+  const int exit_code = wait_for(child);
+  const std::string err = read_text(options.stderr_path);
+  EXPECT_TRUE(contains(err, "imgpipe: stopping: finishing the frames in flight (press Ctrl-C again to abort at once)"))
+      << err;
+  if (contains(err, " done, 0 failed")) GTEST_SKIP() << "the batch finished before the second signal\n" << err;
+  EXPECT_EQ(exit_code, 130) << err;
+  EXPECT_TRUE(contains(err, "imgpipe: aborted; unfinished outputs were removed")) << err;
+  EXPECT_TRUE(temporaries_in(outputs).empty());
+  for (const auto& entry : fs::directory_iterator(outputs)) {
+    EXPECT_EQ(io::read_ppm(entry.path()).size(), (Size{256, 256})) << entry.path() << " is not whole";
+  }
 }
 
 }  // namespace

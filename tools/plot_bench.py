@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Charts from the JSON of `imgpipe bench --json FILE` (schema: docs/bench.md).
 
     tools/plot_bench.py BENCH.json [--out DIR]
@@ -9,7 +9,8 @@ Writes into DIR (default: beside the JSON):
   ablation.png    each ablation row's speedup over its twin, grouped by technique
   stages.png      each op of the chain alone, naive against optimized (microseconds per frame)
 A chart whose rows were all skipped (e.g. the GPU rows of a run without a CUDA device) is not written; the
-script says so. Needs matplotlib (Debian: python3-matplotlib).
+script says so. Needs matplotlib: Debian's python3-matplotlib (scripts/setup.sh installs it) serves
+/usr/bin/python3, the interpreter named above; another Python needs its own (pip install matplotlib).
 """
 import argparse
 import json
@@ -149,7 +150,9 @@ def main(argv):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("plot_bench: matplotlib is not installed (Debian: apt-get install python3-matplotlib)", file=sys.stderr)
+        print(f"plot_bench: matplotlib is not installed for {sys.executable}; run this script with /usr/bin/python3 "
+              "after apt-get install python3-matplotlib (Debian), or pip install matplotlib for this Python",
+              file=sys.stderr)
         return 3
     doc = load(args.json)
     out = args.out or os.path.dirname(os.path.abspath(args.json))

@@ -27,10 +27,10 @@ int nearest_source(int d, int src, int dst) {
   return static_cast<int>(std::min<std::int64_t>(s, src - 1));
 }
 
-// Nearest resize by the exact half-pixel rule, the one the GPU paths and the reference use. OpenCV's
-// INTER_NEAREST_EXACT computes the same rule in 16.16 fixed point, which picks the neighbouring pixel near
-// pixel boundaries (and breaks ties differently from one OpenCV version to the next); cv::remap would
-// clip source coordinates to 16 bits. So this is a row gather, run on OpenCV's thread pool.
+// Nearest resize by the exact half-pixel rule, the one the GPU paths and the reference use, and OpenCV 5's
+// INTER_NEAREST_EXACT. OpenCV 4's INTER_NEAREST_EXACT computes the rule in 16.16 fixed point, which picks the
+// neighbouring pixel near pixel boundaries (with a centre offset that changed in 4.7); cv::remap would clip
+// source coordinates to 16 bits. So this is a row gather, run on OpenCV's thread pool.
 void resize_nearest(const cv::Mat& src, cv::Mat& dst, Size size) {
   dst.create(size.height, size.width, CV_8UC3);
   std::vector<int> columns(size.width);
