@@ -1116,6 +1116,27 @@ TEST_F(StreamOutputs, AFailedVideoWriteIsReportedAndLeavesNothingBehind) {
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
 }
 
+// A real full disk: an 8 KiB tmpfs, where this test may mount one (root with CAP_SYS_ADMIN, as in CI).
+TEST_F(StreamOutputs, AFullDiskIsReportedWithItsOsError) {
+  const fs::path small = dir.path() / "small";
+  fs::create_directories(small);
+  if (std::system(("mount -t tmpfs -o size=8k tmpfs " + quoted(small) + " 2> /dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root); the ulimit test covers the same path";
+  }
+  write_bytes(small / "kept.avi", "the user's file");
+  const CommandResult fresh = stream(quoted(small / "out.avi"));
+  const CommandResult over = stream(quoted(small / "kept.avi"), "--overwrite");
+  const bool nothing_left = !fs::exists(small / "out.avi") && temporaries_in(small).empty();
+  const std::string kept = read_text(small / "kept.avi");
+  std::system(("umount " + quoted(small)).c_str());
+  EXPECT_EQ(fresh.exit_code, 3) << fresh.output;
+  EXPECT_TRUE(contains(fresh.output, (small / "out.avi").string() + ": writing the video failed: No space left on device"))
+      << fresh.output;
+  EXPECT_EQ(over.exit_code, 3) << over.output;
+  EXPECT_TRUE(nothing_left);
+  EXPECT_EQ(kept, "the user's file");
+}
+
 TEST_F(StreamOutputs, AVideoOutputThatCannotBeOpenedIsReported) {
   const CommandResult run = stream(quoted(dir.path() / "missing" / "out.avi"));
   EXPECT_EQ(run.exit_code, 3) << run.output;
