@@ -1,4 +1,4 @@
-// Bad input and faults, end to end (issue 6; docs/reliability.md maps every case to its test here):
+// Bad input and faults, end to end (docs/reliability.md maps every case to its test here):
 // the imgpipe command run as a user would on bad files, decompression bombs, bad arguments, bad streams,
 // signals, unwritable outputs and full disks; and the batch driven in-process against engine test doubles
 // for GPU out-of-memory and sticky CUDA errors (with real-GPU versions that run where a device is).
