@@ -115,22 +115,17 @@ class Walker {
       }
       const fs::file_status target = entry.status(status_error);  // follows a link
       if (fs::is_directory(target)) {  // a link to a folder
-        if (follow(entry.path())) {
-          folders.push_back(name);
-          if (image_name) {
-            listing_.entries.push_back(
-                {name, "is a link to a directory, not an image file (images inside it are processed)"});
-          }
-        } else if (image_name) {
-          listing_.entries.push_back({name, "is a link to a directory, not an image file (" +
-                                                std::string(options_.follow_links ? "not followed: it leads back into "
-                                                                                    "the input, into the output or "
-                                                                                    "to a folder already walked"
-                                                                                  : "links to folders are not followed") +
-                                                ")"});
-        } else {
-          ++listing_.links_not_followed;
+        const bool followed = follow(entry.path());
+        if (followed) folders.push_back(name);
+        if (!image_name) {
+          if (!followed) ++listing_.links_not_followed;
+          continue;
         }
+        const char* why = followed                ? "images inside it are processed"
+                          : options_.follow_links ? "not followed: it leads back into the input, into the output or "
+                                                    "to a folder already walked"
+                                                  : "links to folders are not followed";
+        listing_.entries.push_back({name, std::string("is a link to a directory, not an image file (") + why + ")"});
         continue;
       }
       if (!image_name) {

@@ -154,12 +154,6 @@ bool some_backend_usable() {
   return false;
 }
 
-bool cuda_device_usable() {
-  for (const BackendInfo& b : available_backends())
-    if (b.kind == BackendKind::optimized && b.usable) return true;
-  return false;
-}
-
 // What `setpriv` needs to run imgpipe as an unprivileged user when the tests run as root (root ignores file
 // permissions, so permission faults cannot be shown as root). Empty prefix: already unprivileged.
 struct Unprivileged {
@@ -1207,7 +1201,7 @@ TEST_F(Reliability, FollowedLinksNeverLeadIntoTheOutputFolder) {
 }
 
 TEST(ReliabilityUsage, BenchRowsThatNeedAGpuFailWithoutOne) {
-  if (cuda_device_usable()) GTEST_SKIP() << "a CUDA device is usable here; the GPU rows can run";
+  if (cuda::device_available()) GTEST_SKIP() << "a CUDA device is usable here; the GPU rows can run";
   const CommandResult run = imgpipe_cmd("bench --ops flip=h --size 32x24 --frames 2 --repeats 1 --warmup 0 "
                                         "--ceiling-mib 1 --backends optimized");
   EXPECT_EQ(run.exit_code, 3) << run.output;
