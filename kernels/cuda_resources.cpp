@@ -9,8 +9,6 @@ void destroy_event(cudaEvent_t e) noexcept { check_noexcept(cudaEventDestroy(e),
 void destroy_texture(cudaTextureObject_t t) noexcept {
   check_noexcept(cudaDestroyTextureObject(t), "cudaDestroyTextureObject");
 }
-void free_device(void* p) noexcept { check_noexcept(cudaFree(p), "cudaFree"); }
-void free_pinned(void* p) noexcept { check_noexcept(cudaFreeHost(p), "cudaFreeHost"); }
 
 Stream Stream::create() {
   cudaStream_t s{};
@@ -35,34 +33,25 @@ float Event::elapsed_ms(const Event& start, const Event& stop) {
   return ms;
 }
 
-void DeviceBuffer::grow(std::size_t bytes) {
-  if (bytes <= capacity_) return;
-  ptr_.reset();
-  capacity_ = 0;
+void* DeviceMemory::allocate(std::size_t bytes) {
   void* p = nullptr;
   IMGPIPE_CUDA_CHECK(cudaMalloc(&p, bytes));
-  ptr_ = UniqueHandle<void*, free_device>(p);
-  capacity_ = bytes;
+  return p;
 }
+void DeviceMemory::release(void* p) noexcept { check_noexcept(cudaFree(p), "cudaFree"); }
 
-void PinnedBuffer::grow(std::size_t bytes) {
-  if (bytes <= capacity_) return;
-  ptr_.reset();
-  capacity_ = 0;
+void* PinnedMemory::allocate(std::size_t bytes) {
   void* p = nullptr;
   IMGPIPE_CUDA_CHECK(cudaMallocHost(&p, bytes));
-  ptr_ = UniqueHandle<void*, free_pinned>(p);
-  capacity_ = bytes;
+  return p;
 }
+void PinnedMemory::release(void* p) noexcept { check_noexcept(cudaFreeHost(p), "cudaFreeHost"); }
 
-void ManagedBuffer::grow(std::size_t bytes) {
-  if (bytes <= capacity_) return;
-  ptr_.reset();
-  capacity_ = 0;
+void* ManagedMemory::allocate(std::size_t bytes) {
   void* p = nullptr;
   IMGPIPE_CUDA_CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
-  ptr_ = UniqueHandle<void*, free_device>(p);
-  capacity_ = bytes;
+  return p;
 }
+void ManagedMemory::release(void* p) noexcept { check_noexcept(cudaFree(p), "cudaFree"); }
 
 }  // namespace imgpipe::cuda

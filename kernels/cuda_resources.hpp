@@ -40,8 +40,6 @@ class UniqueHandle {
 void destroy_stream(cudaStream_t s) noexcept;
 void destroy_event(cudaEvent_t e) noexcept;
 void destroy_texture(cudaTextureObject_t t) noexcept;
-void free_device(void* p) noexcept;
-void free_pinned(void* p) noexcept;
 
 // A non-blocking stream: it never synchronises with the legacy default stream.
 class Stream : public UniqueHandle<cudaStream_t, destroy_stream> {
@@ -63,47 +61,48 @@ class Event : public UniqueHandle<cudaEvent_t, destroy_event> {
 
 using TextureObject = UniqueHandle<cudaTextureObject_t, destroy_texture>;
 
-// Linear device memory of `bytes` bytes; grow() reallocates only when asked for more than it holds.
-class DeviceBuffer {
+// The memory kinds a GrowableBuffer holds, each with its allocation (throws CudaError) and its release.
+//   DeviceMemory:  linear device memory.
+//   PinnedMemory:  page-locked host memory, so copies can run asynchronously at full PCIe rate.
+//   ManagedMemory: unified memory, visible to host and device; the engine prefetches it to where it is used next.
+struct DeviceMemory {
+  static void* allocate(std::size_t bytes);
+  static void release(void* p) noexcept;
+};
+struct PinnedMemory {
+  static void* allocate(std::size_t bytes);
+  static void release(void* p) noexcept;
+};
+struct ManagedMemory {
+  static void* allocate(std::size_t bytes);
+  static void release(void* p) noexcept;
+};
+
+// `capacity()` bytes of Memory; grow() reallocates only when asked for more than it holds, and then keeps none of
+// the old contents (the old block is freed first, so the peak stays one buffer).
+template <class Memory>
+class GrowableBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) { grow(bytes); }
-  void grow(std::size_t bytes);
+  GrowableBuffer() = default;
+  explicit GrowableBuffer(std::size_t bytes) { grow(bytes); }
+  void grow(std::size_t bytes) {
+    if (bytes <= capacity_) return;
+    ptr_.reset();
+    capacity_ = 0;
+    ptr_ = UniqueHandle<void*, &Memory::release>(Memory::allocate(bytes));
+    capacity_ = bytes;
+  }
   std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(ptr_.get()); }
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  UniqueHandle<void*, free_device> ptr_;
+  UniqueHandle<void*, &Memory::release> ptr_;
   std::size_t capacity_ = 0;
 };
 
-// Page-locked host memory, so copies can run asynchronously at full PCIe rate.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes) { grow(bytes); }
-  void grow(std::size_t bytes);
-  std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(ptr_.get()); }
-  std::size_t capacity() const noexcept { return capacity_; }
-
- private:
-  UniqueHandle<void*, free_pinned> ptr_;
-  std::size_t capacity_ = 0;
-};
-
-// Unified (managed) memory, visible to host and device; the engine prefetches it to where it is used next.
-class ManagedBuffer {
- public:
-  ManagedBuffer() = default;
-  explicit ManagedBuffer(std::size_t bytes) { grow(bytes); }
-  void grow(std::size_t bytes);
-  std::uint8_t* data() const noexcept { return static_cast<std::uint8_t*>(ptr_.get()); }
-  std::size_t capacity() const noexcept { return capacity_; }
-
- private:
-  UniqueHandle<void*, free_device> ptr_;  // cudaFree releases managed memory too
-  std::size_t capacity_ = 0;
-};
+using DeviceBuffer = GrowableBuffer<DeviceMemory>;
+using PinnedBuffer = GrowableBuffer<PinnedMemory>;
+using ManagedBuffer = GrowableBuffer<ManagedMemory>;
 
 constexpr int div_up(int a, int b) { return (a + b - 1) / b; }
 
