@@ -2,6 +2,7 @@
 
 #include "chain.hpp"
 #include "cuda_check.hpp"
+#include "overloaded.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -106,11 +107,6 @@ NppStreamContext npp_context(cudaStream_t stream) {
 // ------------------------------------------------------------------------------------------------- NPP
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 // Why `op` has no NPP counterpart here, or "" when it has one.
 std::string npp_gap(const Op& op) {

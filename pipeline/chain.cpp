@@ -1,5 +1,7 @@
 #include "chain.hpp"
 
+#include "overloaded.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -144,11 +146,6 @@ Op parse_op(const Token& t) {
 }
 
 std::string border_suffix(Border b) { return b == Border::replicate ? ":replicate" : ""; }
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 }  // namespace
 

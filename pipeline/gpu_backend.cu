@@ -15,6 +15,7 @@
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
 #include "layout.cuh"
+#include "overloaded.hpp"
 #include "resize.cuh"
 #include "resize_filter.cuh"
 #include "stats.cuh"
@@ -28,11 +29,6 @@
 
 namespace imgpipe {
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
 

@@ -1,5 +1,7 @@
 #include "cpu_backend.hpp"
 
+#include "overloaded.hpp"
+
 #include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
@@ -13,11 +15,6 @@
 
 namespace imgpipe {
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 int to_cv(Border border) { return border == Border::replicate ? cv::BORDER_REPLICATE : cv::BORDER_REFLECT_101; }
 
