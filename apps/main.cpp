@@ -160,7 +160,7 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
   ffmpeg -i in.mp4 -f rawvideo -pix_fmt rgb24 - | imgpipe stream --input - --size 1920x1080 --output - \
     --ops resize=1280x720 | ffmpeg -f rawvideo -pix_fmt rgb24 -s 1280x720 -framerate 30 -i - out.mp4)");
 
-  BenchOptions bench;
+  bench::Options bench;
   CLI::App* bench_command = add_bench_command(app, bench);
 
   CLI::App* backends_command =

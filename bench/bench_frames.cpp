@@ -13,7 +13,7 @@
 #include <numbers>
 #include <stdexcept>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -117,7 +117,7 @@ BenchFrames load_bench_frames(const std::optional<fs::path>& input, std::optiona
     raw.push_back(io::read_image(*input).image);
     what = "one image";
   } else {
-    const std::unique_ptr<FrameReader> reader = io::open_video_reader(*input);
+    const std::unique_ptr<io::FrameReader> reader = io::open_video_reader(*input);
     while (static_cast<int>(raw.size()) < count) {
       const std::optional<Size> next = reader->next_size();
       if (!next) break;
@@ -138,4 +138,4 @@ BenchFrames load_bench_frames(const std::optional<fs::path>& input, std::optiona
   return result;
 }
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

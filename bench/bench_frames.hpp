@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 
 // A frame that looks like footage: smooth gradients, hard-edged shapes that move with `index`, a band of fine
 // stripes (high frequencies for the filters), and per-pixel noise, so no two frames and no two rows are equal
@@ -32,4 +32,4 @@ struct BenchFrames {
 BenchFrames load_bench_frames(const std::optional<std::filesystem::path>& input, std::optional<Size> size,
                               int count);
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

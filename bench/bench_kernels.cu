@@ -15,6 +15,7 @@
 // reported, with the spread (max - min) / median of the repeats. GB/s counts the bytes that must move (each
 // input byte read once, each output byte written once), so a path that moves more (unfused intermediates)
 // shows as a lower fraction of the copy ceiling.
+#include "bench_npp.hpp"
 #include "bench_support.hpp"
 #include "chain.hpp"
 #include "cuda_check.hpp"

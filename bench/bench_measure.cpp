@@ -5,7 +5,7 @@
 // first submit to the last completed frame.
 #include "bench_measure.hpp"
 
-#include "backend.hpp"
+#include "backends.hpp"
 #include "bench_ring.hpp"
 #include "bench_support.hpp"
 #include "colour.cuh"
@@ -32,16 +32,7 @@
 #include <stdexcept>
 #include <variant>
 
-namespace imgpipe::app::bench {
-
-// The measurement pieces shared with imgpipe_bench_kernels (bench/bench_support.hpp).
-using ::imgpipe::bench::capture_graph;
-using ::imgpipe::bench::fill_random;
-using ::imgpipe::bench::GraphExec;
-using ::imgpipe::bench::NppChain;
-using ::imgpipe::bench::summarize;
-using ::imgpipe::bench::Summary;
-
+namespace imgpipe::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -806,4 +797,4 @@ void record_trace(const Settings& s, const std::filesystem::path& path, Report& 
   report.notes.push_back(line);
 }
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 
 struct Settings {
   Chain chain;
@@ -52,4 +52,4 @@ void measure_ablations(const Settings& settings, Report& report);
 // A Chrome trace-event file of the optimized chain on a ring of settings.slots streams.
 void record_trace(const Settings& settings, const std::filesystem::path& path, Report& report);
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -235,4 +235,4 @@ void write_trace(const std::filesystem::path& path, const std::string& title, in
   if (!f) throw io::IoError(path, "write failed");
 }
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 
 // A copy rate measured in the same run; every throughput row is a fraction of one of these.
 struct Ceiling {
@@ -113,4 +113,4 @@ struct TraceSpan {
 void write_trace(const std::filesystem::path& path, const std::string& title, int tracks,
                  const std::vector<TraceSpan>& spans);
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

@@ -6,18 +6,14 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 
 BenchRing::BenchRing(int slots, Size in, Size out) : in_(in), out_(out) {
   if (slots < 1) throw std::invalid_argument("BenchRing: at least one slot");
   slots_.resize(static_cast<std::size_t>(slots));
   for (Slot& s : slots_) {
-    s.host_in.grow(in.rgb_bytes());
-    s.host_out.grow(out.rgb_bytes());
-    s.device_in.grow(in.rgb_bytes());
-    s.device_out.grow(out.rgb_bytes());
-    s.stream = cuda::Stream::create();
-    s.done = cuda::Event::create();
+    s.grow_host(in, out);
+    s.grow_device(in, out);
   }
 }
 
@@ -103,4 +99,4 @@ double BenchRing::run(int frames, std::vector<TraceSpan>* trace) {
   return seconds;
 }
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

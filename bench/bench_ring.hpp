@@ -1,5 +1,5 @@
-// A slot ring for the benchmark's own measurements: the issue order of the engine's GPU ring (pipeline/engine.cpp,
-// simpleMultiCopy's loop), but with a caller's device work per frame and, when asked, CUDA events around every
+// A slot ring for the benchmark's own measurements: the engine's GPU ring slots (pipeline/device_slot.hpp, pinned)
+// and its issue order (pipeline/engine.cpp, simpleMultiCopy's loop), but with a caller's device work per frame and, when asked, CUDA events around every
 // upload, chain and download. It drives the NPP peer end to end and records the --trace timeline; the
 // throughput rows of imgpipe's own paths go through the real Engine.
 //
@@ -9,7 +9,7 @@
 #pragma once
 
 #include "bench_report.hpp"
-#include "cuda_resources.hpp"
+#include "device_slot.hpp"
 #include "image.hpp"
 #include "nvtx_range.hpp"
 
@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-namespace imgpipe::app::bench {
+namespace imgpipe::bench {
 
 using cuda::NvtxRange;
 
@@ -45,16 +45,13 @@ class BenchRing {
   double run(int frames, std::vector<TraceSpan>* trace = nullptr);
 
  private:
-  struct Slot {
-    cuda::PinnedBuffer host_in, host_out;
-    cuda::DeviceBuffer device_in, device_out;
-    cuda::Stream stream;
-    cuda::Event done;
-    bool busy = false;
+  struct Slot : DeviceSlot {
+    Slot() : DeviceSlot(MemoryMode::pinned) {}
+    bool busy = false;  // a frame was queued since the last wait on `done`
   };
   Size in_, out_;
   std::vector<Slot> slots_;
   Work work_;
 };
 
-}  // namespace imgpipe::app::bench
+}  // namespace imgpipe::bench

@@ -1,5 +1,6 @@
 #include "bench_support.hpp"
 
+#include "bench_npp.hpp"
 #include "chain.hpp"
 #include "cuda_check.hpp"
 #include "overloaded.hpp"

@@ -1,5 +1,6 @@
 // Measurement pieces shared by imgpipe_bench_kernels and `imgpipe bench`: deterministic device bytes, the
 // median and spread of repeated timings, owned CUDA graphs, and NPP (the peer to beat) when the toolkit has it.
+// No NPP type appears here: NPP is private to imgpipe_bench (bench_npp.hpp has the helpers that take them).
 // Speed lives in the programs that use these; ctest asserts none of it.
 #pragma once
 
@@ -7,10 +8,6 @@
 #include "image.hpp"
 
 #include <cuda_runtime.h>
-
-#ifdef IMGPIPE_HAVE_NPP
-#include <npp.h>
-#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -50,13 +47,6 @@ GraphExec capture_graph(cudaStream_t stream, const std::function<void()>& enqueu
 
 // True when this build has NPP (CMake found CUDA::nppig and CUDA::nppif).
 bool npp_compiled_in();
-
-#ifdef IMGPIPE_HAVE_NPP
-// Throws std::runtime_error naming `call` for a negative (error) status; warnings pass.
-void check_npp(NppStatus status, const char* call);
-// The stream context NPP's _Ctx functions take, for the current device and `stream`.
-NppStreamContext npp_context(cudaStream_t stream);
-#endif
 
 // An imgpipe chain on NPP's own functions, for frames resident on the device; built on any toolkit, usable only
 // where npp_compiled_in(). NPP's borders are replicate and its Gaussian taps are its own fixed masks (3x3 to

@@ -2,6 +2,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
+#include "device_slot.hpp"
 #include "nvtx_range.hpp"
 
 #include <algorithm>
@@ -145,35 +146,6 @@ class BackendEngine final : public Engine {
   std::vector<Buffers> buffers_;
 };
 
-// Host memory of one of the three kinds, grown on demand.
-class HostBuffer {
- public:
-  explicit HostBuffer(MemoryMode mode) : mode_(mode) {}
-  void grow(std::size_t bytes) {
-    switch (mode_) {
-      case MemoryMode::pageable:
-        if (pageable_.size() < bytes) pageable_.resize(bytes);
-        break;
-      case MemoryMode::pinned: pinned_.grow(bytes); break;
-      case MemoryMode::managed: managed_.grow(bytes); break;
-    }
-  }
-  std::uint8_t* data() {
-    switch (mode_) {
-      case MemoryMode::pageable: return pageable_.data();
-      case MemoryMode::pinned: return pinned_.data();
-      case MemoryMode::managed: return managed_.data();
-    }
-    return nullptr;
-  }
-
- private:
-  MemoryMode mode_;
-  std::vector<std::uint8_t> pageable_;
-  cuda::PinnedBuffer pinned_;
-  cuda::ManagedBuffer managed_;
-};
-
 class GpuRingEngine final : public Engine {
   struct Slot;
 
@@ -200,16 +172,12 @@ class GpuRingEngine final : public Engine {
  protected:
   void prepare(FrameSlot& slot, Size in, Size out) override {
     Slot& s = *ring_[slot.index];
-    s.host_in.grow(in.rgb_bytes());
-    s.host_out.grow(out.rgb_bytes());
-    if (options_.memory != MemoryMode::managed) {
-      try {
-        s.device_in.grow(in.rgb_bytes());
-        s.device_out.grow(out.rgb_bytes());
-      } catch (const cuda::CudaBadAlloc&) {
-        free_device_memory(s);
-        throw;
-      }
+    s.grow_host(in, out);
+    try {
+      s.grow_device(in, out);
+    } catch (const cuda::CudaBadAlloc&) {
+      free_device_memory(s);
+      throw;
     }
     slot.input = {s.host_in.data(), in};
     slot.output = {s.host_out.data(), out};
@@ -252,23 +220,15 @@ class GpuRingEngine final : public Engine {
   void wait(FrameSlot& slot) override { ring_[slot.index]->done.synchronize(); }
 
  private:
-  struct Slot {
-    Slot(GpuPath path, const Chain& chain, MemoryMode mode)
-        : host_in(mode), host_out(mode), stream(cuda::Stream::create()), done(cuda::Event::create()),
-          chain(path, chain) {}
-    HostBuffer host_in, host_out;
-    cuda::DeviceBuffer device_in, device_out;
-    cuda::Stream stream;
-    cuda::Event done;
+  struct Slot : DeviceSlot {
+    Slot(GpuPath path, const Chain& chain, MemoryMode mode) : DeviceSlot(mode), chain(path, chain) {}
     DeviceChain chain;
   };
 
   // After an allocation failed for one oversized frame: give back what this slot grew to so far, so later
   // frames of ordinary size still find memory. The chain is planned afresh, without its scratch frames.
   void free_device_memory(Slot& s) {
-    cuda::check_noexcept(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");
-    s.device_in = cuda::DeviceBuffer();
-    s.device_out = cuda::DeviceBuffer();
+    s.free_device_buffers();
     s.chain = DeviceChain(path_, chain());
   }
 
