@@ -8,12 +8,12 @@
 #include "backends.hpp"
 #include "bench_ring.hpp"
 #include "bench_support.hpp"
-#include "colour.cuh"
 #include "convolve.cuh"
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
 #include "engine.hpp"
 #include "gpu_backend.hpp"
+#include "gray.cuh"
 #include "layout.cuh"
 #include "resize.cuh"
 #include "transpose.cuh"
@@ -602,11 +602,11 @@ void measure_ablations(const Settings& s, Report& report) {
       make_row(kAblation, kGroupResize, "texture, planes",
                "resize_linear_planes, the texture unit's linear filtering on planes", resize_bytes, kDeviceCopy,
                "hand, planes"),
-      make_row(kAblation, kGroupTranspose, "naive", "dihedral_naive transpose, interleaved: coalesced reads, scattered writes",
+      make_row(kAblation, kGroupTranspose, "naive", "reorient_naive transpose, interleaved: coalesced reads, scattered writes",
                frame2, kDeviceCopy),
-      make_row(kAblation, kGroupTranspose, "tiled", "dihedral_tiled on planes: 32x32 shared tile (bank conflicts)",
+      make_row(kAblation, kGroupTranspose, "tiled", "reorient_tiled on planes: 32x32 shared tile (bank conflicts)",
                frame2, kDeviceCopy, "naive"),
-      make_row(kAblation, kGroupTranspose, "tiled+padded", "dihedral_tiled_padded on planes: 32x33 tile", frame2,
+      make_row(kAblation, kGroupTranspose, "tiled+padded", "reorient_tiled_padded on planes: 32x33 tile", frame2,
                kDeviceCopy, "tiled"),
       make_row(kAblation, kGroupTaps, "global taps", filter.text + ", separable on planes, taps in global memory",
                frame2, kDeviceCopy),
@@ -699,12 +699,12 @@ void measure_ablations(const Settings& s, Report& report) {
   // Transpose.
   const cuda::Extent tr = extent_of(transposed);
   device_row(kGroupTranspose, "naive", [&](int i) {
-    cuda::dihedral_naive(cuda::Dihedral::transpose, aos_in.const_view(i, s.size), aos_out.view(i, transposed), stream);
+    cuda::reorient_naive(cuda::Reorient::transpose, aos_in.const_view(i, s.size), aos_out.view(i, transposed), stream);
   });
   device_row(kGroupTranspose, "tiled",
-             [&](int i) { cuda::dihedral_tiled(cuda::Dihedral::transpose, pin(i), pout(i, tr), stream); });
+             [&](int i) { cuda::reorient_tiled(cuda::Reorient::transpose, pin(i), pout(i, tr), stream); });
   device_row(kGroupTranspose, "tiled+padded",
-             [&](int i) { cuda::dihedral_tiled_padded(cuda::Dihedral::transpose, pin(i), pout(i, tr), stream); });
+             [&](int i) { cuda::reorient_tiled_padded(cuda::Reorient::transpose, pin(i), pout(i, tr), stream); });
 
   // Filter taps and borders: one kernel, one technique swapped at a time.
   {

@@ -1,4 +1,4 @@
-// Dihedral ops: naive, tiled, tiled + padded (after cuda-samples' transpose).
+// Transpose, rotate, flip: naive, tiled, tiled + padded (after cuda-samples' transpose).
 //
 // Why the tiled versions are fast: in a transpose, a warp that reads 32 consecutive pixels of an input row
 // writes 32 pixels of an output *column*, 32 rows apart: 32 separate memory transactions per warp store.
@@ -26,14 +26,14 @@ constexpr int kRows = 8;   // thread rows per block; each thread moves kTile / k
 const dim3 kNaiveBlock(32, 8);
 
 // Where input pixel (x, y) of a width x height frame goes. Mirror ops are their own inverse.
-__device__ __forceinline__ int2 dihedral_target(Dihedral op, int x, int y, int width, int height) {
+__device__ __forceinline__ int2 target_of(Reorient op, int x, int y, int width, int height) {
   switch (op) {
-    case Dihedral::transpose: return {y, x};
-    case Dihedral::rotate90: return {height - 1 - y, x};
-    case Dihedral::rotate180: return {width - 1 - x, height - 1 - y};
-    case Dihedral::rotate270: return {y, width - 1 - x};
-    case Dihedral::flip_h: return {width - 1 - x, y};
-    case Dihedral::flip_v: return {x, height - 1 - y};
+    case Reorient::transpose: return {y, x};
+    case Reorient::rotate90: return {height - 1 - y, x};
+    case Reorient::rotate180: return {width - 1 - x, height - 1 - y};
+    case Reorient::rotate270: return {y, width - 1 - x};
+    case Reorient::flip_h: return {width - 1 - x, y};
+    case Reorient::flip_v: return {x, height - 1 - y};
   }
   return {x, y};
 }
@@ -43,11 +43,11 @@ __device__ __forceinline__ std::size_t offset(int x, int y, std::size_t pitch, i
 }
 
 // One thread per input pixel: the read is coalesced, the write of a swapping op strides across rows.
-__global__ void dihedral_naive_kernel(Dihedral op, ConstAosView in, AosView out) {
+__global__ void reorient_naive_kernel(Reorient op, ConstAosView in, AosView out) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= in.extent.width || y >= in.extent.height) return;
-  const int2 t = dihedral_target(op, x, y, in.extent.width, in.extent.height);
+  const int2 t = target_of(op, x, y, in.extent.width, in.extent.height);
   const std::uint8_t* s = in.data + offset(x, y, in.pitch, 3);
   std::uint8_t* d = out.data + offset(t.x, t.y, out.pitch, 3);
   d[0] = s[0];
@@ -56,8 +56,8 @@ __global__ void dihedral_naive_kernel(Dihedral op, ConstAosView in, AosView out)
 }
 
 // One block per 32x32 input tile of one plane (blockIdx.z). kPad = 0: tiled; kPad = 1: tiled_padded.
-template <Dihedral kOp, int kPad>
-__global__ void __launch_bounds__(kTile* kRows) dihedral_tiled_kernel(ConstPlanesView in, PlanesView out) {
+template <Reorient kOp, int kPad>
+__global__ void __launch_bounds__(kTile* kRows) tiled_transpose_kernel(ConstPlanesView in, PlanesView out) {
   __shared__ unsigned int tile[kTile][kTile + kPad];
   const std::uint8_t* src = plane_of(in, blockIdx.z);
   std::uint8_t* dst = plane_of(out, blockIdx.z);
@@ -74,31 +74,31 @@ __global__ void __launch_bounds__(kTile* kRows) dihedral_tiled_kernel(ConstPlane
   for (int j = threadIdx.y; j < kTile; j += kRows) {
     const int x = x0 + j, y = y0 + threadIdx.x;
     if (x < width && y < height) {
-      const int2 t = dihedral_target(kOp, x, y, width, height);
+      const int2 t = target_of(kOp, x, y, width, height);
       dst[offset(t.x, t.y, out.pitch)] = static_cast<std::uint8_t>(tile[threadIdx.x][j]);
     }
   }
 }
 
 // Axis-keeping ops on planes: one thread per output pixel, reading its mirror image.
-template <Dihedral kOp>
+template <Reorient kOp>
 __global__ void mirror_planes_kernel(ConstPlanesView in, PlanesView out) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= out.extent.width || y >= out.extent.height) return;
-  const int2 s = dihedral_target(kOp, x, y, in.extent.width, in.extent.height);
+  const int2 s = target_of(kOp, x, y, in.extent.width, in.extent.height);
   plane_of(out, blockIdx.z)[offset(x, y, out.pitch)] = plane_of(in, blockIdx.z)[offset(s.x, s.y, in.pitch)];
 }
 
-template <Dihedral kOp, int kPad>
+template <Reorient kOp, int kPad>
 void launch_tile(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
   const dim3 block(kTile, kRows);
-  dihedral_tiled_kernel<kOp, kPad><<<cover(in.extent.width, in.extent.height, dim3(kTile, kTile), 3), block, 0,
-                                     stream>>>(in, out);
-  IMGPIPE_CUDA_LAUNCH_CHECK(kPad == 0 ? "dihedral_tiled_kernel" : "dihedral_tiled_kernel (padded)", stream);
+  tiled_transpose_kernel<kOp, kPad><<<cover(in.extent.width, in.extent.height, dim3(kTile, kTile), 3), block, 0,
+                                      stream>>>(in, out);
+  IMGPIPE_CUDA_LAUNCH_CHECK(kPad == 0 ? "tiled_transpose_kernel" : "tiled_transpose_kernel (padded)", stream);
 }
 
-template <Dihedral kOp>
+template <Reorient kOp>
 void launch_mirror(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
   const dim3 block = warp_wide_block(occupancy_shape<&mirror_planes_kernel<kOp>>());
   mirror_planes_kernel<kOp><<<cover(out.extent.width, out.extent.height, block, 3), block, 0, stream>>>(in, out);
@@ -106,32 +106,32 @@ void launch_mirror(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
 }
 
 template <int kPad>
-void launch_planes(Dihedral op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {
-  require(same_extent(out.extent, dihedral_extent(op, in.extent)), "dihedral: output extent does not match the op");
+void launch_planes(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {
+  require(same_extent(out.extent, reoriented_extent(op, in.extent)), "reorient: output extent does not match the op");
   switch (op) {
-    case Dihedral::transpose: return launch_tile<Dihedral::transpose, kPad>(in, out, stream);
-    case Dihedral::rotate90: return launch_tile<Dihedral::rotate90, kPad>(in, out, stream);
-    case Dihedral::rotate270: return launch_tile<Dihedral::rotate270, kPad>(in, out, stream);
-    case Dihedral::rotate180: return launch_mirror<Dihedral::rotate180>(in, out, stream);
-    case Dihedral::flip_h: return launch_mirror<Dihedral::flip_h>(in, out, stream);
-    case Dihedral::flip_v: return launch_mirror<Dihedral::flip_v>(in, out, stream);
+    case Reorient::transpose: return launch_tile<Reorient::transpose, kPad>(in, out, stream);
+    case Reorient::rotate90: return launch_tile<Reorient::rotate90, kPad>(in, out, stream);
+    case Reorient::rotate270: return launch_tile<Reorient::rotate270, kPad>(in, out, stream);
+    case Reorient::rotate180: return launch_mirror<Reorient::rotate180>(in, out, stream);
+    case Reorient::flip_h: return launch_mirror<Reorient::flip_h>(in, out, stream);
+    case Reorient::flip_v: return launch_mirror<Reorient::flip_v>(in, out, stream);
   }
-  throw std::invalid_argument("dihedral: unknown op");
+  throw std::invalid_argument("reorient: unknown op");
 }
 
 }  // namespace
 
-void dihedral_naive(Dihedral op, ConstAosView in, AosView out, cudaStream_t stream) {
-  require(same_extent(out.extent, dihedral_extent(op, in.extent)), "dihedral: output extent does not match the op");
-  dihedral_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(op, in, out);
-  IMGPIPE_CUDA_LAUNCH_CHECK("dihedral_naive_kernel", stream);
+void reorient_naive(Reorient op, ConstAosView in, AosView out, cudaStream_t stream) {
+  require(same_extent(out.extent, reoriented_extent(op, in.extent)), "reorient: output extent does not match the op");
+  reorient_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(op, in, out);
+  IMGPIPE_CUDA_LAUNCH_CHECK("reorient_naive_kernel", stream);
 }
 
-void dihedral_tiled(Dihedral op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {
+void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {
   launch_planes<0>(op, in, out, stream);
 }
 
-void dihedral_tiled_padded(Dihedral op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {
+void reorient_tiled_padded(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {
   launch_planes<1>(op, in, out, stream);
 }
 

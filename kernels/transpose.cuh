@@ -1,10 +1,14 @@
-// The dihedral ops: transpose, rotations by quarter turns (clockwise), mirror flips. Exact: pixels only move.
+// Transpose, rotate and flip all live here: they only move pixels, and one kernel, the shared-memory tiled
+// transpose, serves every one of them that swaps the axes (a quarter turn is a transpose with one axis
+// reversed: the same tile, another output address). `Reorient` names the op as the chain does (transpose,
+// rotate=90/180/270, flip=h/v); each variant below takes any of them. Exact: pixels only move.
 // Three variants with the same shape, so tests and benchmarks can loop over them:
-//   dihedral_naive         AoS, one thread per pixel, reads coalesced, writes scattered.
-//   dihedral_tiled         planes, a 32x32 shared-memory tile, unpadded (bank conflicts on the transposed read).
-//   dihedral_tiled_padded  planes, the tile padded to 32x33: the optimized path's choice.
-// Ops that keep the axes (rotate180, flips) need no tile: both tiled variants run one coalesced kernel for them.
-// All are asynchronous on `stream`; `out.extent` must be dihedral_extent(op, in.extent); no overlap.
+//   reorient_naive         AoS, one thread per pixel, reads coalesced, writes scattered.
+//   reorient_tiled         planes, a 32x32 shared-memory tile, unpadded (bank conflicts on the transposed read).
+//   reorient_tiled_padded  planes, the tile padded to 32x33: the optimized path's choice.
+// Ops that keep the axes (rotate180, flips) need no tile: reading a row backwards, or another row, is coalesced
+// as it is, so both tiled variants run one mirror-copy kernel for them.
+// All are asynchronous on `stream`; `out.extent` must be reoriented_extent(op, in.extent); no overlap.
 #pragma once
 
 #include "planes.hpp"
@@ -13,17 +17,18 @@
 
 namespace imgpipe::cuda {
 
-enum class Dihedral { transpose, rotate90, rotate180, rotate270, flip_h, flip_v };
+// Rotations are clockwise; flip_h mirrors left-right, flip_v top-bottom.
+enum class Reorient { transpose, rotate90, rotate180, rotate270, flip_h, flip_v };
 
-constexpr bool swaps_axes(Dihedral op) {
-  return op == Dihedral::transpose || op == Dihedral::rotate90 || op == Dihedral::rotate270;
+constexpr bool swaps_axes(Reorient op) {
+  return op == Reorient::transpose || op == Reorient::rotate90 || op == Reorient::rotate270;
 }
-constexpr Extent dihedral_extent(Dihedral op, Extent in) {
+constexpr Extent reoriented_extent(Reorient op, Extent in) {
   return swaps_axes(op) ? Extent{in.height, in.width} : in;
 }
 
-void dihedral_naive(Dihedral op, ConstAosView in, AosView out, cudaStream_t stream);
-void dihedral_tiled(Dihedral op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
-void dihedral_tiled_padded(Dihedral op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
+void reorient_naive(Reorient op, ConstAosView in, AosView out, cudaStream_t stream);
+void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
+void reorient_tiled_padded(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

@@ -10,15 +10,15 @@
 //              uploaded per frame.
 #include "gpu_backend.hpp"
 
-#include "colour.cuh"
 #include "convolve.cuh"
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
+#include "gray.cuh"
 #include "layout.cuh"
+#include "normalize.cuh"
 #include "overloaded.hpp"
 #include "resize.cuh"
 #include "resize_filter.cuh"
-#include "stats.cuh"
 #include "transpose.cuh"
 
 #include <algorithm>
@@ -41,16 +41,16 @@ cuda::BorderMode border_of(Border b) {
   return b == Border::replicate ? cuda::BorderMode::replicate : cuda::BorderMode::reflect101;
 }
 
-cuda::Dihedral dihedral_of(const Rotate& r) {
+cuda::Reorient reorient_of(const Rotate& r) {
   switch (r.degrees) {
-    case 90: return cuda::Dihedral::rotate90;
-    case 180: return cuda::Dihedral::rotate180;
-    case 270: return cuda::Dihedral::rotate270;
+    case 90: return cuda::Reorient::rotate90;
+    case 180: return cuda::Reorient::rotate180;
+    case 270: return cuda::Reorient::rotate270;
   }
   throw std::invalid_argument("GPU backend: rotate by " + std::to_string(r.degrees) + " degrees");
 }
-cuda::Dihedral dihedral_of(const Flip& f) {
-  return f.axis == Flip::Axis::horizontal ? cuda::Dihedral::flip_h : cuda::Dihedral::flip_v;
+cuda::Reorient reorient_of(const Flip& f) {
+  return f.axis == Flip::Axis::horizontal ? cuda::Reorient::flip_h : cuda::Reorient::flip_v;
 }
 
 // 1-D weights of the separable filters, as the chain defines them.
@@ -138,9 +138,9 @@ class NaivePlan {
                    [&](const Box& b) { filter(b.border); },
                    [&](const Sharpen& s) { filter(s.border); },
                    [&](const Sobel& s) { cuda::sobel_naive(in, out, border_of(s.border), stream); },
-                   [&](const Transpose&) { cuda::dihedral_naive(cuda::Dihedral::transpose, in, out, stream); },
-                   [&](const Rotate& r) { cuda::dihedral_naive(dihedral_of(r), in, out, stream); },
-                   [&](const Flip& f) { cuda::dihedral_naive(dihedral_of(f), in, out, stream); },
+                   [&](const Transpose&) { cuda::reorient_naive(cuda::Reorient::transpose, in, out, stream); },
+                   [&](const Rotate& r) { cuda::reorient_naive(reorient_of(r), in, out, stream); },
+                   [&](const Flip& f) { cuda::reorient_naive(reorient_of(f), in, out, stream); },
                    [&](const Gray&) { cuda::gray_naive(in, out, stream); },
                    [&](const Normalize&) { cuda::normalize_naive(in, out, normalize_, stream); },
                },
@@ -212,10 +212,10 @@ struct SobelStage {
   }
 };
 
-struct DihedralStage {
-  cuda::Dihedral op;
+struct ReorientStage {
+  cuda::Reorient op;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
-    cuda::dihedral_tiled_padded(op, cuda::as_const(in.view(extent)), out, stream);
+    cuda::reorient_tiled_padded(op, cuda::as_const(in.view(extent)), out, stream);
   }
 };
 
@@ -233,7 +233,7 @@ struct NormalizeStage {
 };
 
 using Stage = std::variant<ResizeLinearStage, ResizeNearestStage, SeparableStage, SharpenStage, SobelStage,
-                           DihedralStage, GrayStage, NormalizeStage>;
+                           ReorientStage, GrayStage, NormalizeStage>;
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
 Stage make_stage(const Op& op) {
@@ -250,9 +250,9 @@ Stage make_stage(const Op& op) {
           [&](const Box& b) { return separable(weights_1d(b), b.border); },
           [](const Sharpen& s) -> Stage { return SharpenStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(s.border)}; },
           [](const Sobel& s) -> Stage { return SobelStage{border_of(s.border)}; },
-          [](const Transpose&) -> Stage { return DihedralStage{cuda::Dihedral::transpose}; },
-          [](const Rotate& r) -> Stage { return DihedralStage{dihedral_of(r)}; },
-          [](const Flip& f) -> Stage { return DihedralStage{dihedral_of(f)}; },
+          [](const Transpose&) -> Stage { return ReorientStage{cuda::Reorient::transpose}; },
+          [](const Rotate& r) -> Stage { return ReorientStage{reorient_of(r)}; },
+          [](const Flip& f) -> Stage { return ReorientStage{reorient_of(f)}; },
           [](const Gray&) -> Stage { return GrayStage{}; },
           [](const Normalize&) -> Stage { return NormalizeStage{}; },
       },

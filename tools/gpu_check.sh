@@ -39,7 +39,13 @@ for step in "${steps[@]}"; do
       # Every tool on every GPU test binary, all at once (one process each): the small and odd-sized cases,
       # where edges and partial tiles live; the photographs add time, not paths.
       declare -A filters=(
-        [test_gpu_ops]='*odd_sizes*:AllVariants/*:AllAlignments/*:Chains/*:BothPaths/*:GpuBackend.*'
+        [test_layout]='AllAlignments/*'
+        [test_resize]='*odd_sizes*'
+        [test_convolve]='*odd_sizes*:BothPaths/*'
+        [test_transpose]='*odd_sizes*:AllVariants/*'
+        [test_gray]='*odd_sizes*'
+        [test_normalize]='*odd_sizes*'
+        [test_gpu_chain]='Chains/*:BothPaths/*:GpuBackend.*'
         [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*')

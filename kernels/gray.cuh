@@ -1,4 +1,4 @@
-// Colour: BT.601 luma written to all three channels, in OpenCV's fixed point
+// Gray: BT.601 luma written to all three channels, in OpenCV's fixed point
 // (R * 4899 + G * 9617 + B * 1868 + 8192) >> 14, so it equals cv::cvtColor(RGB2GRAY) exactly.
 //   naive:     on the interleaved frame, one thread per pixel.
 //   optimized: on planes, four pixels per thread with 32-bit loads and stores.

@@ -1,4 +1,4 @@
-// Statistics: normalize by atomics on the interleaved frame (naive) and by a device reduction on planes.
+// Normalize: by atomics on the interleaved frame (naive) and by a device reduction on planes.
 //
 // Why the optimized version is fast: the naive kernel sends six atomics per pixel to the same six words,
 // which the L2 serialises: millions of updates queue on six addresses. A tree reduction (CUB's
@@ -10,7 +10,7 @@
 // stream on every frame, and allocates its temporary storage on every call. cub::DeviceReduce writes the
 // result to device memory, where the stretch kernel reads it, and takes temporary storage we keep.
 // The input is a thrust::counting_iterator over pixel indices, mapped to the pitched planes by the transform.
-#include "stats.cuh"
+#include "normalize.cuh"
 
 #include "cuda_check.hpp"
 #include "launch.cuh"

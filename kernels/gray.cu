@@ -1,10 +1,10 @@
-// Colour: gray on the interleaved frame (naive) and on planes (optimized).
+// Gray: on the interleaved frame (naive) and on planes (optimized).
 //
 // Why the planar version is fast: the naive kernel's warp reads 96 bytes with 96 one-byte loads and writes
 // them back the same way. On planes a thread reads one 32-bit word of each plane (4 pixels) and writes one
 // word per plane, so a warp moves 128 contiguous bytes per instruction, and the grid is sized by occupancy
 // with a grid-stride loop instead of one tiny thread per pixel.
-#include "colour.cuh"
+#include "gray.cuh"
 
 #include "cuda_check.hpp"
 #include "launch.cuh"

@@ -1,4 +1,4 @@
-// Statistics: normalize, per channel: out = round((v - min) * 255 / (max - min)), saturated; a constant
+// Normalize, per channel: out = round((v - min) * 255 / (max - min)), saturated; a constant
 // channel becomes 0 (cv::normalize NORM_MINMAX semantics).
 //   naive:     on the interleaved frame; the minima and maxima by atomicMin / atomicMax per pixel and
 //              channel, then a stretch kernel.
