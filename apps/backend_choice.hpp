@@ -1,7 +1,7 @@
 // --backend auto|cpu|naive|optimized, shared by every command.
 #pragma once
 
-#include "backend.hpp"
+#include "backends.hpp"
 #include "chain.hpp"
 #include "engine.hpp"
 
@@ -10,11 +10,6 @@
 #include <string_view>
 
 namespace imgpipe::app {
-
-// What "auto" means on this machine: optimized when a CUDA device is usable, else cpu when it is compiled in.
-// `fallback_notice` is set to a one-line explanation when auto falls back to cpu.
-// Throws std::runtime_error when neither is possible.
-BackendKind resolve_auto_backend(std::string* fallback_notice);
 
 // The backend kind named by `choice` ("auto" or a BackendKind); prints auto's fallback notice on stderr.
 BackendKind choose_backend_kind(std::string_view choice);

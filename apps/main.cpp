@@ -1,5 +1,5 @@
 // imgpipe: batch-process image folders through an op chain on the CPU (OpenCV) or the GPU (CUDA).
-#include "backend.hpp"
+#include "backends.hpp"
 #include "backend_choice.hpp"
 #include "batch.hpp"
 #include "bench_command.hpp"

@@ -1,66 +1,24 @@
 #include "stream.hpp"
 
 #include "backend_choice.hpp"
-#include "cuda_check.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "frame_stream.hpp"
+#include "job.hpp"
+#include "progress.hpp"
 #include "signals.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 
 namespace imgpipe::app {
 namespace {
 
 constexpr double kDefaultFps = 30.0;
-
-// A video file is opened at the first frame, once the chain's output size is known.
-class LazyVideoWriter final : public FrameWriter {
- public:
-  LazyVideoWriter(std::string path, double fps, io::Existing existing)
-      : path_(std::move(path)), fps_(fps), existing_(existing) {}
-  void write(ConstFrameView frame) override {
-    if (!writer_) writer_ = io::open_video_writer(path_, frame.size, fps_, existing_);
-    writer_->write(frame);
-  }
-  void close() override {
-    if (writer_) writer_->close();
-  }
-
- private:
-  std::string path_;
-  double fps_;
-  io::Existing existing_;
-  std::unique_ptr<FrameWriter> writer_;
-};
-
-// Counts frames and, on a terminal, shows progress on stderr.
-class CountingWriter final : public FrameWriter {
- public:
-  explicit CountingWriter(FrameWriter& inner) : inner_(inner), terminal_(::isatty(STDERR_FILENO) == 1) {}
-  void write(ConstFrameView frame) override {
-    inner_.write(frame);
-    ++frames_;
-    if (terminal_ && frames_ % 30 == 0) std::cerr << "\r\033[K" << frames_ << " frames" << std::flush;
-  }
-  void close() override { inner_.close(); }
-  void clear_progress() const {
-    if (terminal_) std::cerr << "\r\033[K" << std::flush;
-  }
-  std::uint64_t frames() const { return frames_; }
-
- private:
-  FrameWriter& inner_;
-  bool terminal_;
-  std::uint64_t frames_ = 0;
-};
 
 bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
@@ -100,55 +58,6 @@ void check_output_path(const StreamOptions& options) {
 }
 
 }  // namespace
-
-StreamGuard::StreamGuard(FrameReader& inner, std::string name, const Chain& chain, std::uint64_t max_pixels)
-    : inner_(inner), name_(std::move(name)), chain_(chain), max_pixels_(max_pixels) {}
-
-std::optional<Size> StreamGuard::next_size() {
-  if (stop_signal() != 0) return std::nullopt;
-  std::optional<Size> size;
-  try {
-    size = inner_.next_size();
-  } catch (const io::StreamCancelled&) {
-    return std::nullopt;  // between frames: nothing was lost
-  } catch (...) {
-    failed_ = true;
-    throw;
-  }
-  if (!size) return size;
-  const std::string frame = name_ + ": frame " + std::to_string(frames_);
-  if (!first_) first_ = *size;
-  if (*size != *first_) {
-    failed_ = true;
-    throw io::IoError(frame + " is " + to_string(*size) + " but the stream began at " + to_string(*first_) +
-                      "; a stream keeps one frame size");
-  }
-  Size largest = *size, step = *size;
-  for (const Op& op : chain_.ops) {
-    step = output_size(op, step);
-    if (step.pixels() > largest.pixels()) largest = step;
-  }
-  if (largest.pixels() > max_pixels_) {
-    failed_ = true;
-    throw io::PixelLimitError(frame + ": " +
-                              (largest == *size ? "the frame" : "the chain makes a " + to_string(largest) + " frame that") +
-                              " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
-                              std::to_string(max_pixels_) + "; --max-pixels or IMGPIPE_MAX_PIXELS raises it");
-  }
-  return size;
-}
-
-void StreamGuard::read(FrameView frame) {
-  try {
-    inner_.read(frame);
-  } catch (const io::StreamCancelled&) {
-    throw;
-  } catch (...) {
-    failed_ = true;
-    throw;
-  }
-  ++frames_;
-}
 
 int run_stream_command(const StreamOptions& options) {
   return run_stream_command(options, [&options](const Chain& chain, const EngineOptions& engine_options) {
@@ -202,70 +111,77 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
   }
 
   const std::string input_name = raw_in ? "stdin" : options.input;
-  std::unique_ptr<FrameReader> reader;
+  std::unique_ptr<io::FrameReader> reader;
   if (raw_in) {
     reader = std::make_unique<io::RawFrameReader>(STDIN_FILENO, *raw_size, "stdin", stop_fd());
   } else {
     reader = io::open_video_reader(options.input, options.max_pixels);
   }
-  StreamGuard guarded(*reader, input_name, chain, options.max_pixels);
-  std::unique_ptr<FrameWriter> sink;
+  io::FrameStreamSource source(*reader, input_name, chain, options.max_pixels);
+  std::unique_ptr<io::FrameWriter> writer;
   if (raw_out) {
-    sink = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
+    writer = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
   } else {
     const double fps =
         options.fps.value_or(raw_in ? kDefaultFps : io::video_fps(options.input).value_or(kDefaultFps));
-    sink = std::make_unique<LazyVideoWriter>(options.output, fps,
-                                             options.overwrite ? io::Existing::replace : io::Existing::keep);
+    writer = io::open_video_writer_at_first_frame(options.output, fps,
+                                                  options.overwrite ? io::Existing::replace : io::Existing::keep);
   }
+  io::FrameStreamSink sink(*writer);
   const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
 
-  CountingWriter writer(*sink);
-  const auto start = std::chrono::steady_clock::now();
+  JobOptions job;
+  job.stop_at_first_failure = true;
+  job.stop_requested = [] { return stop_signal() != 0; };  // what is in flight still finishes
+  Progress progress;
+  const JobSummary result = run_job(source, *engine, sink, job, [&](const ItemResult& item) {
+    if (item.status == ItemResult::Status::done && (item.item.index + 1) % 30 == 0) {
+      progress.show(std::to_string(item.item.index + 1) + " frames");
+    }
+  });
+
   auto summary = [&](const char* ending) {
-    writer.clear_progress();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::uint64_t frames = writer.frames();
     char text[320];
-    std::snprintf(text, sizeof text, "imgpipe: %llu frames%s in %.2f s (%.1f frames/s) on the %s\n",
-                  static_cast<unsigned long long>(frames), ending, seconds, seconds > 0 ? frames / seconds : 0.0,
-                  engine->describe().c_str());
-    std::cerr << text;
+    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s",
+                  static_cast<unsigned long long>(result.done), ending, result.seconds,
+                  result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str());
+    progress.message(text);
   };
   auto stopped_by_signal = [&](const std::string& detail) {
     const int signal = stop_signal();
     summary(" written");
-    std::cerr << "imgpipe: interrupted by " << signal_name(signal) << ": stopped reading " << input_name << " after "
-              << guarded.frames_read() << " frames; the frames read were finished and written" << detail << "\n";
+    progress.message(std::string("interrupted by ") + signal_name(signal) + ": stopped reading " + input_name +
+                     " after " + std::to_string(source.frames_read()) +
+                     " frames; the frames read were finished and written" + detail);
     return kExitSignalBase + signal;
   };
   // Frames already written are kept as a complete file; close() throws (exit 3) when it cannot be completed.
-  try {
-    run_stream(*engine, guarded, writer);
-  } catch (const io::StreamCancelled& e) {
-    writer.close();
-    return stopped_by_signal(std::string(" (") + e.what() + ")");
-  } catch (const cuda::CudaError& e) {
-    if (!e.sticky()) throw;
-    writer.clear_progress();
-    std::cerr << "imgpipe: the GPU failed: " << e.what()
-              << "; a sticky CUDA error leaves the device unusable for this process, so the stream stopped\n";
-    writer.close();
+  if (!result.device_failure.empty()) {
+    progress.message("the GPU failed: " + result.device_failure +
+                     "; a sticky CUDA error leaves the device unusable for this process, so the stream stopped");
+    sink.close();
     summary(" written before the GPU failed");
     return kExitDevice;
-  } catch (const std::exception& e) {
-    if (!guarded.failed()) throw;  // the engine or the output: a failure that stops the run, no output kept
-    writer.clear_progress();
-    std::cerr << "imgpipe: " << e.what() << "\n";
-    writer.close();
-    summary(" written before the bad frame");
-    return kExitSomeFailed;
   }
-  writer.close();
+  if (result.first_failure) {
+    const ItemResult& failure = *result.first_failure;
+    try {
+      std::rethrow_exception(failure.error);
+    } catch (const io::StreamCancelled& e) {
+      sink.close();
+      return stopped_by_signal(std::string(" (") + e.what() + ")");
+    } catch (const std::exception& e) {
+      if (failure.stage != Stage::read) throw;  // the engine or the output: the run stops, no output kept
+      progress.message(e.what());
+      sink.close();
+      summary(" written before the bad frame");
+      return kExitSomeFailed;
+    }
+  }
+  sink.close();
   if (stop_signal() != 0) return stopped_by_signal("");
-  if (writer.frames() == 0) {
-    writer.clear_progress();
-    std::cerr << "imgpipe: no frames in " << input_name << "; nothing was written\n";
+  if (result.done == 0) {
+    progress.message("no frames in " + input_name + "; nothing was written");
     return kExitSomeFailed;
   }
   summary("");

@@ -1,13 +1,12 @@
 // fuzz_size: the "WxH" size grammar.
-// imgpipe has no shared "WxH" parser yet (the raw stream's --size is still being written in apps/), and the
-// only one in the library is resize's, inside parse_chain. So this target feeds "resize=" + input to
-// parse_chain and checks the result against an independent reference of the documented grammar:
+// parse_size reads "WxH" for both resize= and the raw stream's --size; this target reaches it through
+// parse_chain, feeding "resize=" + input, and checks the result against an independent reference of the
+// documented grammar:
 //   resize=WxH[:linear|nearest], W and H decimal integers from 1 to kMaxDimension, blanks/tabs allowed
 //   around each ':'-separated argument.
 // Inputs holding ',' are skipped: that is the chain's op separator, covered by fuzz_chain.
 // Properties: parse_chain accepts exactly what the reference accepts, with the same size and interpolation;
 // it throws nothing but ChainError; the accepted size round-trips through to_string.
-// When a real size parser (e.g. parse_size for --size) lands, point this target at it.
 #include "chain.hpp"
 #include "fuzz_check.hpp"
 

@@ -215,4 +215,66 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
 
 #endif
 
+namespace {
+
+class VideoWriterAtFirstFrame final : public FrameWriter {
+ public:
+  VideoWriterAtFirstFrame(std::filesystem::path path, double fps, Existing existing)
+      : path_(std::move(path)), fps_(fps), existing_(existing) {}
+  void write(ConstFrameView frame) override {
+    if (!writer_) writer_ = open_video_writer(path_, frame.size, fps_, existing_);
+    writer_->write(frame);
+  }
+  void close() override {
+    if (writer_) writer_->close();
+  }
+
+ private:
+  std::filesystem::path path_;
+  double fps_;
+  Existing existing_;
+  std::unique_ptr<FrameWriter> writer_;
+};
+
+}  // namespace
+
+std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
+                                                              Existing existing) {
+  return std::make_unique<VideoWriterAtFirstFrame>(path, fps, existing);
+}
+
+FrameStreamSource::FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain,
+                                     std::uint64_t max_pixels)
+    : reader_(reader), name_(std::move(name)), chain_(chain), max_pixels_(max_pixels) {}
+
+std::optional<Item> FrameStreamSource::next() {
+  try {
+    next_size_ = reader_.next_size();
+  } catch (const StreamCancelled&) {
+    return std::nullopt;  // between frames: nothing was lost
+  }
+  if (!next_size_) return std::nullopt;
+  const Size size = *next_size_;
+  const std::string frame = name_ + ": frame " + std::to_string(frames_read_);
+  if (!first_) first_ = size;
+  if (size != *first_) {
+    throw IoError(frame + " is " + to_string(size) + " but the stream began at " + to_string(*first_) +
+                  "; a stream keeps one frame size");
+  }
+  const Size largest = largest_frame(chain_, size);
+  if (largest.pixels() > max_pixels_) {
+    throw PixelLimitError(frame + ": " +
+                          (largest == size ? "the frame" : "the chain makes a " + to_string(largest) + " frame that") +
+                          " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
+                          std::to_string(max_pixels_) + "; --max-pixels or IMGPIPE_MAX_PIXELS raises it");
+  }
+  return Item{frames_read_, frame, {}, false};
+}
+
+std::vector<std::string> FrameStreamSource::read(const Item&, const FrameAllocator& allocate) {
+  reader_.read(allocate(*next_size_));
+  ++frames_read_;
+  return {};
+}
+
 }  // namespace imgpipe::io

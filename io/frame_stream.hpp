@@ -1,10 +1,12 @@
 // Frame streams for `imgpipe stream`: raw rgb24 (what `ffmpeg -f rawvideo -pix_fmt rgb24` reads and writes)
-// on any file descriptor, and video files through OpenCV's VideoCapture / VideoWriter when the build has it.
+// on any file descriptor, and video files through OpenCV's VideoCapture / VideoWriter when the build has it;
+// and the Source and Sink that run a stream as a job.
 #pragma once
 
-#include "engine.hpp"
+#include "chain.hpp"
 #include "file_bytes.hpp"
 #include "io_error.hpp"
+#include "job.hpp"
 #include "ppm.hpp"
 
 #include <cstdint>
@@ -14,6 +16,25 @@
 #include <string>
 
 namespace imgpipe::io {
+
+// Reads frames one at a time, each into a buffer someone else lends.
+class FrameReader {
+ public:
+  virtual ~FrameReader() = default;
+  // Size of the next frame, or nullopt at the end.
+  virtual std::optional<Size> next_size() = 0;
+  // Reads the frame whose size next_size() just gave into `frame`.
+  virtual void read(FrameView frame) = 0;
+};
+
+class FrameWriter {
+ public:
+  virtual ~FrameWriter() = default;
+  virtual void write(ConstFrameView frame) = 0;
+  // Completes the output after the last frame; throws when it could not be completed. A file writer destroyed
+  // without close() leaves nothing under its name.
+  virtual void close() {}
+};
 
 // Thrown by a reader whose cancel descriptor became readable (imgpipe stream after SIGINT/SIGTERM).
 class StreamCancelled : public IoError {
@@ -68,5 +89,40 @@ std::optional<double> video_fps(const std::filesystem::path& path);
 // extension (.mp4: mp4v, .avi: MJPG, .mkv: XVID).
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing);
+
+// A video file opened at its first frame, once the chain's output size is known; otherwise open_video_writer's.
+std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
+                                                              Existing existing);
+
+// A frame stream as a job's source, one frame after another: every frame must have the first frame's size (a
+// video's output has one size) and stay within `max_pixels`, for the frame and every frame the chain makes
+// from it; errors name the frame, counted from 0. A read cancelled between frames (StreamCancelled from
+// next_size) ends the stream like its end.
+class FrameStreamSource final : public Source {
+ public:
+  FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain, std::uint64_t max_pixels);
+  std::optional<Item> next() override;
+  std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
+  std::uint64_t frames_read() const { return frames_read_; }
+
+ private:
+  FrameReader& reader_;
+  std::string name_;
+  Chain chain_;
+  std::uint64_t max_pixels_;
+  std::optional<Size> first_, next_size_;
+  std::uint64_t frames_read_ = 0;
+};
+
+// Each item's frame to `writer`, in order; close() completes the writer.
+class FrameStreamSink final : public Sink {
+ public:
+  explicit FrameStreamSink(FrameWriter& writer) : writer_(writer) {}
+  void write(const Item&, ConstFrameView frame) override { writer_.write(frame); }
+  void close() override { writer_.close(); }
+
+ private:
+  FrameWriter& writer_;
+};
 
 }  // namespace imgpipe::io

@@ -25,9 +25,6 @@ constexpr std::uint64_t kMaxPixels = kDefaultMaxPixels;  // the name existing ca
 // The message every reader gives when a header declares more than `max_pixels` (PixelLimitError).
 std::string pixel_limit_reason(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels);
 
-// Where a decoder puts a frame once it knows its size: memory someone else owns (an engine's pinned slot).
-using FrameAllocator = std::function<FrameView(Size)>;
-
 // Throw IoError naming the path (for files) and the reason: unsupported variant, bad header, truncated raster;
 // PixelLimitError when the header declares more than `max_pixels` pixels.
 Image read_ppm(const std::filesystem::path& path, std::uint64_t max_pixels = kDefaultMaxPixels);

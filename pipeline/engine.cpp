@@ -251,42 +251,4 @@ std::unique_ptr<Engine> make_gpu_engine(GpuPath path, const Chain& chain, const 
   return std::make_unique<GpuRingEngine>(path, chain, options);
 }
 
-std::uint64_t run_stream(Engine& engine, FrameReader& reader, FrameWriter& writer) {
-  std::uint64_t frames = 0;
-  auto write_oldest = [&] {
-    FrameSlot* done = engine.next_completed();
-    if (done == nullptr) return false;
-    writer.write(done->output);
-    engine.release(*done);
-    ++frames;
-    return true;
-  };
-  bool more = true;
-  while (true) {
-    while (more && engine.in_flight() < engine.slots()) {
-      try {
-        const std::optional<Size> size = reader.next_size();
-        if (!size) {
-          more = false;
-          break;
-        }
-        FrameSlot& slot = engine.acquire(*size);
-        try {
-          reader.read(slot.input);
-        } catch (...) {
-          engine.release(slot);
-          throw;
-        }
-        engine.submit(slot);
-      } catch (...) {
-        // A bad frame ends the stream, but every whole frame before it still comes out.
-        while (write_oldest()) {
-        }
-        throw;
-      }
-    }
-    if (!write_oldest()) return frames;
-  }
-}
-
 }  // namespace imgpipe

@@ -18,7 +18,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,33 +90,5 @@ std::unique_ptr<Engine> make_backend_engine(std::unique_ptr<Backend> backend, co
 // The GPU ring: each slot owns host in/out buffers (per MemoryMode), device buffers, a stream, a completion
 // event and its own planned DeviceChain, so slots never share scratch memory.
 std::unique_ptr<Engine> make_gpu_engine(GpuPath path, const Chain& chain, const EngineOptions& options);
-
-// The engine for a backend kind: cpu and naive run synchronously (the naive one is the baseline: pageable
-// memory, synchronous copies, one stream); optimized is the GPU ring with `options`.
-std::unique_ptr<Engine> make_engine(BackendKind kind, const Chain& chain, const EngineOptions& options);
-
-// Reads frames one at a time; the engine lends the buffer each frame is read into.
-class FrameReader {
- public:
-  virtual ~FrameReader() = default;
-  // Size of the next frame, or nullopt at the end.
-  virtual std::optional<Size> next_size() = 0;
-  // Reads the frame whose size next_size() just gave into `frame`.
-  virtual void read(FrameView frame) = 0;
-};
-
-class FrameWriter {
- public:
-  virtual ~FrameWriter() = default;
-  virtual void write(ConstFrameView frame) = 0;
-  // Completes the output after the last frame; throws when it could not be completed. A file writer destroyed
-  // without close() leaves nothing under its name.
-  virtual void close() {}
-};
-
-// Every frame from `reader` through `engine` to `writer`, in order, keeping up to slots() frames in flight
-// so reading and writing in this thread overlap the engine's work. Returns the number of frames. When the
-// reader fails, the frames before the bad one are written first, then its exception propagates.
-std::uint64_t run_stream(Engine& engine, FrameReader& reader, FrameWriter& writer);
 
 }  // namespace imgpipe

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct ConstFrameView {
   ConstFrameView(const std::uint8_t* d, Size s) : data(d), size(s) {}
   ConstFrameView(FrameView v) : data(v.data), size(v.size) {}  // NOLINT: a writable view reads too
 };
+
+// Lends the buffer a frame of `size` is decoded into (an engine slot's input, or an Image's pixels).
+using FrameAllocator = std::function<FrameView(Size)>;
 
 class Image {
  public:

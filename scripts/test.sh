@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 source scripts/common.sh
 install_missing
 build_imgpipe
-ctest --test-dir build --output-on-failure -j"$(nproc)"
+ctest --preset cpu-only -j"$(nproc)"

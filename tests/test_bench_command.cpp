@@ -1,7 +1,7 @@
 // imgpipe bench run as a user would, tiny: the JSON it writes has the documented structure (docs/bench.md),
 // every measured number is positive, and without a CUDA device the GPU rows say they need one. Nothing here
 // asserts a speed.
-#include "backend.hpp"
+#include "backends.hpp"
 #include "cuda_check.hpp"
 #include "test_io_helpers.hpp"
 

@@ -1,5 +1,5 @@
 // The imgpipe command end to end, run as a user would: on a copy of the photographs in data/.
-#include "backend.hpp"
+#include "backends.hpp"
 #include "chain.hpp"
 #include "image_file.hpp"
 #include "ppm.hpp"

@@ -1,6 +1,6 @@
 // The CPU backend (OpenCV's own functions) against the plain reference, op by op, on the real photographs
 // in data/ and on odd sizes: geometric ops exact, interpolation, filters and colour within 1 per byte.
-#include "backend.hpp"
+#include "backends.hpp"
 #include "cpu_backend.hpp"
 #include "reference.hpp"
 #include "test_images.hpp"

@@ -1,5 +1,6 @@
 // N frames through an engine equal N frames through the single-frame path, in order, whatever the number of
 // frames against the number of slots, the backend, the memory mode, a stalling writer or mixed frame sizes.
+#include "backends.hpp"
 #include "cuda_check.hpp"
 #include "engine.hpp"
 #include "frame_stream.hpp"
@@ -20,9 +21,10 @@ namespace {
 using testing::max_abs_diff;
 using testing::synthetic_image;
 
+using testing::run_frames;
 using testing::VectorReader;
 
-class VectorWriter final : public FrameWriter {
+class VectorWriter final : public io::FrameWriter {
  public:
   explicit VectorWriter(std::chrono::milliseconds stall = {}, const VectorReader* reader = nullptr)
       : stall_(stall), reader_(reader) {}
@@ -62,7 +64,7 @@ TEST(Engine, KeepsOrderForAnyFrameCount) {
     const auto frames = distinct_frames(count, {21, 13});
     VectorReader reader(frames);
     VectorWriter writer;
-    EXPECT_EQ(run_stream(*engine, reader, writer), static_cast<std::uint64_t>(count));
+    EXPECT_EQ(run_frames(*engine, reader, writer), static_cast<std::uint64_t>(count));
     ASSERT_EQ(writer.frames.size(), frames.size());
     InvertBackend single;
     for (int i = 0; i < count; ++i) {
@@ -74,7 +76,7 @@ TEST(Engine, KeepsOrderForAnyFrameCount) {
 }
 
 // A reader that fails at frame `bad` (a short frame, a size change) after `bad` good ones.
-class FailingReader final : public FrameReader {
+class FailingReader final : public io::FrameReader {
  public:
   FailingReader(const std::vector<Image>& frames, std::size_t bad) : inner_(frames), bad_(bad) {}
   std::optional<Size> next_size() override { return inner_.next_size(); }
@@ -93,7 +95,7 @@ TEST(Engine, ABadFrameStillLetsTheFramesBeforeItOut) {
   const auto frames = distinct_frames(6, {9, 5});
   FailingReader reader(frames, 3);
   VectorWriter writer;
-  EXPECT_THROW(run_stream(*engine, reader, writer), std::runtime_error);
+  EXPECT_THROW(run_frames(*engine, reader, writer), std::runtime_error);
   EXPECT_EQ(writer.frames.size(), 3u);
   EXPECT_EQ(engine->in_flight(), 0);
 }
@@ -165,7 +167,7 @@ class EngineEquivalence : public ::testing::TestWithParam<EngineCase> {
     auto engine = make(chain);
     VectorReader reader(frames);
     VectorWriter writer(stall, &reader);
-    run_stream(*engine, reader, writer);
+    run_frames(*engine, reader, writer);
     ASSERT_EQ(writer.frames.size(), frames.size()) << engine->describe();
     EXPECT_LE(writer.max_ahead_, static_cast<std::size_t>(GetParam().slots)) << "memory was not bounded";
     auto single = make_backend(GetParam().kind);

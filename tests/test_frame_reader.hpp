@@ -1,16 +1,21 @@
-// A FrameReader over frames held in memory, for engine and stream tests.
+// Frames held in memory as a frame stream, and a job that runs any frame reader through an engine, for engine,
+// job and stream tests.
 #pragma once
 
 #include "engine.hpp"
+#include "frame_stream.hpp"
 #include "image.hpp"
+#include "job.hpp"
 
 #include <cstring>
+#include <exception>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace imgpipe::testing {
 
-class VectorReader final : public FrameReader {
+class VectorReader final : public io::FrameReader {
  public:
   explicit VectorReader(std::vector<Image> frames) : frames_(std::move(frames)) {}
   std::optional<Size> next_size() override {
@@ -27,5 +32,38 @@ class VectorReader final : public FrameReader {
   std::vector<Image> frames_;
   std::size_t next_ = 0;
 };
+
+// A reader's frames one after another, of any sizes (io::FrameStreamSource keeps a stream to one size).
+class ReaderSource final : public Source {
+ public:
+  explicit ReaderSource(io::FrameReader& reader) : reader_(reader) {}
+  std::optional<Item> next() override {
+    size_ = reader_.next_size();
+    if (!size_) return std::nullopt;
+    return Item{index_, "frame " + std::to_string(index_), {}, false};
+  }
+  std::vector<std::string> read(const Item&, const FrameAllocator& allocate) override {
+    reader_.read(allocate(*size_));
+    ++index_;
+    return {};
+  }
+
+ private:
+  io::FrameReader& reader_;
+  std::optional<Size> size_;
+  std::uint64_t index_ = 0;
+};
+
+// Every frame of `reader` through `engine` into `writer`, in order, as a job that stops at the first bad frame
+// (after writing the frames before it) and then rethrows its error. Returns the frames written.
+inline std::uint64_t run_frames(Engine& engine, io::FrameReader& reader, io::FrameWriter& writer) {
+  ReaderSource source(reader);
+  io::FrameStreamSink sink(writer);
+  JobOptions options;
+  options.stop_at_first_failure = true;
+  const JobSummary summary = run_job(source, engine, sink, options);
+  if (summary.first_failure) std::rethrow_exception(summary.first_failure->error);
+  return summary.done;
+}
 
 }  // namespace imgpipe::testing

@@ -2,7 +2,7 @@
 // the imgpipe command run as a user would on bad files, decompression bombs, bad arguments, bad streams,
 // signals, unwritable outputs and full disks; and the batch driven in-process against engine test doubles
 // for GPU out-of-memory and sticky CUDA errors (with real-GPU versions that run where a device is).
-#include "backend.hpp"
+#include "backends.hpp"
 #include "batch.hpp"
 #include "chain.hpp"
 #include "cuda_check.hpp"
@@ -11,6 +11,7 @@
 #include "exit_codes.hpp"
 #include "frame_stream.hpp"
 #include "image_file.hpp"
+#include "job.hpp"
 #include "ppm.hpp"
 #include "reference.hpp"
 #include "signals.hpp"
@@ -510,19 +511,19 @@ TEST(ReliabilityStream, OutputOnAFullDevice) {
 
 using testing::VectorReader;
 
-class CountingWriter final : public FrameWriter {
+class CountingWriter final : public io::FrameWriter {
  public:
   void write(ConstFrameView) override { ++frames; }
   int frames = 0;
 };
 
 // A stream keeps one frame size: a change names the frame; the frames before it still come out. (A raw stream
-// cannot change size; a video reported by OpenCV can, and every reader goes through this guard.)
+// cannot change size; a video reported by OpenCV can, and every reader goes through the stream source.)
 TEST(ReliabilityStream, FrameSizeChangeMidStreamNamesTheFrame) {
   const Chain chain = parse_chain("flip=h");
   std::vector<Image> frames = {Image({4, 4}), Image({4, 4}), Image({4, 4}), Image({5, 4}), Image({4, 4})};
   VectorReader inner(frames);
-  app::StreamGuard guard(inner, "clip.mp4", chain, io::kDefaultMaxPixels);
+  io::FrameStreamSource source(inner, "clip.mp4", chain, io::kDefaultMaxPixels);
   class CopyBackend final : public Backend {
    public:
     std::string name() const override { return "copy"; }
@@ -531,22 +532,27 @@ TEST(ReliabilityStream, FrameSizeChangeMidStreamNamesTheFrame) {
   };
   const auto engine = make_backend_engine(std::make_unique<CopyBackend>(), chain, 2);
   CountingWriter writer;
+  io::FrameStreamSink sink(writer);
+  JobOptions options;
+  options.stop_at_first_failure = true;
+  const JobSummary summary = run_job(source, *engine, sink, options);
+  ASSERT_TRUE(summary.first_failure.has_value()) << "a size change went through";
+  EXPECT_EQ(summary.first_failure->stage, Stage::read);
   try {
-    run_stream(*engine, guard, writer);
-    FAIL() << "a size change went through";
+    std::rethrow_exception(summary.first_failure->error);
   } catch (const io::IoError& e) {
     EXPECT_EQ(std::string(e.what()), "clip.mp4: frame 3 is 5x4 but the stream began at 4x4; a stream keeps one frame size");
   }
-  EXPECT_TRUE(guard.failed());
   EXPECT_EQ(writer.frames, 3);
+  EXPECT_EQ(summary.done, 3u);
 }
 
 TEST(ReliabilityStream, AFrameTheChainBlowsUpPastTheLimitNamesTheFrame) {
   std::vector<Image> frames = {Image({4, 4})};
   VectorReader inner(frames);
-  app::StreamGuard guard(inner, "stdin", parse_chain("resize=100x100"), 1000);
+  io::FrameStreamSource source(inner, "stdin", parse_chain("resize=100x100"), 1000);
   try {
-    guard.next_size();
+    source.next();
     FAIL() << "went past the limit";
   } catch (const io::PixelLimitError& e) {
     EXPECT_TRUE(contains(e.what(), "stdin: frame 0: the chain makes a 100x100 frame that has 10000 pixels")) << e.what();

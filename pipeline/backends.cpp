@@ -1,6 +1,4 @@
-// The one place that knows every backend: which are compiled in, which this machine can run, and how to make one.
-#include "backend.hpp"
-#include "engine.hpp"
+#include "backends.hpp"
 
 #include "cuda_check.hpp"
 #include "gpu_backend.hpp"
@@ -11,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -91,6 +90,22 @@ void require_device(BackendKind kind) {
   }
 }
 }  // namespace
+
+BackendKind resolve_auto_backend(std::string* fallback_notice) {
+  const std::vector<BackendInfo> backends = available_backends();
+  auto info = [&](BackendKind kind) {
+    return *std::find_if(backends.begin(), backends.end(), [&](const BackendInfo& b) { return b.kind == kind; });
+  };
+  const BackendInfo gpu = info(BackendKind::optimized);
+  if (gpu.usable) return BackendKind::optimized;
+  const BackendInfo cpu = info(BackendKind::cpu);
+  if (!cpu.usable) {
+    throw std::runtime_error("no usable backend: no CUDA device (" + gpu.detail + "), and the cpu backend is " +
+                             cpu.detail);
+  }
+  if (fallback_notice) *fallback_notice = "no usable CUDA device (" + gpu.detail + "); using the cpu backend";
+  return BackendKind::cpu;
+}
 
 std::unique_ptr<Backend> make_backend(BackendKind kind) {
   if (kind == BackendKind::cpu) {

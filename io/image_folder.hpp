@@ -1,0 +1,81 @@
+// A folder of images as a job: where each input's output goes, the checks that keep inputs safe from the
+// outputs, and the Source and Sink that read and write the files (imgpipe batch, the Python API's run_folder).
+#pragma once
+
+#include "chain.hpp"
+#include "file_bytes.hpp"
+#include "job.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace imgpipe::io {
+
+struct FilePlan {
+  std::filesystem::path input;   // input folder / relative path
+  std::filesystem::path output;  // output folder / relative path, extension per format
+  std::string refusal;           // why this file will not be written (a failure), or empty
+  bool skip = false;             // its output exists and existing outputs are skipped (not a failure)
+};
+
+// What to do with an output that already exists.
+enum class ExistingOutputs {
+  refuse,     // the default: report the file as failed, keep the output
+  overwrite,  // replace it (once the new one is complete)
+  skip,       // count the file as skipped, keep the output (resumes an interrupted batch)
+};
+
+// Throws std::invalid_argument when the output folder is the input folder, lies inside it, or holds it
+// (outputs would become inputs, or land among them). Links are resolved first.
+void check_folders(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir);
+
+// One plan per image under input_dir, in sorted order. `format` is "same" or an extension without its dot.
+// A file is refused (not failed silently) when its output exists and `existing` is refuse, or when another
+// input already maps to the same output. Entries named like images that cannot be read as files (folders,
+// broken links, FIFOs...) and folders that cannot be listed get a plan too, refused with the reason, so the
+// batch reports them.
+// With `follow_links`, folders reached through links are walked too (see FolderWalk; never into the output
+// folder). Also counts what the walk passed over: files that are not images, links to folders not followed.
+struct FolderPlan {
+  std::vector<FilePlan> files;
+  std::size_t unsupported = 0;
+  std::size_t links_not_followed = 0;
+};
+FolderPlan plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
+                        std::string_view format, ExistingOutputs existing, bool follow_links = false);
+
+// The planned files, decoded on several threads at once straight into the engine's slots. A file whose header
+// declares more than `max_pixels`, or from which the chain makes a larger frame, is refused before the engine
+// allocates for it (PixelLimitError).
+class ImageFolderSource final : public Source {
+ public:
+  ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels);
+  std::optional<Item> next() override;
+  std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
+  bool concurrent_reads() const override { return true; }
+
+ private:
+  const FolderPlan& plan_;
+  Chain chain_;
+  std::uint64_t max_pixels_;
+  std::size_t next_ = 0;
+};
+
+// Each item's output to its planned path, encoded on several threads at once, written atomically (a temporary
+// name, renamed once complete); with Existing::keep an existing file is never replaced.
+class ImageFolderSink final : public Sink {
+ public:
+  ImageFolderSink(const FolderPlan& plan, int quality, Existing existing);
+  void write(const Item& item, ConstFrameView frame) override;
+  bool concurrent_writes() const override { return true; }
+
+ private:
+  const FolderPlan& plan_;
+  int quality_;
+  Existing existing_;
+};
+
+}  // namespace imgpipe::io

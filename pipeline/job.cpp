@@ -1,0 +1,291 @@
+#include "job.hpp"
+
+#include "device_error.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <semaphore>
+#include <stdexcept>
+#include <thread>
+
+namespace imgpipe {
+namespace {
+
+// Lets items through a stage one at a time, in ticket order. A turn is passed on when its holder leaves
+// scope, also by an exception, so a failing item never blocks the ones behind it.
+class InOrder {
+ public:
+  class Turn {
+   public:
+    explicit Turn(InOrder& stage) : stage_(stage) {}
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+    ~Turn() { stage_.pass(); }
+
+   private:
+    InOrder& stage_;
+  };
+
+  [[nodiscard]] Turn wait(std::uint64_t ticket) {
+    std::unique_lock lock(mutex_);
+    turned_.wait(lock, [&] { return next_ == ticket; });
+    return Turn(*this);
+  }
+
+ private:
+  void pass() {
+    {
+      std::lock_guard lock(mutex_);
+      ++next_;
+    }
+    turned_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable turned_;
+  std::uint64_t next_ = 0;
+};
+
+using Status = ItemResult::Status;
+
+// One item on its way through, with the engine slot it holds from its read until its write.
+struct InFlight {
+  std::uint64_t ticket = 0;
+  ItemResult result;
+  FrameSlot* slot = nullptr;
+  bool pending() const { return result.status == Status::done; }  // nothing has stopped it yet
+};
+
+class JobRun {
+ public:
+  JobRun(Source& source, Engine& engine, Sink& sink, const JobOptions& options,
+         const std::function<void(const ItemResult&)>& on_result)
+      : source_(source),
+        engine_(engine),
+        sink_(sink),
+        options_(options),
+        on_result_(on_result),
+        tokens_(engine.slots()),
+        cpu_work_(std::clamp(options.workers, 1, engine.slots())) {}
+
+  JobSummary run() {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      // One thread per token: an item waiting for its turn (or for the GPU) holds a thread, not a core.
+      std::vector<std::jthread> workers;
+      for (int i = 0; i < engine_.slots(); ++i) workers.emplace_back([this] { work(); });
+    }
+    summary_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (unexpected_) std::rethrow_exception(unexpected_);
+    return summary_;
+  }
+
+ private:
+  void work() {
+    while (true) {
+      tokens_.acquire();
+      std::optional<InFlight> item = admit();
+      if (!item) {
+        tokens_.release();
+        return;
+      }
+      if (source_.concurrent_reads()) {
+        cpu_work_.acquire();
+        read(*item);
+        cpu_work_.release();
+      }
+      submit(*item);
+      complete(*item);
+      write(*item);
+      report(*item);
+      tokens_.release();
+    }
+  }
+
+  // The next item from the source, with its ticket; a serial source's item is read here too, so items are
+  // read one after another. nullopt once the job is ending.
+  std::optional<InFlight> admit() {
+    std::lock_guard lock(admission_);
+    if (stopping_) return std::nullopt;
+    if (options_.stop_requested && options_.stop_requested()) {
+      summary_.stopped = true;
+      stopping_ = true;
+      return std::nullopt;
+    }
+    InFlight item;
+    item.ticket = next_ticket_;
+    try {
+      std::optional<Item> next = source_.next();
+      if (!next) {
+        stopping_ = true;
+        return std::nullopt;
+      }
+      item.result.item = std::move(*next);
+    } catch (...) {
+      item.result.item.index = next_ticket_;
+      fail(item, Stage::read, std::current_exception());
+      stopping_ = true;
+    }
+    ++next_ticket_;
+    if (item.pending()) {
+      if (item.result.item.skip) {
+        item.result.status = Status::skipped;
+      } else if (!item.result.item.refusal.empty()) {
+        item.result.status = Status::refused;
+      }
+    }
+    if (!source_.concurrent_reads()) read(item);
+    return item;
+  }
+
+  void read(InFlight& item) {
+    if (!item.pending()) return;
+    if (device_failed_) {
+      item.result.status = Status::abandoned;
+      return;
+    }
+    try {
+      item.result.warnings = source_.read(item.result.item, [&](Size size) {
+        item.result.size = size;
+        item.slot = &engine_.acquire(size);
+        return item.slot->input;
+      });
+    } catch (...) {
+      fail(item, Stage::read, std::current_exception());
+    }
+  }
+
+  // In ticket order, so completions come back in ticket order too.
+  void submit(InFlight& item) {
+    const InOrder::Turn turn = submitting_.wait(item.ticket);
+    if (!item.pending()) return;
+    if (device_failed_) {
+      abandon(item);
+      return;
+    }
+    try {
+      engine_.submit(*item.slot);
+    } catch (...) {
+      fail(item, Stage::process, std::current_exception());
+    }
+  }
+
+  void complete(InFlight& item) {
+    const InOrder::Turn turn = completing_.wait(item.ticket);
+    if (!item.pending()) return;
+    const bool device_failed_before = device_failed_;
+    try {
+      if (engine_.next_completed() != item.slot) throw std::logic_error("job: the engine completed out of order");
+    } catch (...) {
+      fail(item, Stage::process, std::current_exception());
+      return;
+    }
+    if (device_failed_before) abandon(item);  // its output cannot be trusted once the context is broken
+  }
+
+  // Straight from the slot's output buffer; then the slot goes back to the engine. Items already past
+  // admission when a stop was requested are still written: a stop ends the reading, not the finishing.
+  void write(InFlight& item) {
+    if (sink_.concurrent_writes()) {
+      if (!item.pending()) return;
+      cpu_work_.acquire();
+      write_now(item);
+      cpu_work_.release();
+      return;
+    }
+    const InOrder::Turn turn = writing_.wait(item.ticket);  // taken by every ticket, written or not
+    if (item.pending()) write_now(item);
+  }
+
+  void write_now(InFlight& item) {
+    try {
+      sink_.write(item.result.item, item.slot->output);
+    } catch (...) {
+      fail(item, Stage::write, std::current_exception());
+      return;
+    }
+    release(item);
+  }
+
+  void report(InFlight& item) {
+    const InOrder::Turn turn = reporting_.wait(item.ticket);
+    const ItemResult& result = item.result;
+    ++summary_.items;
+    switch (result.status) {
+      case Status::done: ++summary_.done; break;
+      case Status::skipped: ++summary_.skipped; break;
+      case Status::refused:
+      case Status::failed:
+      case Status::abandoned:
+        ++summary_.failed;
+        if (!summary_.first_failure) summary_.first_failure = result;
+        break;
+    }
+    if (!on_result_) return;
+    try {
+      on_result_(result);
+    } catch (...) {  // the caller's failure ends the job; run() rethrows it once every item is accounted for
+      std::lock_guard lock(admission_);
+      if (!unexpected_) unexpected_ = std::current_exception();
+      stopping_ = true;
+    }
+  }
+
+  void release(InFlight& item) {
+    if (item.slot) engine_.release(*item.slot);
+    item.slot = nullptr;
+  }
+
+  void abandon(InFlight& item) {
+    release(item);
+    item.result.status = Status::abandoned;
+  }
+
+  void fail(InFlight& item, Stage stage, std::exception_ptr error) {
+    release(item);
+    item.result.status = Status::failed;
+    item.result.stage = stage;
+    item.result.error = error;
+    try {
+      std::rethrow_exception(error);
+    } catch (const DeviceError& e) {
+      if (e.sticky()) {
+        std::lock_guard lock(device_mutex_);
+        if (!device_failed_) summary_.device_failure = e.what();
+        device_failed_ = true;
+        stopping_ = true;
+      }
+    } catch (...) {
+    }
+    if (options_.stop_at_first_failure) stopping_ = true;
+  }
+
+  Source& source_;
+  Engine& engine_;
+  Sink& sink_;
+  const JobOptions& options_;
+  const std::function<void(const ItemResult&)>& on_result_;
+
+  std::counting_semaphore<kMaxSlots> tokens_;    // items in flight, at most one per engine slot
+  std::counting_semaphore<kMaxSlots> cpu_work_;  // concurrent reads and writes, at most options.workers
+  std::mutex admission_;                         // next(), and a serial source's read()
+  std::uint64_t next_ticket_ = 0;
+  std::atomic<bool> stopping_ = false;
+  std::atomic<bool> device_failed_ = false;
+  std::mutex device_mutex_;
+  InOrder submitting_, completing_, writing_, reporting_;
+  JobSummary summary_;  // written in report(), in ticket order
+  std::exception_ptr unexpected_;
+};
+
+}  // namespace
+
+JobSummary run_job(Source& source, Engine& engine, Sink& sink, const JobOptions& options,
+                   const std::function<void(const ItemResult&)>& on_result) {
+  return JobRun(source, engine, sink, options, on_result).run();
+}
+
+}  // namespace imgpipe

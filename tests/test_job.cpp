@@ -1,0 +1,265 @@
+// The job that runs every mode: items come back in order whatever order their reads and writes finish in,
+// a failure stays with its item (or ends a stream), memory stays within the engine's slots, a stop request
+// finishes what is in flight, and a sticky GPU error stops the job. Runs everywhere: the engine here is a
+// plain CPU one.
+#include "cuda_check.hpp"
+#include "engine.hpp"
+#include "job.hpp"
+#include "test_images.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+namespace imgpipe {
+namespace {
+
+using Status = ItemResult::Status;
+
+// out = 255 - in: any change of frames or order shows.
+class InvertBackend final : public Backend {
+ public:
+  std::string name() const override { return "invert"; }
+  void set_chain(const Chain&) override {}
+  void process(ConstFrameView in, FrameView out) override {
+    for (std::size_t i = 0; i < in.size.rgb_bytes(); ++i) out.data[i] = static_cast<std::uint8_t>(255 - in.data[i]);
+  }
+};
+
+std::unique_ptr<Engine> invert_engine(int slots) {
+  return make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), slots);
+}
+
+// Item i is a frame of size (i + 1) x 2 filled with byte i. Reads of earlier items take longer, so with
+// several readers later items finish reading first. Items listed in `bad_reads` fail to read.
+class TestSource final : public Source {
+ public:
+  TestSource(int count, bool concurrent, std::set<std::uint64_t> bad_reads = {})
+      : count_(count), concurrent_(concurrent), bad_reads_(std::move(bad_reads)) {}
+  std::optional<Item> next() override {
+    if (next_ == static_cast<std::uint64_t>(count_)) return std::nullopt;
+    ++nexts;
+    Item item{next_, "item " + std::to_string(next_), {}, false};
+    if (refuse.count(next_)) item.refusal = "refused on purpose";
+    if (skip.count(next_)) item.skip = true;
+    ++next_;
+    return item;
+  }
+  std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override {
+    const int now = ++reading;
+    max_reading = std::max(max_reading.load(), now);
+    std::this_thread::sleep_for(std::chrono::milliseconds(concurrent_ ? 2 * (count_ - item.index % 8) : 0));
+    --reading;
+    if (bad_reads_.count(item.index)) throw std::runtime_error("unreadable on purpose");
+    const FrameView frame = allocate({static_cast<int>(item.index) + 1, 2});
+    std::memset(frame.data, static_cast<int>(item.index), frame.size.rgb_bytes());
+    ++in_memory;
+    max_in_memory = std::max(max_in_memory.load(), in_memory.load());
+    return {"warning of " + item.name};
+  }
+  bool concurrent_reads() const override { return concurrent_; }
+
+  std::set<std::uint64_t> refuse, skip;
+  std::atomic<int> nexts = 0, reading = 0, max_reading = 0, in_memory = 0, max_in_memory = 0;
+
+ private:
+  int count_;
+  bool concurrent_;
+  std::set<std::uint64_t> bad_reads_;
+  std::uint64_t next_ = 0;
+};
+
+class TestSink final : public Sink {
+ public:
+  TestSink(TestSource& source, bool concurrent, std::set<std::uint64_t> bad_writes = {})
+      : source_(source), concurrent_(concurrent), bad_writes_(std::move(bad_writes)) {}
+  void write(const Item& item, ConstFrameView frame) override {
+    --source_.in_memory;
+    if (bad_writes_.count(item.index)) throw std::runtime_error("unwritable on purpose");
+    std::this_thread::sleep_for(std::chrono::milliseconds(concurrent_ ? (item.index % 3) : 0));
+    std::lock_guard lock(mutex_);
+    written[item.index] = std::vector<std::uint8_t>(frame.data, frame.data + frame.size.rgb_bytes());
+    order.push_back(item.index);
+  }
+  bool concurrent_writes() const override { return concurrent_; }
+
+  std::map<std::uint64_t, std::vector<std::uint8_t>> written;
+  std::vector<std::uint64_t> order;
+
+ private:
+  TestSource& source_;
+  bool concurrent_;
+  std::set<std::uint64_t> bad_writes_;
+  std::mutex mutex_;
+};
+
+std::string what(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+class JobModes : public ::testing::TestWithParam<bool> {};  // concurrent reads and writes, or a stream's order
+
+TEST_P(JobModes, EveryItemComesBackInOrderWithItsOwnOutput) {
+  const bool concurrent = GetParam();
+  for (int slots : {1, 3, 7}) {
+    SCOPED_TRACE("slots: " + std::to_string(slots));
+    TestSource source(23, concurrent);
+    TestSink sink(source, concurrent);
+    auto engine = invert_engine(slots);
+    std::vector<std::uint64_t> reported;
+    JobOptions options;
+    options.workers = 4;
+    const JobSummary summary = run_job(source, *engine, sink, options, [&](const ItemResult& result) {
+      reported.push_back(result.item.index);
+      EXPECT_EQ(result.status, Status::done) << result.item.name;
+      EXPECT_EQ(result.size, (Size{static_cast<int>(result.item.index) + 1, 2}));
+      EXPECT_EQ(result.warnings, std::vector<std::string>{"warning of " + result.item.name});
+    });
+    EXPECT_EQ(summary.items, 23u);
+    EXPECT_EQ(summary.done, 23u);
+    EXPECT_EQ(summary.failed, 0u);
+    EXPECT_FALSE(summary.stopped);
+    ASSERT_EQ(reported.size(), 23u);
+    for (std::uint64_t i = 0; i < 23; ++i) {
+      EXPECT_EQ(reported[i], i) << "reports out of item order";
+      ASSERT_EQ(sink.written[i].size(), (i + 1) * 2 * 3);
+      EXPECT_EQ(sink.written[i][0], 255 - i) << "item " << i << " got another item's output";
+    }
+    if (!concurrent) {
+      for (std::uint64_t i = 0; i < 23; ++i) EXPECT_EQ(sink.order[i], i) << "a stream was written out of order";
+      EXPECT_EQ(source.max_reading, 1) << "a stream was read by two threads at once";
+    }
+    EXPECT_LE(source.max_in_memory, slots) << "more frames were held than the engine has slots";
+    EXPECT_EQ(engine->in_flight(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadsAndWrites, JobModes, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Concurrent" : "InOrder"; });
+
+TEST(Job, ConcurrentReadsOverlapUpToTheWorkerCount) {
+  TestSource source(24, true);
+  TestSink sink(source, true);
+  auto engine = invert_engine(8);
+  JobOptions options;
+  options.workers = 3;
+  run_job(source, *engine, sink, options);
+  EXPECT_GE(source.max_reading, 2) << "reads did not overlap";
+  EXPECT_LE(source.max_reading, 3) << "more reads at once than workers";
+}
+
+TEST(Job, AFailureStaysWithItsItemAndTheJobGoesOn) {
+  TestSource source(9, true, {2});
+  source.refuse = {5};
+  source.skip = {7};
+  TestSink sink(source, true, {4});
+  auto engine = invert_engine(3);
+  std::map<std::uint64_t, ItemResult> results;
+  const JobSummary summary =
+      run_job(source, *engine, sink, {}, [&](const ItemResult& result) { results[result.item.index] = result; });
+  EXPECT_EQ(summary.items, 9u);
+  EXPECT_EQ(summary.done, 5u);
+  EXPECT_EQ(summary.skipped, 1u);
+  EXPECT_EQ(summary.failed, 3u);
+  EXPECT_EQ(results[2].status, Status::failed);
+  EXPECT_EQ(results[2].stage, Stage::read);
+  EXPECT_EQ(what(results[2].error), "unreadable on purpose");
+  EXPECT_EQ(results[4].status, Status::failed);
+  EXPECT_EQ(results[4].stage, Stage::write);
+  EXPECT_EQ(what(results[4].error), "unwritable on purpose");
+  EXPECT_EQ(results[5].status, Status::refused);
+  EXPECT_EQ(results[7].status, Status::skipped);
+  ASSERT_TRUE(summary.first_failure.has_value());
+  EXPECT_EQ(summary.first_failure->item.index, 2u);
+  for (std::uint64_t i : {0, 1, 3, 6, 8}) EXPECT_TRUE(sink.written.count(i)) << i;
+  for (std::uint64_t i : {2, 4, 5, 7}) EXPECT_FALSE(sink.written.count(i)) << i;
+  // Every slot came back: the engine lends all of them again without waiting.
+  std::vector<FrameSlot*> slots;
+  for (int i = 0; i < engine->slots(); ++i) slots.push_back(&engine->acquire({1, 1}));
+  for (FrameSlot* slot : slots) engine->release(*slot);
+}
+
+TEST(Job, AStreamEndsAtItsFirstBadItemAfterWritingTheOnesBefore) {
+  TestSource source(10, false, {4});
+  TestSink sink(source, false);
+  auto engine = invert_engine(3);
+  JobOptions options;
+  options.stop_at_first_failure = true;
+  const JobSummary summary = run_job(source, *engine, sink, options);
+  EXPECT_EQ(summary.done, 4u);
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_EQ(summary.items, 5u);
+  EXPECT_EQ(source.nexts, 5) << "the stream was read past its bad frame";
+  EXPECT_EQ(sink.order, (std::vector<std::uint64_t>{0, 1, 2, 3}));
+}
+
+TEST(Job, AStopRequestFinishesWhatIsInFlightAndStartsNothing) {
+  TestSource source(50, true);
+  TestSink sink(source, true);
+  auto engine = invert_engine(4);
+  JobOptions options;
+  options.stop_requested = [&] { return source.nexts >= 6; };
+  const JobSummary summary = run_job(source, *engine, sink, options);
+  EXPECT_TRUE(summary.stopped);
+  EXPECT_EQ(summary.items, 6u);
+  EXPECT_EQ(summary.done, 6u);
+  EXPECT_EQ(sink.written.size(), 6u);
+}
+
+// A GPU engine whose wait for frame `sticky_at` (and every later one) reports an illegal address.
+class StickyEngine final : public Engine {
+ public:
+  StickyEngine(int slots, std::uint64_t sticky_at) : Engine(slots), sticky_at_(sticky_at), buffers_(slots) {}
+  std::string describe() const override { return "engine that fails for good"; }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    auto& buffer = buffers_[slot.index];
+    buffer.resize(std::max(in.rgb_bytes(), out.rgb_bytes()));
+    slot.input = {buffer.data(), in};
+    slot.output = {buffer.data(), out};
+  }
+  void start(FrameSlot&) override {}
+  void wait(FrameSlot& slot) override {
+    if (slot.sequence >= sticky_at_) {
+      throw cuda::CudaError(cudaErrorIllegalAddress, "cudaEventSynchronize failed: cudaErrorIllegalAddress");
+    }
+  }
+
+ private:
+  std::uint64_t sticky_at_;
+  std::vector<std::vector<std::uint8_t>> buffers_;
+};
+
+TEST(Job, AStickyGpuErrorStopsTheJobAndAbandonsWhatFollows) {
+  TestSource source(12, true);
+  TestSink sink(source, true);
+  StickyEngine engine(3, 2);
+  std::vector<ItemResult> results;
+  const JobSummary summary =
+      run_job(source, engine, sink, {}, [&](const ItemResult& result) { results.push_back(result); });
+  EXPECT_EQ(summary.device_failure, "cudaEventSynchronize failed: cudaErrorIllegalAddress");
+  EXPECT_EQ(summary.done, 2u);
+  ASSERT_GE(results.size(), 3u);
+  EXPECT_EQ(results[2].status, Status::failed);
+  EXPECT_EQ(results[2].stage, Stage::process);
+  for (std::size_t i = 3; i < results.size(); ++i) {
+    EXPECT_TRUE(results[i].status == Status::abandoned || results[i].status == Status::failed) << i;
+  }
+  EXPECT_LE(summary.items, 2u + 1 + 3) << "items were started after the GPU failed";
+  EXPECT_EQ(sink.written.size(), 2u);
+}
+
+}  // namespace
+}  // namespace imgpipe
