@@ -14,6 +14,7 @@
 #include "engine.hpp"
 #include "gpu_backend.hpp"
 #include "gray.cuh"
+#include "job.hpp"
 #include "layout.cuh"
 #include "resize.cuh"
 #include "transpose.cuh"
@@ -29,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <variant>
 
@@ -154,44 +156,49 @@ unsigned touch_for_read(const std::uint8_t* data, std::size_t bytes) {
   return sum;
 }
 
-// Keeps the engine full for `count` frames. A slot's input is written once, on the slot's first use (as a
-// decoder writing straight into the slot); after that the frame it holds is resubmitted, so the timed loop
-// measures the engine, not a memcpy. With `touch`, every frame touches its input and output pages on the host.
-class EnginePump {
+// A row's frames as a job's source, `count` per run. A slot's input is written once, on the slot's first use
+// (as a decoder writing straight into the slot); after that the frame it holds is resubmitted, so the timed
+// loop measures the engine and the job, not a memcpy. With `touch`, every frame touches its input pages.
+class ResidentFrames final : public Source {
  public:
-  EnginePump(Engine& engine, const std::vector<Image>& frames, bool touch)
-      : engine_(engine), frames_(frames), filled_(static_cast<std::size_t>(engine.slots()), false), touch_(touch) {}
-
-  void operator()(int count) {
-    const Size size = frames_.front().size();
-    int submitted = 0, completed = 0;
-    while (completed < count) {
-      while (submitted < count && engine_.in_flight() < engine_.slots()) {
-        FrameSlot& slot = engine_.acquire(size);
-        if (!filled_[static_cast<std::size_t>(slot.index)]) {
-          const Image& frame = frames_[static_cast<std::size_t>(slot.index) % frames_.size()];
-          std::memcpy(slot.input.data, frame.data(), frame.bytes());
-          filled_[static_cast<std::size_t>(slot.index)] = true;
-        } else if (touch_) {
-          touch_for_write(slot.input.data, slot.input.size.rgb_bytes());
-        }
-        engine_.submit(slot);
-        ++submitted;
-      }
-      FrameSlot* done = engine_.next_completed();
-      if (done == nullptr) throw std::logic_error("engine: nothing in flight");
-      if (touch_) sink_ += touch_for_read(done->output.data, done->output.size.rgb_bytes());
-      engine_.release(*done);
-      ++completed;
+  ResidentFrames(const std::vector<Image>& frames, bool touch) : frames_(frames), touch_(touch) {}
+  void rewind(int count) {
+    count_ = static_cast<std::uint64_t>(count);
+    next_ = 0;
+  }
+  std::optional<Item> next() override {
+    if (next_ == count_) return std::nullopt;
+    return Item{next_++, {}, {}, false};
+  }
+  std::vector<std::string> read(const Item&, const FrameAllocator& allocate) override {
+    const FrameView slot = allocate(frames_.front().size());
+    if (filled_.insert(slot.data).second) {
+      const Image& frame = frames_[(filled_.size() - 1) % frames_.size()];
+      std::memcpy(slot.data, frame.data(), frame.bytes());
+    } else if (touch_) {
+      touch_for_write(slot.data, slot.size.rgb_bytes());
     }
+    return {};
   }
 
  private:
-  Engine& engine_;
   const std::vector<Image>& frames_;
-  std::vector<bool> filled_;
   bool touch_;
-  unsigned sink_ = 0;
+  std::set<const std::uint8_t*> filled_;
+  std::uint64_t count_ = 0, next_ = 0;
+};
+
+// Drops every output; with `touch`, after reading its pages on the host.
+class DiscardedFrames final : public Sink {
+ public:
+  explicit DiscardedFrames(bool touch) : touch_(touch) {}
+  void write(const Item&, ConstFrameView frame) override {
+    if (touch_) checksum_ += touch_for_read(frame.data, frame.size.rgb_bytes());
+  }
+
+ private:
+  bool touch_;
+  unsigned checksum_ = 0;
 };
 
 double frame_bytes(const Settings& s) {
@@ -203,8 +210,13 @@ void measure_engine_row(Report& report, const Settings& s, Row row, const std::f
   add_row(report, std::move(row), [&](Row& r) {
     const std::unique_ptr<Engine> engine = make();
     r.detail = engine->describe() + (r.detail.empty() ? "" : "; " + r.detail);
-    EnginePump pump(*engine, s.frames, touch);
-    finish(r, s, time_host(s, [&](int count) { pump(count); }));
+    ResidentFrames source(s.frames, touch);
+    DiscardedFrames sink(touch);
+    finish(r, s, time_host(s, [&](int count) {
+             source.rewind(count);
+             const JobSummary summary = run_job(source, *engine, sink, {});
+             if (summary.first_failure) std::rethrow_exception(summary.first_failure->error);
+           }));
   });
 }
 
