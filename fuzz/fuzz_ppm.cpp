@@ -1,7 +1,7 @@
 // fuzz_ppm: imgpipe::io::decode_ppm on arbitrary bytes.
 // Expected failure: IoError. Anything else thrown, a sanitizer report or a violated property is a bug.
 // Properties on success:
-//   - the image is non-empty, within kMaxPixels, and its pixels are a copy of the bytes it came from
+//   - the image is non-empty, within kDefaultMaxPixels, and its pixels are a copy of the bytes it came from
 //     (the last width*height*3 bytes of the decoded prefix; the raster is never read past the input);
 //   - encode_ppm then decode_ppm gives back exactly the same size and pixels.
 #include "fuzz_check.hpp"
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   const Size s = image.size();
-  if (image.empty() || s.width < 1 || s.height < 1 || s.pixels() > io::kMaxPixels || image.bytes() != s.rgb_bytes()) {
+  if (image.empty() || s.width < 1 || s.height < 1 || s.pixels() > io::kDefaultMaxPixels || image.bytes() != s.rgb_bytes()) {
     fail(kTarget, "decoded an image of " + to_string(s) + " with " + std::to_string(image.bytes()) + " bytes");
   }
   if (image.bytes() > size) fail(kTarget, "decoded more pixel bytes than the input holds");

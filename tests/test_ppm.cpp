@@ -129,7 +129,7 @@ TEST(Ppm, RefusesTruncatedHeadersAndRasters) {
 TEST(Ppm, RefusesHugeDimensionsBeforeAllocating) {
   // 1e9 x 1e9 would be 3 EB; the header alone is enough to refuse it, with no allocation attempted.
   const std::string reason = refusal(bytes_of("P6 1000000000 1000000000 255\n", 16));
-  EXPECT_NE(reason.find("exceeds the limit of " + std::to_string(kMaxPixels) + " pixels"), std::string::npos);
+  EXPECT_NE(reason.find("exceeds the limit of " + std::to_string(kDefaultMaxPixels) + " pixels"), std::string::npos);
   EXPECT_NE(refusal(bytes_of("P6 16385 16384 255\n", 3)).find("exceeds the limit"), std::string::npos);
 }
 

@@ -3,7 +3,7 @@
 #   tools/compare_backends.sh cpu DIR   the cpu backend's outputs into DIR (needs a build with OpenCV)
 #   tools/compare_backends.sh gpu DIR   naive and optimized on the same chains, each compared with DIR
 #                                       (tools/compare_outputs.py: largest difference, values off by more than 1)
-# A GPU machine without OpenCV (the H200 here) gets DIR made elsewhere, e.g. as an untracked folder of the tree.
+# A GPU machine without OpenCV gets DIR made elsewhere, e.g. as an untracked folder of the tree.
 # BUILD (default build-gpu for gpu, build for cpu) names the build folder; $OUT/compare holds the GPU outputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Build, test, sanitize and benchmark on a machine with a CUDA GPU (the H200 here): the GPU evidence in
-# docs/ comes from this script. Logs go to $OUT (default out/gpu-check).
+# Build (the gpu preset, into build-gpu/), test, sanitize and benchmark on a machine with a CUDA GPU: the GPU
+# evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
 #   tools/gpu_check.sh [build|test|sanitize|bench]...   (no argument: all four, in that order)
-# A machine without CLI11, TBB or nlohmann-json (the H200 here has none, and no network) can be handed
+# A machine without CLI11, TBB or nlohmann-json (and without a network to install them) can be handed
 # Debian's packages, unpacked on a machine that has apt into the git-ignored .deps/prefix:
 #   mkdir -p .deps && cd .deps && apt-get download libcli11-dev libtbb-dev libtbb12 libtbbmalloc2 \
 #     libtbbbind-2-5 libhwloc15 nlohmann-json3-dev && for f in *.deb; do dpkg -x "$f" prefix; done && rm *.deb
@@ -10,12 +10,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
-BUILD=${BUILD:-build-gpu}
+BUILD=build-gpu  # the gpu preset's binaryDir
 mkdir -p "$OUT"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench)
 
-cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DIMGPIPE_PTXAS_VERBOSE=ON)
+cmake_args=(--preset gpu)
 if [ -d .deps/prefix/usr ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/prefix/usr")
   export LD_LIBRARY_PATH="$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -26,10 +26,10 @@ for step in "${steps[@]}"; do
   case "$step" in
     build)
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-      cmake -S . -B "$BUILD" "${cmake_args[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+      cmake "${cmake_args[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
       cmake --build "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
       grep -E "ptxas info|bytes stack frame" "$OUT/build.log" > "$OUT/ptxas.log"
-      echo "build: ok"
+      echo "build: ok, $(grep -c "warning:" "$OUT/build.log") compiler warnings (build.log)"
       ;;
     test)
       ctest --test-dir "$BUILD" --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
