@@ -4,7 +4,6 @@
 //   copy ceiling   cudaMemcpyAsync device -> device of 256 MiB, bytes read + bytes written
 //   fused          resize_filter_aos (the kernel the pipeline runs): 1 frame per launch; the same launches
 //                  replayed from a CUDA graph; 4 to 64 frames per launch
-//   fused mma      resize_filter_mma (the tensor-core kernel) the same ways
 //   DeviceChain    naive and optimized, for the chain (and optimized run_batch, 16 frames per call) and for
 //                  single ops on 1080p frames
 //   NPP            nppiResize_8u_C3R_Ctx + nppiFilterGaussBorder_8u_C3R_Ctx (when built with NPP)
@@ -22,7 +21,6 @@
 #include "cuda_resources.hpp"
 #include "gpu_backend.hpp"
 #include "resize_filter.cuh"
-#include "resize_filter_mma.cuh"
 
 #ifdef IMGPIPE_HAVE_NPP
 #include <npp.h>
@@ -267,21 +265,6 @@ void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const 
   });
 }
 
-// The tensor-core kernel (resize_filter_mma), where its source windows fit.
-void bench_mma(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
-  const gpu::Extent in_extent{in.size().width, in.size().height}, out_extent{out.size().width, out.size().height};
-  if (!gpu::ResizeFilterMatrices::fits(in_extent, out_extent, 5)) return;
-  const gpu::ResizeFilterMatrices matrices(in_extent, out_extent, gaussian_taps(5, 1.0), gpu::BorderMode::reflect101);
-  const gpu::ResizeFilterMmaLaunch l = gpu::resize_filter_mma_launch(matrices, 1);
-  std::printf("  fused mma %s -> %s, K=5: grid %ux%u, %d threads, %zu B shared, %d registers, %d blocks/SM\n",
-              to_string(in.size()).c_str(), to_string(out.size()).c_str(), l.grid.x, l.grid.y, l.threads,
-              l.shared_bytes, l.registers, l.blocks_per_sm);
-  bench_launches(bench, in, out, group, "fused mma", [&](int f, int batch) {
-    gpu::resize_filter_mma(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, matrices,
-                           bench.stream());
-  });
-}
-
 void bench_chain(Bench& bench, const FramePool& in, const std::string& spec, const std::string& group,
                  bool batched = false) {
   const Chain chain = parse_chain(spec);
@@ -392,7 +375,6 @@ int run(const Options& options) {
     const FramePool in(c.in, options.pool, 3, bench.stream());
     const FramePool out(c.out, options.pool, 4, bench.stream());
     bench_fused(bench, in, out, group);
-    bench_mma(bench, in, out, group);
 #ifdef IMGPIPE_HAVE_NPP
     if (options.npp) bench_npp(bench, in, out, group);
 #endif

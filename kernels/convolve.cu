@@ -23,22 +23,22 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace imgpipe::cuda {
 namespace {
 
-constexpr int kTapSlots = 128;  // planned filters alive at once in the process (15.5 KiB of constant memory)
-__constant__ float c_taps[kTapSlots][kMaxTaps];
+__constant__ float c_taps[kTapSlots][kMaxTaps];  // 15.5 KiB of constant memory
 
-TapSlots<kTapSlots>& tap_slots() {
-  static TapSlots<kTapSlots> slots;
+TapSlots& tap_slots() {
+  static TapSlots slots;
   return slots;
 }
 
 // Optimized tiles: a block of 32x8 threads computes 64x32 outputs of one plane (blockIdx.z), so each warp
 // row covers 32 consecutive bytes and each thread 8 outputs, amortising the halo over a wide tile.
-constexpr int kBlockX = 32;
+constexpr int kBlockX = kWarpSize;
 constexpr int kBlockY = 8;
 constexpr int kTileW = 64;
 constexpr int kTileH = 32;
@@ -223,37 +223,17 @@ void require_filter(Extent in, Extent out, const char* what) {
 ConstantTaps::ConstantTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
   require(!taps.empty() && taps.size() <= static_cast<std::size_t>(kMaxTaps),
           "ConstantTaps: 1 to " + std::to_string(kMaxTaps) + " taps");
-  slot_ = tap_slots().acquire();
-  try {
-    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
-                                          static_cast<std::size_t>(slot_) * sizeof(c_taps[0])));
-    wait_for_uploads();
-  } catch (...) {
-    tap_slots().release(slot_);
-    throw;
-  }
-}
-
-ConstantTaps::~ConstantTaps() {
-  if (slot_ >= 0) tap_slots().release(slot_);
-}
-
-ConstantTaps::ConstantTaps(ConstantTaps&& other) noexcept
-    : slot_(std::exchange(other.slot_, -1)), size_(std::exchange(other.size_, 0)) {}
-
-ConstantTaps& ConstantTaps::operator=(ConstantTaps&& other) noexcept {
-  if (this != &other) {
-    if (slot_ >= 0) tap_slots().release(slot_);
-    slot_ = std::exchange(other.slot_, -1);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
+  slot_ = TapSlot(tap_slots());
+  IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
+                                        static_cast<std::size_t>(slot()) * sizeof(c_taps[0])));
+  wait_for_uploads();
 }
 
 void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, BorderMode border,
                     cudaStream_t stream) {
   require_filter(in.extent, out.extent, "filter2d_naive");
-  require(ksize % 2 == 1 && ksize >= 1 && ksize <= kMaxTaps, "filter2d_naive: odd kernel size up to 31");
+  require(ksize % 2 == 1 && ksize >= 1 && ksize <= kMaxTaps,
+          "filter2d_naive: odd kernel size up to " + std::to_string(kMaxTaps));
   filter2d_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(
       in, out, taps, ksize, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("filter2d_naive_kernel", stream);
@@ -270,7 +250,7 @@ void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& ta
                       cudaStream_t stream) {
   require_filter(in.extent, out.extent, "separable_planes");
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
-          "separable_planes: odd tap count from 3 to 31");
+          "separable_planes: odd tap count from 3 to " + std::to_string(kMaxTaps));
   static const auto kernels = separable_kernels<false, true>(std::make_integer_sequence<int, kMaxRadius>{});
   kernels[taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, taps.slot(),
                                                                                              nullptr, border);
@@ -281,7 +261,7 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
                               TapSource source, BorderPolicy policy, BorderMode border, cudaStream_t stream) {
   require_filter(in.extent, out.extent, "separable_planes_variant");
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
-          "separable_planes_variant: odd tap count from 3 to 31");
+          "separable_planes_variant: odd tap count from 3 to " + std::to_string(kMaxTaps));
   require(source == TapSource::constant || global_taps != nullptr,
           "separable_planes_variant: TapSource::global needs the taps in device memory");
   constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};

@@ -10,7 +10,9 @@
 // equal and the views must not overlap.
 #pragma once
 
+#include "limits.hpp"
 #include "planes.hpp"
+#include "tap_slots.hpp"
 
 #include <cuda_runtime.h>
 
@@ -18,27 +20,19 @@
 
 namespace imgpipe::cuda {
 
-constexpr int kMaxRadius = 15;
-constexpr int kMaxTaps = 2 * kMaxRadius + 1;
-
-// A filter's taps in the __constant__ bank: one slot, uploaded once at construction and held until
-// destruction, so planned chains never overwrite each other's taps and nothing is uploaded per frame.
-// Work queued with the taps must finish before they are destroyed (the slot may be reused).
+// A filter's taps in this file's __constant__ bank: one slot (a TapSlot), uploaded once at construction and
+// held until destruction, so planned chains never overwrite each other's taps and nothing is uploaded per frame.
+// Move-only. Destruction waits for the device before the slot is reused (see TapSlot).
 class ConstantTaps {
  public:
-  // 1 to kMaxTaps values; throws std::runtime_error when every slot is taken.
+  // 1 to kMaxTaps values; throws std::invalid_argument otherwise, std::runtime_error when every slot is taken.
   explicit ConstantTaps(std::span<const float> taps);
-  ~ConstantTaps();
-  ConstantTaps(ConstantTaps&& other) noexcept;
-  ConstantTaps& operator=(ConstantTaps&& other) noexcept;
-  ConstantTaps(const ConstantTaps&) = delete;
-  ConstantTaps& operator=(const ConstantTaps&) = delete;
 
-  int slot() const noexcept { return slot_; }
-  int size() const noexcept { return size_; }
+  int slot() const noexcept { return slot_.index(); }            // -1 once moved from
+  int size() const noexcept { return slot_.held() ? size_ : 0; }  // 0 once moved from
 
  private:
-  int slot_ = -1;
+  TapSlot slot_;
   int size_ = 0;
 };
 

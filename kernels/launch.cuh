@@ -8,6 +8,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
+#include "limits.hpp"
 
 #include "planes.hpp"
 
@@ -18,10 +19,8 @@
 
 namespace imgpipe::cuda {
 
-constexpr int kWarp = 32;
-
 struct OccupancyShape {
-  int block = 0;      // threads per block, a multiple of kWarp
+  int block = 0;      // threads per block, a multiple of kWarpSize
   int full_grid = 0;  // the fewest blocks of that size that fill every SM
 };
 
@@ -31,7 +30,7 @@ const OccupancyShape& occupancy_shape() {
   static const OccupancyShape shape = [] {
     OccupancyShape s;
     IMGPIPE_CUDA_CHECK(cudaOccupancyMaxPotentialBlockSize(&s.full_grid, &s.block, Kernel));
-    s.block = std::max(kWarp, s.block / kWarp * kWarp);
+    s.block = std::max(kWarpSize, s.block / kWarpSize * kWarpSize);
     return s;
   }();
   return shape;
@@ -44,7 +43,9 @@ inline unsigned grid_stride_blocks(unsigned long long items, const OccupancyShap
 }
 
 // A 2-D block one warp wide, so each row of threads touches 32 consecutive bytes of a plane.
-inline dim3 warp_wide_block(const OccupancyShape& s) { return dim3(kWarp, static_cast<unsigned>(s.block / kWarp)); }
+inline dim3 warp_wide_block(const OccupancyShape& s) {
+  return dim3(kWarpSize, static_cast<unsigned>(s.block / kWarpSize));
+}
 
 // Grid covering a width x height frame (times `planes` in z) with `block`.
 inline dim3 cover(int width, int height, dim3 block, int planes = 1) {

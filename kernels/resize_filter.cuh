@@ -2,7 +2,9 @@
 // one write of the output; the resized tile never leaves the chip. See resize_filter.cu for the design.
 #pragma once
 
+#include "limits.hpp"
 #include "planes.hpp"
+#include "tap_slots.hpp"
 
 #include <cuda_runtime.h>
 
@@ -11,31 +13,21 @@
 
 namespace imgpipe::cuda {
 
-// Largest filter the fused kernel takes: K = 31 taps (radius 15).
-inline constexpr int kResizeFilterMaxTaps = 31;
-
-// The filter's 1-D taps (used for rows and for columns), held in a __constant__ slot of resize_filter.cu.
-// Uploaded once here (cudaMemcpyToSymbol to the current device); kernels receive the slot index only.
-// Taps: an odd count from 1 to 31, each >= 0, summing to 1 within 1e-3 (Gaussian or box weights), so a
-// filtered value never leaves [0, 255] and needs no clamp. Throws std::invalid_argument otherwise, and
+// The filter's 1-D taps (used for rows and for columns), held in a __constant__ slot of resize_filter.cu (a
+// TapSlot). Uploaded once here (cudaMemcpyToSymbol to the current device); kernels receive the slot index only.
+// Taps: an odd count from 1 to kMaxTaps (31), each >= 0, summing to 1 within 1e-3 (Gaussian or box weights), so
+// a filtered value never leaves [0, 255] and needs no clamp. Throws std::invalid_argument otherwise, and
 // std::runtime_error when every slot is taken. Move-only. The destructor synchronises the device before
-// freeing the slot, so a later owner cannot overwrite taps that a queued kernel still reads.
+// freeing the slot, so a later owner cannot overwrite taps that a queued kernel still reads (see TapSlot).
 class ResizeFilterTaps {
  public:
   explicit ResizeFilterTaps(std::span<const float> taps);
-  ~ResizeFilterTaps();
-  ResizeFilterTaps(ResizeFilterTaps&& other) noexcept;
-  ResizeFilterTaps& operator=(ResizeFilterTaps&& other) noexcept;
-  ResizeFilterTaps(const ResizeFilterTaps&) = delete;
-  ResizeFilterTaps& operator=(const ResizeFilterTaps&) = delete;
 
-  int size() const noexcept { return size_; }  // 0 once moved from
-  int slot() const noexcept { return slot_; }  // -1 once moved from
+  int size() const noexcept { return slot_.held() ? size_ : 0; }  // 0 once moved from
+  int slot() const noexcept { return slot_.index(); }            // -1 once moved from
 
  private:
-  void release() noexcept;
-
-  int slot_ = -1;
+  TapSlot slot_;
   int size_ = 0;
 };
 
@@ -43,17 +35,17 @@ class ResizeFilterTaps {
 // centres, clamped edges), the resized value rounded to 8 bits, then the separable filter with `border`
 // applied to the resized image. Equals resize-then-filter within +-1 per 8-bit value.
 // Asynchronous, enqueued on `stream`. `in` and `out` must not overlap.
-// Any size from 1x1 to 65535x65535, up or down. Throws std::invalid_argument for empty or larger extents, a
-// pitch below 3 * width (or an input pitch of 4 GiB or more), a moved-from `taps`, or a horizontal downscale
-// so wide that the source span of one tile row no longer fits shared memory: beyond 84x in the worst case
-// (K = 19; 101x for K = 5, 90x for K = 31). The vertical scale is unlimited (each resized row reads just two
-// source rows).
+// Any size from 1x1 to kMaxDimension (65535) a side, up or down. Throws std::invalid_argument for empty or
+// larger extents, a pitch below 3 * width (or an input pitch of 4 GiB or more), a moved-from `taps`, or a
+// horizontal downscale so wide that the source span of one tile row no longer fits shared memory: beyond 84x in
+// the worst case (K = 19; 101x for K = 5, 90x for K = 31). The vertical scale is unlimited (each resized row
+// reads just two source rows).
 void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& taps, BorderMode border,
                        cudaStream_t stream);
 
 // The same for `frames` frames per launch: frame f is read at first_in.data + f * in_frame_stride and
 // written at first_out.data + f * out_frame_stride (bytes; each stride >= pitch * height). One launch
-// fills the GPU where a single 1080p frame cannot. frames in 1..65535.
+// fills the GPU where a single 1080p frame cannot. frames in 1..kMaxFramesPerLaunch (65535).
 void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                              std::size_t out_frame_stride, int frames, const ResizeFilterTaps& taps,
                              BorderMode border, cudaStream_t stream);

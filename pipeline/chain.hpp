@@ -3,6 +3,7 @@
 #pragma once
 
 #include "image.hpp"
+#include "limits.hpp"
 
 #include <optional>
 #include <stdexcept>
@@ -65,8 +66,9 @@ class ChainError : public std::invalid_argument {
   std::string token_;
 };
 
-constexpr int kMaxFilterSize = 31;
-constexpr int kMaxDimension = 65535;
+// The kernels' limits (kernels/limits.hpp), as the chain's parser checks them.
+inline constexpr int kMaxFilterSize = cuda::kMaxTaps;
+inline constexpr int kMaxDimension = cuda::kMaxDimension;
 
 // Throws ChainError naming the bad token and what was expected there.
 Chain parse_chain(std::string_view text);

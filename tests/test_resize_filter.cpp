@@ -1,12 +1,9 @@
-// Both fused resize + filter kernels (resize_filter_aos on the SIMT cores, resize_filter_mma on the tensor
-// cores) against the reference's resize followed by its filter (two ops, the resized image rounded to 8 bits
-// in between): photographs and sizes no tile divides, down- and upscales up to 5x, both borders, K from 1 to
-// 31; batched launches equal single ones byte for byte. Where the tensor-core kernel refuses a size (a source
-// window too large for shared memory) the test checks that it says so. Outputs and
+// The fused resize + filter kernel (resize_filter_aos) against the reference's resize followed by its filter
+// (two ops, the resized image rounded to 8 bits in between): photographs and sizes no tile divides, down- and
+// upscales up to 5x, both borders, K from 1 to 31; batched launches equal single ones byte for byte. Outputs and
 // their row padding are poisoned before every run, so a value nobody wrote (or one written out of place)
 // fails. Within +-1 per 8-bit value. Nothing here measures speed.
 #include "resize_filter.cuh"
-#include "resize_filter_mma.cuh"
 
 #include "chain.hpp"
 #include "cuda_check.hpp"
@@ -155,10 +152,6 @@ class Device {
 
 cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
 
-enum class Kernel { simt, mma };
-
-std::string to_string(Kernel k) { return k == Kernel::simt ? "simt" : "mma"; }
-
 // The frames uploaded into poisoned device memory laid out as `in_layout`, `launch(first_in, first_out, stream)`,
 // and the output frames back (with the check that nothing outside them was written).
 using Launch = std::function<void(cuda::ConstAosView, cuda::AosView, cudaStream_t)>;
@@ -186,36 +179,16 @@ std::vector<Image> run_fused(const std::vector<Image>& in, const Layout& in_layo
   });
 }
 
-// The same through resize_filter_mma, with matrices built for these sizes.
-std::vector<Image> run_mma(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
-                           const Filter& f) {
-  const cuda::ResizeFilterMatrices matrices(extent_of(in_layout.size), extent_of(out_layout.size), f.taps, f.border);
-  return run_on_device(in, in_layout, out_layout, [&](cuda::ConstAosView first_in, cuda::AosView first_out,
-                                                      cudaStream_t stream) {
-    cuda::resize_filter_mma(first_in, in_layout.stride, first_out, out_layout.stride, in_layout.frames, matrices,
-                            stream);
-  });
-}
-
-std::vector<Image> run_kernel(Kernel kernel, const std::vector<Image>& in, const Layout& in_layout,
-                              const Layout& out_layout, const Filter& f) {
-  if (kernel == Kernel::mma) return run_mma(in, in_layout, out_layout, f);
+// One launch of resize_filter_aos (batched for several frames) with taps uploaded for this filter.
+std::vector<Image> run_filter(const std::vector<Image>& in, const Layout& in_layout, const Layout& out_layout,
+                              const Filter& f) {
   const cuda::ResizeFilterTaps taps(f.taps);
   return run_fused(in, in_layout, out_layout, taps, f.border);
 }
 
-// Whether `kernel` takes these sizes; where the tensor-core kernel does not, its refusal is checked instead.
-bool takes(Kernel kernel, Size in, Size out, const Filter& f) {
-  const int ksize = static_cast<int>(f.taps.size());
-  if (kernel == Kernel::simt || cuda::ResizeFilterMatrices::fits(extent_of(in), extent_of(out), ksize)) return true;
-  EXPECT_THROW(cuda::ResizeFilterMatrices(extent_of(in), extent_of(out), f.taps, f.border), std::invalid_argument);
-  return false;
-}
-
-void check(Kernel kernel, const Image& in, Size out, const Filter& f) {
-  SCOPED_TRACE(to_string(kernel) + ": " + describe(in.size(), out, f));
-  if (!takes(kernel, in.size(), out, f)) return;
-  EXPECT_TRUE(within_one(run_kernel(kernel, {in}, Layout::packed(in.size()), Layout::packed(out), f).front(),
+void check(const Image& in, Size out, const Filter& f) {
+  SCOPED_TRACE(describe(in.size(), out, f));
+  EXPECT_TRUE(within_one(run_filter({in}, Layout::packed(in.size()), Layout::packed(out), f).front(),
                          expected(in, out, f)));
 }
 
@@ -225,86 +198,76 @@ Size scaled(Size s, int wn, int wd, int hn, int hd) {
 
 // ---------------------------------------------------------------------------------------------- tests
 
-class ResizeFilterKernel : public ::testing::TestWithParam<Kernel> {};
-
-TEST_P(ResizeFilterKernel, PhotosDownscaledByAThirdGaussian5) {
+TEST(ResizeFilter, PhotosDownscaledByAThirdGaussian5) {
   SKIP_WITHOUT_DEVICE();
-  const Kernel kernel = GetParam();
   for (const auto& photo : testing::photos()) {
     SCOPED_TRACE(photo.name);
-    check(kernel, photo.image, scaled(photo.image.size(), 2, 3, 2, 3), gaussian(5, 1.0, Border::reflect101));
-    check(kernel, photo.image, scaled(photo.image.size(), 1, 2, 1, 2), gaussian(5, 1.0, Border::replicate));
+    check(photo.image, scaled(photo.image.size(), 2, 3, 2, 3), gaussian(5, 1.0, Border::reflect101));
+    check(photo.image, scaled(photo.image.size(), 1, 2, 1, 2), gaussian(5, 1.0, Border::replicate));
   }
 }
 
-TEST_P(ResizeFilterKernel, PhotosDownscaledUpTo5x) {
+TEST(ResizeFilter, PhotosDownscaledUpTo5x) {
   SKIP_WITHOUT_DEVICE();
-  const Kernel kernel = GetParam();
   for (const auto& photo : testing::photos()) {
     SCOPED_TRACE(photo.name);
-    check(kernel, photo.image, scaled(photo.image.size(), 1, 3, 1, 3), gaussian(7, 0.0, Border::reflect101));
-    check(kernel, photo.image, scaled(photo.image.size(), 1, 4, 1, 4), box(5, Border::replicate));
-    check(kernel, photo.image, scaled(photo.image.size(), 1, 5, 2, 9), gaussian(31, 0.0, Border::reflect101));
+    check(photo.image, scaled(photo.image.size(), 1, 3, 1, 3), gaussian(7, 0.0, Border::reflect101));
+    check(photo.image, scaled(photo.image.size(), 1, 4, 1, 4), box(5, Border::replicate));
+    check(photo.image, scaled(photo.image.size(), 1, 5, 2, 9), gaussian(31, 0.0, Border::reflect101));
   }
 }
 
-TEST_P(ResizeFilterKernel, PhotosUpscaled) {
+TEST(ResizeFilter, PhotosUpscaled) {
   SKIP_WITHOUT_DEVICE();
-  const Kernel kernel = GetParam();
   for (const auto& photo : testing::photos()) {
     SCOPED_TRACE(photo.name);
-    check(kernel, photo.image, scaled(photo.image.size(), 3, 2, 5, 4), box(3, Border::replicate));
-    check(kernel, photo.image, scaled(photo.image.size(), 2, 1, 2, 1), gaussian(9, 2.0, Border::reflect101));
+    check(photo.image, scaled(photo.image.size(), 3, 2, 5, 4), box(3, Border::replicate));
+    check(photo.image, scaled(photo.image.size(), 2, 1, 2, 1), gaussian(9, 2.0, Border::reflect101));
   }
 }
 
 // The benchmark's frames: 1080p -> 720p and 2160p -> 1080p with gaussian=5:1.0.
-TEST_P(ResizeFilterKernel, BenchmarkSizes) {
+TEST(ResizeFilter, BenchmarkSizes) {
   SKIP_WITHOUT_DEVICE();
-  const Kernel kernel = GetParam();
-  check(kernel, testing::synthetic_image({1920, 1080}, 7), {1280, 720}, gaussian(5, 1.0, Border::reflect101));
-  check(kernel, testing::synthetic_image({3840, 2160}, 8), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
+  check(testing::synthetic_image({1920, 1080}, 7), {1280, 720}, gaussian(5, 1.0, Border::reflect101));
+  check(testing::synthetic_image({3840, 2160}, 8), {1920, 1080}, gaussian(5, 1.0, Border::reflect101));
 }
 
-TEST_P(ResizeFilterKernel, OddSizesInAndOut) {
+TEST(ResizeFilter, OddSizesInAndOut) {
   SKIP_WITHOUT_DEVICE();
-  const Kernel kernel = GetParam();
   std::uint32_t seed = 1;
   const Image large = testing::synthetic_image({257, 199}, 99);
   for (Size s : testing::odd_sizes()) {
     const Image in = testing::synthetic_image(s, seed++);
     for (const Filter& f : {gaussian(3, 0.0, Border::reflect101), box(31, Border::replicate),
                             gaussian(31, 0.0, Border::reflect101)}) {
-      check(kernel, in, {s.width * 2 + 1, s.height * 3 + 2}, f);  // up
-      check(kernel, in, s, f);                                     // same size: resize is a copy
-      check(kernel, in, scaled(s, 1, 3, 1, 2), f);                 // down
-      check(kernel, large, s, f);                                  // down to an odd size
+      check(in, {s.width * 2 + 1, s.height * 3 + 2}, f);  // up
+      check(in, s, f);                                     // same size: resize is a copy
+      check(in, scaled(s, 1, 3, 1, 2), f);                 // down
+      check(large, s, f);                                  // down to an odd size
     }
   }
 }
 
-class ResizeFilterKsize : public ::testing::TestWithParam<std::tuple<Kernel, int>> {};
+class ResizeFilterKsize : public ::testing::TestWithParam<int> {};
 
 TEST_P(ResizeFilterKsize, EveryRadius) {
   SKIP_WITHOUT_DEVICE();
-  const auto [kernel, k] = GetParam();
+  const int k = GetParam();
   const Image in = testing::synthetic_image({300, 211}, static_cast<std::uint32_t>(k));
-  check(kernel, in, {211, 139}, gaussian(k, 0.0, Border::reflect101));
-  check(kernel, in, {211, 139}, box(k, Border::replicate));
-  check(kernel, in, {347, 250}, gaussian(k, 1.5, Border::replicate));
+  check(in, {211, 139}, gaussian(k, 0.0, Border::reflect101));
+  check(in, {211, 139}, box(k, Border::replicate));
+  check(in, {347, 250}, gaussian(k, 1.5, Border::replicate));
 }
 
-INSTANTIATE_TEST_SUITE_P(OddK, ResizeFilterKsize,
-                         ::testing::Combine(::testing::Values(Kernel::simt, Kernel::mma), ::testing::Range(3, 32, 2)),
-                         [](const auto& info) {
-                           return to_string(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(OddK, ResizeFilterKsize, ::testing::Range(3, 32, 2),
+                         [](const auto& info) { return "K" + std::to_string(info.param); });
 
 // Very wide downscales stage the interpolated rows in several passes (one row at a time at 80x).
 TEST(ResizeFilter, WideDownscalesStageRowsInPasses) {
   SKIP_WITHOUT_DEVICE();
-  check(Kernel::simt, testing::synthetic_image({4000, 60}, 21), {50, 30}, gaussian(5, 1.0, Border::reflect101));
-  check(Kernel::simt, testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
+  check(testing::synthetic_image({4000, 60}, 21), {50, 30}, gaussian(5, 1.0, Border::reflect101));
+  check(testing::synthetic_image({3000, 40}, 22), {100, 20}, box(31, Border::replicate));
 }
 
 // Two 1080p -> 720p frames are a grid of a few waves (1,040 blocks). Where fewer blocks per SM take as many
@@ -324,7 +287,7 @@ TEST(ResizeFilter, AShortGridOfFewerBlocksPerSmComputesTheSame) {
   std::vector<Image> frames;
   for (int f = 0; f < kFrames; ++f) frames.push_back(testing::synthetic_image(in_size, 23u + f));
   const Filter f = gaussian(5, 1.0, Border::reflect101);
-  const std::vector<Image> out = run_kernel(Kernel::simt, frames, Layout::packed(in_size, 0, 0, kFrames),
+  const std::vector<Image> out = run_filter(frames, Layout::packed(in_size, 0, 0, kFrames),
                                             Layout::packed(out_size, 0, 0, kFrames), f);
   ASSERT_EQ(out.size(), frames.size());
   for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -378,18 +341,18 @@ TEST(ResizeFilter, BackToBackLaunchesKeepStreamOrder) {
 }
 
 // One tap is the plain resize.
-TEST_P(ResizeFilterKernel, SingleTapIsThePlainResize) {
+TEST(ResizeFilter, SingleTapIsThePlainResize) {
   SKIP_WITHOUT_DEVICE();
   const Image in = testing::synthetic_image({301, 177}, 5);
   const Filter one_tap{Gaussian{1, 0.0, Border::reflect101}, {1.f}, cuda::BorderMode::reflect101};
   for (Size out : {Size{200, 118}, Size{451, 300}}) {
     SCOPED_TRACE(to_string(out));
-    const Image fused = run_kernel(GetParam(), {in}, Layout::packed(in.size()), Layout::packed(out), one_tap).front();
+    const Image fused = run_filter({in}, Layout::packed(in.size()), Layout::packed(out), one_tap).front();
     EXPECT_TRUE(within_one(fused, reference::apply(Resize{out}, in)));
   }
 }
 
-TEST_P(ResizeFilterKernel, BatchedEqualsSingle) {
+TEST(ResizeFilter, BatchedEqualsSingle) {
   SKIP_WITHOUT_DEVICE();
   constexpr int kFrames = 5;
   const Size in_size{333, 222}, out_size{250, 170};
@@ -397,13 +360,13 @@ TEST_P(ResizeFilterKernel, BatchedEqualsSingle) {
   for (int f = 0; f < kFrames; ++f) frames.push_back(testing::synthetic_image(in_size, 40u + f));
   const Filter f = gaussian(5, 1.0, Border::reflect101);
   // Padded rows and frames, so frame f really starts at f * stride.
-  const std::vector<Image> batched = run_kernel(GetParam(), frames, Layout::packed(in_size, 16, 48, kFrames),
+  const std::vector<Image> batched = run_filter(frames, Layout::packed(in_size, 16, 48, kFrames),
                                                 Layout::packed(out_size, 32, 80, kFrames), f);
   ASSERT_EQ(batched.size(), static_cast<std::size_t>(kFrames));
   for (int i = 0; i < kFrames; ++i) {
     SCOPED_TRACE("frame " + std::to_string(i));
     const Image single =
-        run_kernel(GetParam(), {frames[i]}, Layout::packed(in_size), Layout::packed(out_size), f).front();
+        run_filter({frames[i]}, Layout::packed(in_size), Layout::packed(out_size), f).front();
     EXPECT_EQ(batched[i].bytes(), single.bytes());
     EXPECT_TRUE(same_bytes(batched[i], single));
     EXPECT_TRUE(within_one(single, expected(frames[i], out_size, f)));
@@ -411,13 +374,13 @@ TEST_P(ResizeFilterKernel, BatchedEqualsSingle) {
 }
 
 // Pitches that break 16-byte alignment take the byte-wise paths; they must compute the same bytes.
-TEST_P(ResizeFilterKernel, UnalignedPitchesGiveTheSameBytes) {
+TEST(ResizeFilter, UnalignedPitchesGiveTheSameBytes) {
   SKIP_WITHOUT_DEVICE();
   const Image in = testing::synthetic_image({640, 360}, 11);
   const Size out{448, 252};
   const Filter f = gaussian(5, 1.0, Border::replicate);
-  const Image aligned = run_kernel(GetParam(), {in}, Layout::packed(in.size()), Layout::packed(out), f).front();
-  const Image unaligned = run_kernel(GetParam(), {in}, Layout::packed(in.size(), 1), Layout::packed(out, 5), f).front();
+  const Image aligned = run_filter({in}, Layout::packed(in.size()), Layout::packed(out), f).front();
+  const Image unaligned = run_filter({in}, Layout::packed(in.size(), 1), Layout::packed(out, 5), f).front();
   EXPECT_TRUE(same_bytes(unaligned, aligned));
   EXPECT_TRUE(within_one(aligned, expected(in, out, f)));
 }
@@ -458,17 +421,14 @@ TEST(ResizeFilter, ExactRatiosGiveTheGeneralPathsBytes) {
       const Filter f = k % 4 == 1 ? gaussian(k, 0.0, Border::reflect101) : box(k, Border::replicate);
       SCOPED_TRACE(describe(in.size(), out, f));
       EXPECT_EQ(cuda::resize_filter_launch(extent_of(in.size()), extent_of(out), k, 1).exact_ratio, k <= 9);
-      const Image exact = run_kernel(Kernel::simt, {in}, Layout::packed(in.size()), Layout::packed(out), f).front();
+      const Image exact = run_filter({in}, Layout::packed(in.size()), Layout::packed(out), f).front();
       const Layout odd_pitch = Layout::packed(in.size(), in.width() % 2 == 0 ? 1 : 2);
-      const Image general = run_kernel(Kernel::simt, {in}, odd_pitch, Layout::packed(out), f).front();
+      const Image general = run_filter({in}, odd_pitch, Layout::packed(out), f).front();
       EXPECT_TRUE(same_bytes(exact, general));
       EXPECT_TRUE(within_one(exact, expected(in, out, f)));
     }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(BothKernels, ResizeFilterKernel, ::testing::Values(Kernel::simt, Kernel::mma),
-                         [](const auto& info) { return to_string(info.param); });
 
 // Two filters planned at once hold two constant-memory slots; neither overwrites the other's taps.
 TEST(ResizeFilter, TapSlotsAreIndependent) {
@@ -516,39 +476,6 @@ TEST(ResizeFilterArguments, TooWideADownscaleIsRejected) {
   EXPECT_THROW(cuda::resize_filter_launch({0, 100}, {100, 100}, 5, 1), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 5, 0), std::invalid_argument);
   EXPECT_THROW(cuda::resize_filter_launch({100, 100}, {100, 100}, 33, 1), std::invalid_argument);
-}
-
-// Host arithmetic only, so these run everywhere.
-TEST(ResizeFilterMmaArguments, FitsTheBenchmarkSizesAndRefusesWideDownscales) {
-  EXPECT_TRUE(cuda::ResizeFilterMatrices::fits({1920, 1080}, {1280, 720}, 5));
-  EXPECT_TRUE(cuda::ResizeFilterMatrices::fits({3840, 2160}, {1920, 1080}, 5));
-  EXPECT_TRUE(cuda::ResizeFilterMatrices::fits({1, 1}, {65535, 3}, 31));
-  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({20000, 100}, {100, 100}, 5));
-  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({100, 20000}, {100, 100}, 5));
-  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({100, 100}, {100, 100}, 4));
-  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({100, 100}, {100, 100}, 33));
-  EXPECT_FALSE(cuda::ResizeFilterMatrices::fits({0, 100}, {100, 100}, 5));
-}
-
-TEST(ResizeFilterMmaArguments, BadTapsAndSizesAreRejectedBeforeTheDevice) {
-  using Taps = std::vector<float>;
-  const cuda::Extent in{100, 100}, out{50, 50};
-  const auto border = cuda::BorderMode::reflect101;
-  EXPECT_THROW(cuda::ResizeFilterMatrices(in, out, Taps{0.5f, 0.5f}, border), std::invalid_argument);
-  EXPECT_THROW(cuda::ResizeFilterMatrices(in, out, Taps{-0.25f, 1.5f, -0.25f}, border), std::invalid_argument);
-  EXPECT_THROW(cuda::ResizeFilterMatrices(in, out, Taps{0.5f, 0.5f, 0.5f}, border), std::invalid_argument);
-  EXPECT_THROW(cuda::ResizeFilterMatrices({20000, 100}, out, Taps{1.f}, border), std::invalid_argument);
-  EXPECT_THROW(cuda::ResizeFilterMatrices({0, 100}, out, Taps{1.f}, border), std::invalid_argument);
-}
-
-TEST(ResizeFilterMma, FramesOfOtherSizesAreRejected) {
-  SKIP_WITHOUT_DEVICE();
-  const cuda::ResizeFilterMatrices matrices({64, 64}, {32, 32}, std::vector<float>{1.f}, cuda::BorderMode::reflect101);
-  const Device device;
-  const cuda::DeviceBuffer buffer(3 * 64 * 64);
-  EXPECT_THROW(cuda::resize_filter_mma({buffer.data(), {64, 64}, 192}, 0, {buffer.data(), {33, 32}, 99}, 0, 1,
-                                       matrices, device.stream()),
-               std::invalid_argument);
 }
 
 }  // namespace
