@@ -227,6 +227,15 @@ Size output_size(const Chain& chain, Size in) {
   return in;
 }
 
+Size largest_frame(const Chain& chain, Size in) {
+  Size largest = in;
+  for (const Op& op : chain.ops) {
+    in = output_size(op, in);
+    if (in.pixels() > largest.pixels()) largest = in;
+  }
+  return largest;
+}
+
 std::vector<double> gaussian_weights(int ksize, double sigma) {
   // cv::getGaussianKernel keeps fixed binomial-like tables for small kernels when sigma is derived.
   static const double kSmall[4][7] = {{1.0},

@@ -81,6 +81,10 @@ std::string to_string(const Chain& chain);
 
 Size output_size(const Op& op, Size in);
 Size output_size(const Chain& chain, Size in);
+// The largest frame the chain makes from an input of `in`: the input itself, then every op's output. Sources
+// check it against their pixel limit before asking for memory, so a chain that blows a small image up is
+// refused before the engine allocates for it.
+Size largest_frame(const Chain& chain, Size in);
 
 // The separable weights cv::getGaussianKernel(ksize, sigma, CV_64F) returns.
 std::vector<double> gaussian_weights(int ksize, double sigma);
