@@ -21,7 +21,7 @@
 namespace imgpipe::cuda {
 namespace {
 
-constexpr int kTile = 32;  // tile edge: one warp spans a tile row
+constexpr int kTile = kWarpSize;  // tile edge: one warp spans a tile row
 constexpr int kRows = 8;   // thread rows per block; each thread moves kTile / kRows pixels per phase
 const dim3 kNaiveBlock(32, 8);
 

@@ -9,6 +9,7 @@
 #include "cuda_resources.hpp"
 #include "gpu_backend.hpp"
 #include "layout.cuh"
+#include "skip_without_device.hpp"
 #include "test_images.hpp"
 
 #include <gtest/gtest.h>
@@ -19,9 +20,6 @@
 #include <ostream>
 #include <string>
 #include <vector>
-
-#define SKIP_WITHOUT_DEVICE()                      \
-  if (!imgpipe::cuda::device_available()) GTEST_SKIP() << "no CUDA device: GPU tests run on the H200"
 
 namespace imgpipe {
 

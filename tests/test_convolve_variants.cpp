@@ -5,6 +5,7 @@
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
 #include "layout.cuh"
+#include "skip_without_device.hpp"
 #include "test_images.hpp"
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ Image run_planes(const Image& image, Filter&& filter) {
 }
 
 TEST(SeparableVariants, EqualTheOptimizedFilter) {
-  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device: GPU tests run on the H200";
+  SKIP_WITHOUT_DEVICE();
   const std::vector<Size> sizes = {{1, 1}, {3, 70}, {113, 12}, {64, 32}, {257, 129}};
   for (const int ksize : {3, 5, 31}) {
     std::vector<float> taps;
@@ -75,7 +76,7 @@ TEST(SeparableVariants, EqualTheOptimizedFilter) {
 }
 
 TEST(SeparableVariants, GlobalTapsNeedAPointer) {
-  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device: GPU tests run on the H200";
+  SKIP_WITHOUT_DEVICE();
   const std::vector<float> taps = {0.25f, 0.5f, 0.25f};
   const cuda::ConstantTaps constant(taps);
   cuda::PlaneBuffer in({8, 8}), out({8, 8});

@@ -9,6 +9,7 @@
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
 #include "reference.hpp"
+#include "skip_without_device.hpp"
 #include "test_images.hpp"
 
 #include <gtest/gtest.h>
@@ -27,9 +28,6 @@ namespace imgpipe {
 namespace {
 
 constexpr std::uint8_t kPoison = 0xA5;
-
-#define SKIP_WITHOUT_DEVICE()                      \
-  if (!imgpipe::cuda::device_available()) GTEST_SKIP() << "no CUDA device: GPU tests run on the H200"
 
 // A filter as the chain spells it, and the taps and border the kernel gets for it.
 struct Filter {
