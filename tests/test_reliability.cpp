@@ -1128,7 +1128,7 @@ TEST_F(StreamOutputs, AFullDiskIsReportedWithItsOsError) {
   const CommandResult over = stream(quoted(small / "kept.avi"), "--overwrite");
   const bool nothing_left = !fs::exists(small / "out.avi") && temporaries_in(small).empty();
   const std::string kept = read_text(small / "kept.avi");
-  std::system(("umount " + quoted(small)).c_str());
+  EXPECT_EQ(std::system(("umount " + quoted(small)).c_str()), 0) << "the test tmpfs at " << small << " stays mounted";
   EXPECT_EQ(fresh.exit_code, 3) << fresh.output;
   EXPECT_TRUE(contains(fresh.output, (small / "out.avi").string() + ": writing the video failed: No space left on device"))
       << fresh.output;
