@@ -21,6 +21,7 @@ namespace {
 using testing::max_abs_diff;
 using testing::synthetic_image;
 
+using testing::InvertBackend;
 using testing::run_frames;
 using testing::VectorReader;
 
@@ -41,15 +42,6 @@ class VectorWriter final : public io::FrameWriter {
   const VectorReader* reader_;
 };
 
-// A tiny backend that needs neither OpenCV nor a GPU, so the engine's own logic is tested everywhere.
-class InvertBackend final : public Backend {
- public:
-  std::string name() const override { return "invert"; }
-  void set_chain(const Chain&) override {}
-  void process(ConstFrameView in, FrameView out) override {
-    for (std::size_t i = 0; i < in.size.rgb_bytes(); ++i) out.data[i] = static_cast<std::uint8_t>(255 - in.data[i]);
-  }
-};
 
 std::vector<Image> distinct_frames(int count, Size size) {
   std::vector<Image> frames;

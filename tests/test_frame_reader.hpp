@@ -1,7 +1,8 @@
-// Frames held in memory as a frame stream, and a job that runs any frame reader through an engine, for engine,
-// job and stream tests.
+// Frames held in memory as a frame stream, a backend that needs neither OpenCV nor a GPU, and a job that runs any
+// frame reader through an engine, for engine, job and stream tests.
 #pragma once
 
+#include "backend.hpp"
 #include "engine.hpp"
 #include "frame_stream.hpp"
 #include "image.hpp"
@@ -14,6 +15,17 @@
 #include <vector>
 
 namespace imgpipe::testing {
+
+// out = 255 - in: a tiny backend, so the engine's and the job's own logic are tested everywhere, and any mix-up
+// of frames shows.
+class InvertBackend final : public Backend {
+ public:
+  std::string name() const override { return "invert"; }
+  void set_chain(const Chain&) override {}
+  void process(ConstFrameView in, FrameView out) override {
+    for (std::size_t i = 0; i < in.size.rgb_bytes(); ++i) out.data[i] = static_cast<std::uint8_t>(255 - in.data[i]);
+  }
+};
 
 class VectorReader final : public io::FrameReader {
  public:

@@ -5,6 +5,7 @@
 #include "cuda_check.hpp"
 #include "engine.hpp"
 #include "job.hpp"
+#include "test_frame_reader.hpp"
 #include "test_images.hpp"
 
 #include <gtest/gtest.h>
@@ -23,15 +24,7 @@ namespace {
 
 using Status = ItemResult::Status;
 
-// out = 255 - in: any change of frames or order shows.
-class InvertBackend final : public Backend {
- public:
-  std::string name() const override { return "invert"; }
-  void set_chain(const Chain&) override {}
-  void process(ConstFrameView in, FrameView out) override {
-    for (std::size_t i = 0; i < in.size.rgb_bytes(); ++i) out.data[i] = static_cast<std::uint8_t>(255 - in.data[i]);
-  }
-};
+using testing::InvertBackend;
 
 std::unique_ptr<Engine> invert_engine(int slots) {
   return make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), slots);
