@@ -13,7 +13,7 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
   CLI::App* c = app.add_subcommand(
       "bench", "Throughput of every backend, the kernels alone, each stage and each technique, against the copy "
                "ceilings measured in the same run");
-  c->add_option("--ops", o.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\"")->required();
+  CLI::Option* ops = c->add_option("--ops", o.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\" (required unless --matrix)");
   c->add_option("--size", o.size, "WxH of the frames; default 1920x1080, or the first input frame's size");
   c->add_option("--frames", o.frames, "Frames per timed repeat")->check(CLI::Range(1, 1000000))->capture_default_str();
   c->add_option("--repeats", o.repeats, "Timed repeats per row; the median is reported")
@@ -35,9 +35,21 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
   backends->delimiter(',')
       ->check(CLI::IsMember({"cpu", "naive", "optimized", "npp"}))
       ->capture_default_str();
-  c->add_option("--sections", o.sections, "Which rows: e2e, kernel, stage, ablation (the ceilings always run)")
+  CLI::Option* sections =
+      c->add_option("--sections", o.sections, "Which rows: e2e, kernel, stage, ablation (the ceilings always run)")
+          ->delimiter(',')
+          ->check(CLI::IsMember({"e2e", "kernel", "stage", "ablation"}))
+          ->capture_default_str();
+  c->add_flag("--matrix", o.matrix,
+              "Instead of the sections: every op alone and the usual chains at each --matrix-sizes size, naive, "
+              "optimized (one frame per launch and batched) and NPP, each against its floor (docs/bench.md)")
+      ->excludes(ops)
+      ->excludes(sections);
+  c->add_option("--matrix-sizes", o.matrix_sizes, "The matrix's frame sizes")
       ->delimiter(',')
-      ->check(CLI::IsMember({"e2e", "kernel", "stage", "ablation"}))
+      ->capture_default_str();
+  c->add_option("--matrix-batch", o.matrix_batch, "Frames per launch in the matrix's batched rows")
+      ->check(CLI::Range(2, 64))
       ->capture_default_str();
   c->add_option("--input", o.input, "Frames from a folder of images, an image, or a video, instead of synthetic ones")
       ->check(CLI::ExistingPath);

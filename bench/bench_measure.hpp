@@ -27,7 +27,9 @@ struct Settings {
   std::size_t ceiling_bytes = std::size_t{256} << 20;
   int device_pool = 0;  // frames rotated through in device memory (set by measure_device_ceilings)
   std::set<std::string> backends;  // cpu, naive, optimized, npp
-  std::set<std::string> sections;  // e2e, kernel, stage, ablation
+  std::set<std::string> sections;  // e2e, kernel, stage, ablation, matrix
+  std::vector<Size> matrix_sizes;  // the matrix's input sizes
+  int matrix_batch = 16;           // frames per launch in the matrix's batched rows
 };
 
 // The device imgpipe would run on, the driver's and the runtime's CUDA versions; available false (with the
@@ -46,6 +48,11 @@ void measure_device_ceilings(const Settings& settings, Report& report);
 void measure_end_to_end(const Settings& settings, Report& report);
 // The chain on device-resident frames (DeviceChain naive and optimized, NPP), and each op of it alone.
 void measure_kernels(const Settings& settings, Report& report);
+// Every op alone and the chains users run, at each of settings.matrix_sizes, on device-resident frames: naive,
+// optimized one frame per launch and batched, and NPP where it has the chain; each row against the floor of
+// the bytes it must move (bench_matrix.cpp).
+void measure_matrix(const Settings& settings, Report& report);
+
 // One technique at a time, each row with its twin.
 void measure_ablations(const Settings& settings, Report& report);
 

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
+#include <vector>
 
 namespace imgpipe::bench {
 namespace {
@@ -60,8 +62,68 @@ Derived derive(const Report& report, const Row& row) {
     const Row* twin = find_row(report, row.section, row.group, row.twin);
     if (twin && twin->status == "ok" && twin->us_per_frame > 0) d.speedup = twin->us_per_frame / row.us_per_frame;
   }
+  if (!row.peer.empty()) {
+    const Row* peer = find_row(report, row.section, row.group, row.peer);
+    if (peer && peer->status == "ok" && peer->us_per_frame > 0) d.peer_speedup = peer->us_per_frame / row.us_per_frame;
+  }
   return d;
 }
+
+namespace {
+
+// The matrix as one line per size and chain: each path's time per frame, the floor, the fractions of it and
+// the ratios the targets are stated in.
+void print_matrix(const Report& report, std::FILE* out) {
+  const Ceiling* d2d = find_ceiling(report, kDeviceCopy);
+  std::fprintf(out, "\nmatrix: us per frame on device-resident frames; floor = input + output bytes at the d2d rate\n");
+  std::fprintf(out, "%-40s %7s %8s %9s %9s %8s %7s %7s %10s %8s\n", "size and chain", "floor", "naive", "optimized",
+               "batched", "npp", "opt/fl", "bat/fl", "opt/naive", "npp/opt");
+  std::vector<std::string> groups;
+  for (const Row& r : report.rows) {
+    if (r.section == kMatrixSection && std::find(groups.begin(), groups.end(), r.group) == groups.end()) {
+      groups.push_back(r.group);
+    }
+  }
+  for (const std::string& group : groups) {
+    const auto time_of = [&](const std::function<bool(const Row&)>& which) -> const Row* {
+      for (const Row& r : report.rows) {
+        if (r.section == kMatrixSection && r.group == group && which(r)) return r.status == "ok" ? &r : nullptr;
+      }
+      return nullptr;
+    };
+    const Row* naive = time_of([](const Row& r) { return r.name == "naive"; });
+    const Row* optimized = time_of([](const Row& r) { return r.name == "optimized"; });
+    const Row* batched = time_of([](const Row& r) { return r.name.rfind("optimized x", 0) == 0; });
+    const Row* npp = time_of([](const Row& r) { return r.name == "npp"; });
+    const Row* any = naive ? naive : optimized ? optimized : batched ? batched : npp;
+    if (any == nullptr) continue;
+    const double floor_us = d2d && d2d->gbps > 0 ? any->bytes_per_frame / (d2d->gbps * 1e3) : 0;
+    const auto us = [](const Row* r) {
+      if (!r) return std::string("-");
+      char text[16];
+      std::snprintf(text, sizeof text, "%.2f", r->us_per_frame);
+      return std::string(text);
+    };
+    const auto ratio = [](const Row* a, const Row* b) {
+      if (!a || !b) return std::string("-");
+      char text[16];
+      std::snprintf(text, sizeof text, "%.2fx", a->us_per_frame / b->us_per_frame);
+      return std::string(text);
+    };
+    const auto of_floor = [&](const Row* r) {
+      if (!r || floor_us <= 0) return std::string("-");
+      char text[16];
+      std::snprintf(text, sizeof text, "%.2fx", r->us_per_frame / floor_us);
+      return std::string(text);
+    };
+    std::fprintf(out, "%-40s %7.2f %8s %9s %9s %8s %7s %7s %10s %8s\n", shorten(group, 40).c_str(), floor_us,
+                 us(naive).c_str(), us(optimized).c_str(), us(batched).c_str(), us(npp).c_str(),
+                 of_floor(optimized).c_str(), of_floor(batched).c_str(), ratio(naive, optimized).c_str(),
+                 ratio(npp, optimized).c_str());
+  }
+}
+
+}  // namespace
 
 void print_table(const Report& report, std::FILE* out) {
   const Parameters& p = report.parameters;
@@ -83,10 +145,15 @@ void print_table(const Report& report, std::FILE* out) {
   std::fprintf(out, "%-10s %-24s %-34s %10s %10s %8s %12s %14s %6s\n", "section", "group", "row", "fps", "us/frame",
                "GB/s", "of ceiling", "speedup/twin", "spread");
   int without_device = 0;
+  bool matrix = false;
   for (const Row& r : report.rows) {
     const std::string section = r.section == "end-to-end" ? "e2e" : r.section;
     if (r.status == "skipped" && r.reason.rfind(kNeedsDevice, 0) == 0) {
       ++without_device;
+      continue;
+    }
+    if (r.section == kMatrixSection) {  // in a table of its own, below
+      matrix = true;
       continue;
     }
     if (r.status != "ok") {
@@ -103,6 +170,7 @@ void print_table(const Report& report, std::FILE* out) {
                  shorten(r.group, 24).c_str(), shorten(r.name, 34).c_str(), d.fps.value_or(0), r.us_per_frame,
                  d.gbps.value_or(0), fraction, speedup, 100 * r.spread);
   }
+  if (matrix) print_matrix(report, out);
   if (without_device > 0) {
     std::fprintf(out, "%-10s %d GPU rows skipped: they need a CUDA device\n", "gpu", without_device);
   }
@@ -187,6 +255,8 @@ void write_json(const Report& report, const std::filesystem::path& path) {
     row["fraction_of_ceiling"] = optional_number(x.fraction);
     row["twin"] = r.twin.empty() ? Json(nullptr) : Json(r.twin);
     row["speedup"] = optional_number(x.speedup);
+    row["peer"] = r.peer.empty() ? Json(nullptr) : Json(r.peer);
+    row["speedup_over_peer"] = optional_number(x.peer_speedup);
     row["spread"] = ok ? Json(r.spread) : Json(nullptr);
     row["samples_us_per_frame"] = r.samples_us;
     rows.push_back(row);

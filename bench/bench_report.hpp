@@ -27,6 +27,8 @@ struct Ceiling {
 inline constexpr const char* kPcieFrames = "pcie_frames_pinned";
 inline constexpr const char* kDeviceCopy = "d2d";
 inline constexpr const char* kHostCopy = "host_memcpy";
+// The section of the benchmark matrix's rows, which the table prints apart.
+inline constexpr const char* kMatrixSection = "matrix";
 // The reason every GPU row gives on a machine without a usable CUDA device.
 inline constexpr const char* kNeedsDevice = "GPU rows need a CUDA device";
 
@@ -44,6 +46,7 @@ struct Row {
   double bytes_per_frame = 0;  // that must move: each input byte read once, each output byte written once
   std::string ceiling;         // the Ceiling id that bounds it
   std::string twin;            // the row of the same section + group it is compared with ("" for none)
+  std::string peer;            // a second row of the same section + group it is compared with (the matrix's NPP)
   std::vector<double> samples_us;  // per-frame time of each repeat
 };
 
@@ -90,9 +93,10 @@ struct Report {
   std::vector<std::string> notes;
 };
 
-// Derived per row: frames/s, GB/s, the ceiling's rate and the fraction of it, and the speedup over the twin.
+// Derived per row: frames/s, GB/s, the ceiling's rate and the fraction of it, the speedup over the twin and
+// over the peer.
 struct Derived {
-  std::optional<double> fps, gbps, ceiling_gbps, fraction, speedup;
+  std::optional<double> fps, gbps, ceiling_gbps, fraction, speedup, peer_speedup;
 };
 Derived derive(const Report& report, const Row& row);
 

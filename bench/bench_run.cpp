@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <thread>
 
 namespace imgpipe::bench {
@@ -37,11 +38,17 @@ std::string join(const std::vector<std::string>& items) {
 
 // The command as it could be typed again.
 std::string command_line(const Options& o) {
-  std::string c = "imgpipe bench --ops " + o.ops;
+  std::string c = "imgpipe bench";
+  if (o.matrix) {
+    c += " --matrix --matrix-sizes " + join(o.matrix_sizes) + " --matrix-batch " + std::to_string(o.matrix_batch);
+  } else {
+    c += " --ops " + o.ops;
+  }
   if (!o.size.empty()) c += " --size " + o.size;
   c += " --frames " + std::to_string(o.frames) + " --repeats " + std::to_string(o.repeats) + " --warmup " +
-       std::to_string(o.warmup) + " --slots " + std::to_string(o.slots) + " --backends " + join(o.backends) +
-       " --sections " + join(o.sections) + " --ceiling-mib " + std::to_string(o.ceiling_mib);
+       std::to_string(o.warmup) + " --slots " + std::to_string(o.slots) + " --backends " + join(o.backends);
+  if (!o.matrix) c += " --sections " + join(o.sections);
+  c += " --ceiling-mib " + std::to_string(o.ceiling_mib);
   if (!o.input.empty()) c += " --input " + o.input;
   if (!o.json.empty()) c += " --json " + o.json;
   if (!o.trace.empty()) c += " --trace " + o.trace;
@@ -60,11 +67,20 @@ void require_writable_folder(const std::string& flag, const std::string& file) {
 
 Outcome run(const Options& o) {
   Settings s;
+  if (o.ops.empty() && !o.matrix) throw OptionError("--ops is required (or --matrix, which runs its own chains)");
   try {
-    s.chain = parse_chain(o.ops);
+    if (!o.matrix) s.chain = parse_chain(o.ops);
   } catch (const ChainError& e) {
     throw OptionError(std::string("--ops: ") + e.what());
   }
+  for (const std::string& text : o.matrix_sizes) {
+    const std::optional<Size> matrix_size = parse_size(text);
+    if (!matrix_size) {
+      throw OptionError("--matrix-sizes " + text + ": expected WxH with both from 1 to " + std::to_string(kMaxDimension));
+    }
+    s.matrix_sizes.push_back(*matrix_size);
+  }
+  s.matrix_batch = o.matrix_batch;
   std::optional<Size> size;
   if (!o.size.empty()) {
     size = parse_size(o.size);
@@ -96,7 +112,7 @@ Outcome run(const Options& o) {
   s.slots = o.slots;
   s.ceiling_bytes = static_cast<std::size_t>(o.ceiling_mib) << 20;
   s.backends = {o.backends.begin(), o.backends.end()};
-  s.sections = {o.sections.begin(), o.sections.end()};
+  s.sections = o.matrix ? std::set<std::string>{kMatrixSection} : std::set<std::string>(o.sections.begin(), o.sections.end());
 
   Parameters& p = report.parameters;
   p.ops = o.ops;
@@ -111,10 +127,15 @@ Outcome run(const Options& o) {
   p.distinct_frames = static_cast<int>(s.frames.size());
   p.ceiling_bytes = static_cast<double>(s.ceiling_bytes);
   p.backends = o.backends;
-  p.sections = o.sections;
+  p.sections = {s.sections.begin(), s.sections.end()};
 
-  std::fprintf(stderr, "imgpipe bench: %s, %s -> %s, %s\n", p.chain.c_str(), to_string(s.size).c_str(),
-               to_string(s.out_size).c_str(), p.input.c_str());
+  if (o.matrix) {
+    std::fprintf(stderr, "imgpipe bench: the matrix at %s; ceilings with %s frames\n", join(o.matrix_sizes).c_str(),
+                 to_string(s.size).c_str());
+  } else {
+    std::fprintf(stderr, "imgpipe bench: %s, %s -> %s, %s\n", p.chain.c_str(), to_string(s.size).c_str(),
+                 to_string(s.out_size).c_str(), p.input.c_str());
+  }
   std::vector<std::string> gpu_rows_asked;
   for (const std::string& b : o.backends) {
     if (b != "cpu") gpu_rows_asked.push_back(b);
@@ -136,6 +157,7 @@ Outcome run(const Options& o) {
   if (s.sections.contains("e2e")) measure_end_to_end(s, report);
   if (s.sections.contains("kernel") || s.sections.contains("stage")) measure_kernels(s, report);
   if (s.sections.contains("ablation")) measure_ablations(s, report);
+  if (s.sections.contains(kMatrixSection)) measure_matrix(s, report);
   if (!o.trace.empty()) record_trace(s, o.trace, report);
 
   if (!o.json.empty()) write_json(report, o.json);

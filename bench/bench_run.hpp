@@ -21,6 +21,9 @@ struct Options {
   std::vector<std::string> backends = {"cpu", "naive", "optimized", "npp"};
   bool backends_given = false;  // --backends was on the command line: every row it names must be able to run
   std::vector<std::string> sections = {"e2e", "kernel", "stage", "ablation"};
+  bool matrix = false;  // the benchmark matrix instead of the sections (its own chains; ops not needed)
+  std::vector<std::string> matrix_sizes = {"1280x720", "1920x1080", "3840x2160"};
+  int matrix_batch = 16;
   std::string input;
   std::string json;
   std::string trace;

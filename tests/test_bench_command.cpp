@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -129,7 +130,49 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
   }
 }
 
+// The matrix: every chain at every size, four rows each (naive, optimized, batched, NPP); with a device the
+// optimized rows name naive as their twin and NPP as their peer; without one, every row says it needs one.
+TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
+  const testing::TempDir dir;
+  const fs::path json = dir.path() / "matrix.json";
+  const CommandResult run = imgpipe("bench --matrix --matrix-sizes 64x48,33x17 --matrix-batch 2 --frames 2 "
+                                    "--repeats 1 --warmup 1 --distinct 1 --ceiling-mib 2 --json '" + json.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json doc = read_json(json);
+  EXPECT_EQ(doc.at("parameters").at("sections"), Json::array({"matrix"}));
+  std::map<std::string, std::set<std::string>> names_by_group;
+  const bool device = doc.at("device").at("available").get<bool>();
+  for (const Json& r : doc.at("rows")) {
+    ASSERT_EQ(r.at("section"), "matrix") << r.dump();
+    names_by_group[r.at("group").get<std::string>()].insert(r.at("name").get<std::string>());
+    const std::string status = r.at("status");
+    EXPECT_NE(status, "failed") << r.dump();
+    EXPECT_TRUE(positive_number(r.at("bytes_per_frame"))) << r.dump();
+    EXPECT_EQ(r.at("ceiling"), "d2d") << r.dump();
+    if (!device) {
+      EXPECT_EQ(status, "skipped") << r.dump();
+      EXPECT_NE(r.at("reason").get<std::string>().find("CUDA device"), std::string::npos) << r.dump();
+    } else if (status == "ok" && r.at("name").get<std::string>().rfind("optimized", 0) == 0) {
+      EXPECT_EQ(r.at("twin"), "naive") << r.dump();
+      EXPECT_EQ(r.at("peer"), "npp") << r.dump();
+      EXPECT_TRUE(positive_number(r.at("speedup"))) << r.dump();
+    }
+  }
+  EXPECT_EQ(names_by_group.size(), 2u * 14u) << "14 chains at each of 2 sizes";
+  EXPECT_TRUE(names_by_group.contains("64x48 resize=43x32")) << "resize to two thirds";
+  EXPECT_TRUE(names_by_group.contains("33x17 rotate=90,flip=h,sharpen"));
+  for (const auto& [group, names] : names_by_group) {
+    EXPECT_EQ(names, (std::set<std::string>{"naive", "optimized", "optimized x2", "npp"})) << group;
+  }
+  if (!device) {
+    EXPECT_NE(run.output.find("GPU rows need a CUDA device"), std::string::npos) << run.output;
+  }
+}
+
 TEST(BenchCommand, BadArgumentsAreUsageErrors) {
+  EXPECT_EQ(imgpipe("bench --frames 1 --repeats 1").exit_code, 2) << "no --ops and no --matrix";
+  EXPECT_EQ(imgpipe("bench --matrix --ops gray").exit_code, 2) << "--matrix runs its own chains";
+  EXPECT_EQ(imgpipe("bench --matrix --matrix-sizes 64x0").exit_code, 2);
   EXPECT_EQ(imgpipe("bench --ops bogus --frames 1 --repeats 1").exit_code, 2);
   EXPECT_EQ(imgpipe("bench --ops gray --size 0x5 --frames 1 --repeats 1").exit_code, 2);
   EXPECT_EQ(imgpipe("bench --ops gray --backends cpu,tpu").exit_code, 2);

@@ -8,6 +8,8 @@ Writes into DIR (default: beside the JSON):
                   the fraction of the ceiling written on the bar
   ablation.png    each ablation row's speedup over its twin, grouped by technique
   stages.png      each op of the chain alone, naive against optimized (microseconds per frame)
+  matrix.png      imgpipe bench --matrix: per frame size, every chain's fraction of its floor for naive,
+                  optimized (one frame per launch and batched) and NPP
 A chart whose rows were all skipped (e.g. the GPU rows of a run without a CUDA device) is not written; the
 script says so. Needs matplotlib: Debian's python3-matplotlib (scripts/setup.sh installs it) serves
 /usr/bin/python3, the interpreter named above; another Python needs its own (pip install matplotlib).
@@ -35,7 +37,8 @@ def subtitle(doc):
     where = device["name"] if device.get("available") else "no CUDA device"
     p = doc["parameters"]
     size = f"{p['size']['width']}x{p['size']['height']}"
-    return (f"{p['chain']} on {size}, {where}, CUDA driver {doc['versions'].get('cuda_driver') or '-'}, "
+    what = "the benchmark matrix" if p["sections"] == ["matrix"] else f"{p['chain']} on {size}"
+    return (f"{what}, {where}, CUDA driver {doc['versions'].get('cuda_driver') or '-'}, "
             f"{doc['date']}, median of {p['repeats']} x {p['frames']} frames")
 
 
@@ -140,6 +143,47 @@ def plot_stages(plt, doc, path):
     return None
 
 
+def plot_matrix(plt, doc, path):
+    rows = ok_rows(doc, "matrix")
+    if not rows:
+        return "no matrix row was measured (imgpipe bench --matrix makes them)"
+    paths = ["naive", "optimized", next((r["name"] for r in rows if r["name"].startswith("optimized x")), None), "npp"]
+    paths = [p for p in paths if p]
+    sizes = []
+    for r in rows:
+        size = r["group"].split(" ", 1)[0]
+        if size not in sizes:
+            sizes.append(size)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(7.5 * len(sizes), 9), squeeze=False)
+    colors = {"naive": "tab:gray", "optimized": "tab:green", "npp": "tab:orange"}
+    for ax, size in zip(axes[0], sizes):
+        chains = []
+        for r in rows:
+            size_of_row, chain = r["group"].split(" ", 1)
+            if size_of_row == size and chain not in chains:
+                chains.append(chain)
+        height = 0.8 / len(paths)
+        for k, name in enumerate(paths):
+            fractions = []
+            for chain in chains:
+                row = next((r for r in rows if r["group"] == f"{size} {chain}" and r["name"] == name), None)
+                fractions.append(row["fraction_of_ceiling"] if row else 0)
+            y = [i + k * height for i in range(len(chains))]
+            ax.barh(y, fractions, height=height, label=name, color=colors.get(name, "tab:blue"))
+        ax.set_yticks([i + 0.4 - height / 2 for i in range(len(chains))])
+        ax.set_yticklabels(chains)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_title(size)
+        ax.set_xlabel("fraction of the floor (the bytes at the device-to-device copy rate)")
+    axes[0][0].legend(loc="lower right")
+    fig.suptitle("imgpipe bench --matrix\n" + subtitle(doc), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="PNG charts from imgpipe bench --json")
     parser.add_argument("json", help="the file imgpipe bench --json wrote")
@@ -159,7 +203,7 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     written = 0
     for name, plot in (("throughput.png", plot_throughput), ("ablation.png", plot_ablation),
-                       ("stages.png", plot_stages)):
+                       ("stages.png", plot_stages), ("matrix.png", plot_matrix)):
         path = os.path.join(out, name)
         why_not = plot(plt, doc, path)
         if why_not:
