@@ -13,9 +13,13 @@
 #include "signals.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <memory>
+#include <iostream>
 #include <new>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 namespace imgpipe::app {
@@ -47,6 +51,29 @@ std::string failure_message(const ItemResult& result) {
   } catch (const std::exception& e) {
     return input + ": " + e.what();
   }
+}
+
+struct Shard {
+  int index = 0;
+  int count = 1;
+};
+
+// "K/N" with 0 <= K < N; nullopt for an empty text.
+std::optional<Shard> parse_shard(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto whole_number = [](std::string_view digits, int& value) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return !digits.empty() && error == std::errc() && end == digits.data() + digits.size();
+  };
+  const std::string_view all(text);
+  const std::size_t slash = all.find('/');
+  Shard shard;
+  if (slash == std::string_view::npos || !whole_number(all.substr(0, slash), shard.index) ||
+      !whole_number(all.substr(slash + 1), shard.count) || shard.count < 1 || shard.index < 0 ||
+      shard.index >= shard.count) {
+    throw UsageError("--shard '" + text + "': expected K/N with 0 <= K < N, e.g. 3/8 for the fourth of eight shards");
+  }
+  return shard;
 }
 
 int worker_count(int jobs) {
@@ -85,8 +112,18 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   const io::ExistingOutputs existing = options.overwrite       ? io::ExistingOutputs::overwrite
                                        : options.skip_existing ? io::ExistingOutputs::skip
                                                                : io::ExistingOutputs::refuse;
-  const io::FolderPlan folder =
+  const std::optional<Shard> shard = parse_shard(options.shard);
+  io::FolderPlan folder =
       io::plan_outputs(options.input_dir, options.output_dir, options.format, existing, options.follow_links);
+  const std::size_t all_files = folder.files.size();
+  if (shard) {
+    io::keep_shard(folder, options.input_dir, shard->index, shard->count);
+    if (folder.files.empty() && all_files > 0) {
+      std::cerr << "imgpipe: shard " << options.shard << " holds none of the " << all_files
+                << " images under '" << options.input_dir.string() << "'; nothing to do\n";
+      return kExitOk;
+    }
+  }
   if (folder.files.empty()) {
     throw UsageError("no images (" + io::image_extensions_text() + ") under '" + options.input_dir.string() + "'" +
                      (folder.unsupported > 0 ? "; " + std::to_string(folder.unsupported) + " other files are not supported"
@@ -148,7 +185,10 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   char timing[192];
   std::snprintf(timing, sizeof timing, " in %.2f s (%.1f images/s) on the %s", summary.seconds,
                 summary.seconds > 0 ? summary.done / summary.seconds : 0.0, engine->describe().c_str());
-  progress.message(line + timing + "; outputs in " + options.output_dir.string());
+  const std::string shard_text = shard ? "; shard " + options.shard + ": " + std::to_string(folder.files.size()) +
+                                             " of " + std::to_string(all_files) + " images"
+                                       : "";
+  progress.message(line + timing + shard_text + "; outputs in " + options.output_dir.string());
 
   if (!summary.device_failure.empty()) {
     progress.message("the GPU failed: " + summary.device_failure +

@@ -22,6 +22,7 @@ struct BatchOptions {
   bool overwrite = false;
   bool skip_existing = false;   // existing outputs are skipped (counted, not failed): resumes an interrupted batch
   bool follow_links = false;    // walk folders reached through symbolic links (each once, never the output)
+  std::string shard;            // "K/N": only the files of shard K of N (io::keep_shard); empty: every file
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
   std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
   int slots = 0;                  // frames in flight; 0: jobs + 2, at most kMaxSlots

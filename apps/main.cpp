@@ -125,6 +125,9 @@ int main(int argc, char** argv) {
                           "Skip inputs whose output exists (resumes an interrupted batch)")
       ->excludes(overwrite);
   add_max_pixels_option(*batch_command, batch.max_pixels);
+  batch_command->add_option("--shard", batch.shard,
+                            "K/N: only shard K (from 0) of N, for N copies of this command on N machines with no "
+                            "overlap (the split hashes each file's relative path; README: Slurm, Kubernetes)");
   batch_command->add_flag("--follow-links", batch.follow_links,
                           "Also walk folders reached through symbolic links (each folder once, so loops end; never "
                           "links back into the input or into the output folder)");

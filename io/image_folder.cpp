@@ -63,6 +63,21 @@ FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, s
   return folder;
 }
 
+void keep_shard(FolderPlan& plan, const fs::path& input_dir, int index, int count) {
+  if (count < 1 || index < 0 || index >= count) {
+    throw std::invalid_argument("shard " + std::to_string(index) + "/" + std::to_string(count) +
+                                ": expected K/N with 0 <= K < N");
+  }
+  const auto shard_of = [&](const FilePlan& file) {
+    std::uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
+    for (const unsigned char c : file.input.lexically_relative(input_dir).generic_string()) {
+      hash = (hash ^ c) * 1099511628211ull;
+    }
+    return static_cast<int>(hash % static_cast<std::uint64_t>(count));
+  };
+  std::erase_if(plan.files, [&](const FilePlan& file) { return shard_of(file) != index; });
+}
+
 ImageFolderSource::ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels)
     : plan_(plan), chain_(chain), max_pixels_(max_pixels) {}
 

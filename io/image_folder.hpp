@@ -47,6 +47,12 @@ struct FolderPlan {
 FolderPlan plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
                         std::string_view format, ExistingOutputs existing, bool follow_links = false);
 
+// One of `count` shards of a folder's files, for running a batch as N independent copies (a Slurm job array, a
+// Kubernetes Indexed Job) with no coordinator and no overlap: keeps the files whose relative path hashes
+// (64-bit FNV-1a) to `index` modulo `count`. A file's shard depends on its path alone, so adding files to the
+// folder never moves another file to a different shard. 0 <= index < count.
+void keep_shard(FolderPlan& plan, const std::filesystem::path& input_dir, int index, int count);
+
 // The planned files, decoded on several threads at once straight into the engine's slots. A file whose header
 // declares more than `max_pixels`, or from which the chain makes a larger frame, is refused before the engine
 // allocates for it (PixelLimitError).

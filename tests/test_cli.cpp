@@ -116,6 +116,40 @@ TEST_F(Cli, ExistingOutputsAreKeptUnlessOverwriteIsGiven) {
   EXPECT_NE(snapshot(out), first);
 }
 
+// N copies of a batch, one per shard, together write every output once; a file's shard follows its path.
+TEST_F(Cli, ShardsSplitAFolderWithNoOverlapAndNoGap) {
+  const fs::path in = make_input(dir.path());
+  for (int i = 0; i < 12; ++i) {
+    io::write_image(in / ("extra" + std::to_string(i) + ".ppm"), testing::random_image({9, 7}, static_cast<std::uint32_t>(i)));
+  }
+  const auto inputs = snapshot(in);
+  std::map<fs::path, int> shard_of;
+  for (int k = 0; k < 3; ++k) {
+    const fs::path out = dir.path() / ("shard" + std::to_string(k));
+    const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h --format ppm --shard " +
+                                      std::to_string(k) + "/3");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    if (!fs::exists(out)) continue;  // an empty shard writes nothing
+    EXPECT_TRUE(contains(run.output, "; shard " + std::to_string(k) + "/3: ")) << run.output;
+    for (const auto& [path, bytes] : snapshot(out)) {
+      const auto [at, fresh] = shard_of.emplace(path.lexically_relative(out), k);
+      EXPECT_TRUE(fresh) << path << " is in shards " << at->second << " and " << k;
+    }
+  }
+  EXPECT_EQ(shard_of.size(), inputs.size()) << "every input in exactly one shard";
+  const CommandResult again = imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / "again") +
+                                      " --ops flip=h --format ppm --shard 1/3");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  for (const auto& [relative, k] : shard_of) {
+    EXPECT_EQ(fs::exists(dir.path() / "again" / relative), k == 1) << relative << " moved to another shard";
+  }
+  for (const char* bad : {"3/3", "1/0", "-1/2", "1", "a/b", "1/2/3"}) {
+    EXPECT_EQ(imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / "bad") + " --ops flip=h --shard " + bad).exit_code,
+              2)
+        << bad;
+  }
+}
+
 TEST_F(Cli, ABadFileIsReportedAndTheRestAreProcessed) {
   const fs::path in = make_input(dir.path()), out = dir.path() / "out";
   testing::write_bytes(in / "broken.ppm", "P6 100 100 255\nnot enough pixels");
