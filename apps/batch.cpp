@@ -2,7 +2,6 @@
 
 #include "backend_choice.hpp"
 #include "chain.hpp"
-#include "device_error.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "folder.hpp"
@@ -17,7 +16,6 @@
 #include <cstdio>
 #include <memory>
 #include <iostream>
-#include <new>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -28,30 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kLimitHint = "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit";
-
-// One line naming the file and what went wrong with it.
-std::string failure_message(const ItemResult& result) {
-  const std::string& input = result.item.name;
-  switch (result.status) {
-    case ItemResult::Status::refused: return input + ": " + result.item.refusal;
-    case ItemResult::Status::abandoned: return input + ": not processed: the GPU failed on an earlier file";
-    default: break;
-  }
-  try {
-    std::rethrow_exception(result.error);
-  } catch (const io::PixelLimitError& e) {
-    return std::string(e.what()) + kLimitHint;
-  } catch (const io::IoError& e) {
-    return e.path().empty() ? input + ": " + e.what() : e.what();
-  } catch (const DeviceOutOfMemory& e) {
-    return input + ": not enough GPU memory for this " + to_string(result.size) + " image (" + e.what() +
-           "); skipped, the batch goes on";
-  } catch (const std::bad_alloc&) {
-    return input + ": not enough host memory for this " + to_string(result.size) + " image";
-  } catch (const std::exception& e) {
-    return input + ": " + e.what();
-  }
-}
 
 struct Shard {
   int index = 0;
@@ -159,7 +133,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   const JobSummary summary = run_job(source, *engine, sink, job, [&](const ItemResult& result) {
     for (const std::string& warning : result.warnings) progress.message(result.item.name + ": warning: " + warning);
     if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
-      progress.message(failure_message(result));
+      progress.message(io::failure_message(result, kLimitHint));
     }
     char counter[48];
     std::snprintf(counter, sizeof counter, "[%zu/%zu] ", ++finished, folder.files.size());

@@ -1,10 +1,12 @@
 #include "image_folder.hpp"
 
+#include "device_error.hpp"
 #include "folder.hpp"
 #include "image_file.hpp"
 #include "io_error.hpp"
 
 #include <map>
+#include <new>
 #include <stdexcept>
 
 namespace imgpipe::io {
@@ -102,6 +104,29 @@ std::vector<std::string> ImageFolderSource::read(const Item& item, const FrameAl
         return allocate(size);
       },
       max_pixels_);
+}
+
+std::string failure_message(const ItemResult& result, std::string_view limit_hint) {
+  const std::string& input = result.item.name;
+  switch (result.status) {
+    case ItemResult::Status::refused: return input + ": " + result.item.refusal;
+    case ItemResult::Status::abandoned: return input + ": not processed: the GPU failed on an earlier file";
+    default: break;
+  }
+  try {
+    std::rethrow_exception(result.error);
+  } catch (const PixelLimitError& e) {
+    return std::string(e.what()) + std::string(limit_hint);
+  } catch (const IoError& e) {
+    return e.path().empty() ? input + ": " + e.what() : e.what();
+  } catch (const DeviceOutOfMemory& e) {
+    return input + ": not enough GPU memory for this " + to_string(result.size) + " image (" + e.what() +
+           "); skipped, the batch goes on";
+  } catch (const std::bad_alloc&) {
+    return input + ": not enough host memory for this " + to_string(result.size) + " image";
+  } catch (const std::exception& e) {
+    return input + ": " + e.what();
+  }
 }
 
 ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing)

@@ -70,6 +70,10 @@ class ImageFolderSource final : public Source {
   std::size_t next_ = 0;
 };
 
+// One line naming the file and what went wrong with it, for an item of an image folder job that did not
+// finish (refused, failed or abandoned). `limit_hint` follows a pixel-limit refusal: how to raise the limit.
+std::string failure_message(const ItemResult& result, std::string_view limit_hint);
+
 // Each item's output to its planned path, encoded on several threads at once, written atomically (a temporary
 // name, renamed once complete); with Existing::keep an existing file is never replaced.
 class ImageFolderSink final : public Sink {

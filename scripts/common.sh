@@ -3,9 +3,10 @@
 
 # Build tools and the libraries CMake looks for. OpenCV is optional for imgpipe, but these scripts set up
 # the full build (nlohmann-json for `imgpipe bench --json`, matplotlib for tools/plot_bench.py, ffmpeg for the
-# README's pipe example and its test); the CUDA toolkit comes from NVIDIA, not from here.
+# README's pipe example and its test, Python's development files, NumPy and pytest for the Python module); the
+# CUDA toolkit comes from NVIDIA, not from here.
 imgpipe_packages=(cmake ninja-build g++ libopencv-dev libgtest-dev libgmock-dev libcli11-dev libtbb-dev
-  nlohmann-json3-dev python3-matplotlib ffmpeg)
+  nlohmann-json3-dev python3-matplotlib ffmpeg python3-dev python3-venv python3-numpy python3-pytest)
 
 install_missing() {
   local missing=() package
@@ -34,9 +35,21 @@ find_nvcc() {
   fi
 }
 
-# The cpu-only preset (CMakePresets.json): a Release build into build/ in which a warning fails the build.
+# The Python module is built with nanobind, which Debian 12 does not package: it comes from PyPI, into a virtual
+# environment under build/ that also sees Debian's NumPy and pytest.
+python_venv=build/python-venv
+make_python_venv() {
+  if "$python_venv/bin/python" -c "import nanobind" 2>/dev/null; then return; fi
+  echo "imgpipe: installing nanobind from PyPI into $python_venv (for the Python module)"
+  /usr/bin/python3 -m venv --system-site-packages "$python_venv"
+  "$python_venv/bin/pip" install --quiet "nanobind>=2.0"
+}
+
+# The cpu-only preset (CMakePresets.json), a Release build into build/ in which a warning fails the build, with
+# the Python module.
 build_imgpipe() {
   find_nvcc
-  cmake --preset cpu-only
+  make_python_venv
+  cmake --preset cpu-only -DIMGPIPE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PWD/$python_venv/bin/python"
   cmake --build --preset cpu-only -j"$(nproc)"
 }

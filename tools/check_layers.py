@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that every #include "..." in imgpipe's source runs down the layers (docs/architecture.md):
 
-    apps -> pipeline, io, bench      io -> pipeline      bench -> pipeline, io, kernels      pipeline -> kernels
+    apps, python -> pipeline, io      apps -> bench      io -> pipeline      bench -> pipeline, io, kernels
+    pipeline -> kernels
 
 A header is found the way the build finds it: in the including file's own folder first, then in the folders
 its layer may see. Prints every include that reaches a layer it may not, and exits 1 if there is one."""
@@ -16,8 +17,9 @@ MAY_SEE = {
     "io": ["io", "pipeline"],
     "bench": ["bench", "pipeline", "io", "kernels"],
     "apps": ["apps", "pipeline", "io", "bench"],
+    "python": ["python", "pipeline", "io"],
 }
-ALL_FOLDERS = ["apps", "bench", "io", "pipeline", "pipeline/cpu", "kernels"]
+ALL_FOLDERS = ["apps", "bench", "io", "pipeline", "pipeline/cpu", "kernels", "python/src"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 

@@ -16,6 +16,10 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench)
 
 cmake_args=(--preset gpu)
+# The Python module and its tests too, where this machine's python3 has nanobind.
+if python3 -c "import nanobind" 2>/dev/null; then
+  cmake_args+=(-DIMGPIPE_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)")
+fi
 if [ -d .deps/prefix/usr ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/prefix/usr")
   export LD_LIBRARY_PATH="$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -1,0 +1,12 @@
+"""imgpipe: op chains over RGB frames on the CPU (OpenCV) or a CUDA GPU.
+
+    import imgpipe
+    p = imgpipe.Pipeline("resize=1280x720,gaussian=5:1.0", backend="optimized")
+    out = p(frame)                  # NumPy (H, W, 3) or (N, H, W, 3) uint8 -> NumPy
+    out = p(cupy_frames, stream=s)  # any DLPack device array -> device array, on the caller's stream
+    p.run_folder("photos", "out")   # the batch job: {'done', 'failed', 'errors', ...}
+    imgpipe.backends()
+"""
+from ._imgpipe import Pipeline, backends
+
+__all__ = ["Pipeline", "backends"]

@@ -1,0 +1,342 @@
+// imgpipe for Python: the same chain, backends, engines and jobs as the command, on NumPy arrays (host) and on
+// any device array that speaks DLPack (CuPy, PyTorch, JAX), without copies on the device.
+#include "backends.hpp"
+#include "chain.hpp"
+#include "device_error.hpp"
+#include "engine.hpp"
+#include "file_bytes.hpp"
+#include "gpu_backend.hpp"
+#include "image_file.hpp"
+#include "image_folder.hpp"
+#include "io_error.hpp"
+#include "job.hpp"
+
+#include <cuda_runtime.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace imgpipe::python {
+namespace {
+
+using Frames = nb::ndarray<const std::uint8_t, nb::c_contig>;  // HxWx3 or NxHxWx3, host or device, read only
+using OutFrames = nb::ndarray<std::uint8_t, nb::c_contig>;      // where a device call writes
+
+constexpr const char* kLimitHint = "; max_pixels= raises the limit";
+
+// The frames an array holds: (H, W, 3) is one frame, (N, H, W, 3) a batch of N.
+struct Shape {
+  Size size;
+  int frames = 1;
+  bool batch = false;
+};
+
+Shape shape_of(const Frames& a) {
+  if (!((a.ndim() == 3 || a.ndim() == 4) && a.shape(a.ndim() - 1) == 3)) {
+    throw nb::value_error("expected uint8 frames of shape (H, W, 3) or (N, H, W, 3), interleaved RGB");
+  }
+  Shape s;
+  s.batch = a.ndim() == 4;
+  s.frames = s.batch ? static_cast<int>(a.shape(0)) : 1;
+  const std::size_t h = a.shape(a.ndim() - 3), w = a.shape(a.ndim() - 2);
+  if (h < 1 || w < 1 || h > static_cast<std::size_t>(kMaxDimension) || w > static_cast<std::size_t>(kMaxDimension)) {
+    throw nb::value_error(("frame size " + std::to_string(w) + "x" + std::to_string(h) + ": sides from 1 to " +
+                           std::to_string(kMaxDimension))
+                              .c_str());
+  }
+  s.size = {static_cast<int>(w), static_cast<int>(h)};
+  return s;
+}
+
+std::vector<std::size_t> shape_for(const Shape& in, Size out) {
+  std::vector<std::size_t> shape;
+  if (in.batch) shape.push_back(static_cast<std::size_t>(in.frames));
+  shape.insert(shape.end(), {static_cast<std::size_t>(out.height), static_cast<std::size_t>(out.width), 3});
+  return shape;
+}
+
+// A stream as Python libraries hand it over: an int (cudaStream_t), or an object with `cuda_stream` (PyTorch)
+// or `ptr` (CuPy). None is the legacy default stream, which CuPy's and PyTorch's default streams are too.
+cudaStream_t stream_of(const nb::object& stream) {
+  if (stream.is_none()) return nullptr;
+  for (const char* attribute : {"cuda_stream", "ptr"}) {
+    if (nb::hasattr(stream, attribute)) return reinterpret_cast<cudaStream_t>(nb::cast<std::uintptr_t>(stream.attr(attribute)));
+  }
+  return reinterpret_cast<cudaStream_t>(nb::cast<std::uintptr_t>(stream));
+}
+
+// Host frames of a NumPy batch as a job's source and sink: each frame is copied into the engine slot the job
+// lends (pinned memory on the GPU engine) and its output out of it, while other frames upload, compute and
+// download.
+class ArrayFrames final : public Source, public Sink {
+ public:
+  ArrayFrames(const std::uint8_t* in, Size in_size, std::uint8_t* out, Size out_size, int frames)
+      : in_(in), in_size_(in_size), out_(out), out_size_(out_size), frames_(frames) {}
+  std::optional<Item> next() override {
+    if (next_ == static_cast<std::uint64_t>(frames_)) return std::nullopt;
+    const std::uint64_t index = next_++;
+    return Item{index, "frame " + std::to_string(index), {}, false};
+  }
+  std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override {
+    const FrameView slot = allocate(in_size_);
+    std::memcpy(slot.data, in_ + item.index * in_size_.rgb_bytes(), in_size_.rgb_bytes());
+    return {};
+  }
+  bool concurrent_reads() const override { return true; }
+  void write(const Item& item, ConstFrameView frame) override {
+    std::memcpy(out_ + item.index * out_size_.rgb_bytes(), frame.data, out_size_.rgb_bytes());
+  }
+  bool concurrent_writes() const override { return true; }
+
+ private:
+  const std::uint8_t* in_;
+  Size in_size_;
+  std::uint8_t* out_;
+  Size out_size_;
+  int frames_;
+  std::uint64_t next_ = 0;
+};
+
+// Device memory a returned array owns; freed when the last Python reference to it goes.
+nb::capsule device_owner(void* data) {
+  return nb::capsule(data, [](void* p) noexcept { cuda::check_noexcept(cudaFree(p), "cudaFree"); });
+}
+
+class Pipeline {
+ public:
+  Pipeline(const std::string& ops, const std::string& backend, int slots)
+      : chain_(parse_chain(ops)), slots_(slots) {
+    if (slots < 1 || slots > kMaxSlots) {
+      throw nb::value_error(("slots: from 1 to " + std::to_string(kMaxSlots)).c_str());
+    }
+    std::string notice;
+    kind_ = backend == "auto" ? resolve_auto_backend(&notice) : parse_backend_kind(backend);
+    fallback_notice_ = notice;
+    if (kind_ != BackendKind::cpu) require_device();
+  }
+
+  std::string chain() const { return to_string(chain_); }
+  std::string backend() const { return std::string(to_string(kind_)); }
+  const std::string& fallback_notice() const { return fallback_notice_; }
+  std::pair<int, int> output_size(std::pair<int, int> size) const {
+    const Size out = imgpipe::output_size(chain_, {size.first, size.second});
+    return {out.width, out.height};
+  }
+
+  nb::object call(const Frames& frames, const nb::object& stream, const nb::object& out) {
+    const Shape in = shape_of(frames);
+    const Size out_size = imgpipe::output_size(chain_, in.size);
+    if (frames.device_type() == nb::device::cuda::value) return on_device(frames, in, out_size, stream, out);
+    if (frames.device_type() != nb::device::cpu::value) throw nb::type_error("frames must be on the host or a CUDA device");
+    if (!out.is_none()) throw nb::value_error("out= is for device arrays; host calls return a new array");
+    return on_host(frames, in, out_size);
+  }
+
+ private:
+  static void require_device() {
+    if (!cuda::device_available()) throw std::runtime_error("this backend needs a CUDA device; none is usable here");
+  }
+
+  nb::object on_host(const Frames& frames, const Shape& in, Size out_size) {
+    const std::vector<std::size_t> shape = shape_for(in, out_size);
+    const std::size_t bytes = static_cast<std::size_t>(in.frames) * out_size.rgb_bytes();
+    auto* result = new std::uint8_t[bytes];
+    nb::capsule owner(result, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
+    const std::uint8_t* data = frames.data();
+    {
+      nb::gil_scoped_release released;
+      std::lock_guard lock(mutex_);
+      if (in.frames == 1) {
+        if (!backend_) {
+          backend_ = make_backend(kind_);
+          backend_->set_chain(chain_);
+        }
+        backend_->process({data, in.size}, {result, out_size});
+      } else {
+        if (!engine_) engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true});
+        ArrayFrames array(data, in.size, result, out_size, in.frames);
+        const JobSummary summary = run_job(array, *engine_, array, JobOptions{slots_, true, {}});
+        if (summary.first_failure) std::rethrow_exception(summary.first_failure->error);
+      }
+    }
+    return nb::cast(nb::ndarray<nb::numpy, std::uint8_t>(result, shape.size(), shape.data(), owner));
+  }
+
+  nb::object on_device(const Frames& frames, const Shape& in, Size out_size, const nb::object& stream_object,
+                       const nb::object& out_object) {
+    if (kind_ == BackendKind::cpu) {
+      throw nb::type_error("the cpu backend takes host (NumPy) arrays; use backend='optimized' for device arrays");
+    }
+    const std::vector<std::size_t> shape = shape_for(in, out_size);
+    const cudaStream_t stream = stream_of(stream_object);
+    IMGPIPE_CUDA_CHECK(cudaSetDevice(frames.device_id()));
+    std::uint8_t* result = nullptr;
+    nb::object owner;
+    if (!out_object.is_none()) {
+      OutFrames out;
+      if (!nb::try_cast(out_object, out) || out.device_type() != nb::device::cuda::value ||
+          out.device_id() != frames.device_id() || out.ndim() != shape.size()) {
+        throw nb::value_error("out= must be a contiguous uint8 device array on the input's device, of the output's "
+                              "shape");
+      }
+      for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (out.shape(i) != shape[i]) throw nb::value_error("out= must have the output's shape");
+      }
+      result = out.data();
+    } else {
+      IMGPIPE_CUDA_CHECK(cudaMalloc(&result, static_cast<std::size_t>(in.frames) * out_size.rgb_bytes()));
+      owner = device_owner(result);
+    }
+    const std::uint8_t* data = frames.data();
+    {
+      nb::gil_scoped_release released;
+      std::lock_guard lock(mutex_);
+      if (!device_chain_) {
+        device_chain_.emplace(kind_ == BackendKind::naive ? GpuPath::naive : GpuPath::optimized, chain_);
+      }
+      if (in.batch) {
+        device_chain_->run_batch(data, in.size, in.frames, result, stream);
+      } else {
+        device_chain_->run(data, in.size, result, stream);
+      }
+    }
+    if (!out_object.is_none()) return out_object;
+    return nb::cast(nb::ndarray<std::uint8_t>(result, shape.size(), shape.data(), owner, nullptr,
+                                              nb::dtype<std::uint8_t>(), nb::device::cuda::value,
+                                              frames.device_id()));
+  }
+
+  Chain chain_;
+  BackendKind kind_ = BackendKind::cpu;
+  int slots_;
+  std::string fallback_notice_;
+  std::mutex mutex_;  // one call at a time per Pipeline: backends, engines and device chains are not re-entrant
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Engine> engine_;
+  std::optional<DeviceChain> device_chain_;
+};
+
+// The batch job on a folder, as `imgpipe batch` runs it; per-file failures come back in the result, not raised.
+nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std::string& output_dir,
+                    const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
+                    std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard) {
+  if (overwrite && skip_existing) throw nb::value_error("overwrite and skip_existing contradict each other");
+  if (format != "same" && format != "ppm" && !io::has_opencv_codecs()) {
+    throw nb::value_error(("format '" + format + "' needs a build with OpenCV; this build writes PPM only").c_str());
+  }
+  if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
+  io::check_folders(input_dir, output_dir);
+  const io::ExistingOutputs existing = overwrite       ? io::ExistingOutputs::overwrite
+                                       : skip_existing ? io::ExistingOutputs::skip
+                                                       : io::ExistingOutputs::refuse;
+  io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
+  if (shard) io::keep_shard(folder, input_dir, shard->first, shard->second);
+  const Chain chain = parse_chain(pipeline.chain());
+  const int workers = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  JobSummary summary;
+  std::vector<std::pair<std::string, std::string>> failures;
+  {
+    nb::gil_scoped_release released;
+    std::filesystem::create_directories(output_dir);
+    const std::unique_ptr<Engine> engine = make_engine(parse_backend_kind(pipeline.backend()), chain,
+                                                       EngineOptions{std::min(kMaxSlots, workers + 2)});
+    io::ImageFolderSource source(folder, chain, max_pixels);
+    io::ImageFolderSink sink(folder, quality, overwrite ? io::Existing::replace : io::Existing::keep);
+    summary = run_job(source, *engine, sink, JobOptions{workers, false, {}}, [&](const ItemResult& result) {
+      if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
+        failures.emplace_back(result.item.name, io::failure_message(result, kLimitHint));
+      }
+    });
+  }
+  nb::list errors;
+  for (const auto& [path, message] : failures) errors.append(nb::make_tuple(path, message));
+  nb::dict result;
+  result["done"] = summary.done;
+  result["failed"] = summary.failed;
+  result["skipped"] = summary.skipped;
+  result["files"] = folder.files.size();
+  result["unsupported"] = folder.unsupported;
+  result["seconds"] = summary.seconds;
+  result["errors"] = errors;
+  result["device_failure"] = summary.device_failure.empty() ? nb::none() : nb::cast(summary.device_failure);
+  return result;
+}
+
+nb::list backends() {
+  nb::list list;
+  for (const BackendInfo& b : available_backends()) {
+    nb::dict d;
+    d["name"] = std::string(to_string(b.kind));
+    d["compiled_in"] = b.compiled_in;
+    d["usable"] = b.usable;
+    d["detail"] = b.detail;
+    list.append(d);
+  }
+  return list;
+}
+
+}  // namespace
+}  // namespace imgpipe::python
+
+NB_MODULE(_imgpipe, m) {
+  using namespace imgpipe;
+  using imgpipe::python::Pipeline;
+  m.doc() = "imgpipe: op chains over RGB frames on the CPU (OpenCV) or a CUDA GPU";
+
+  // The command's errors as Python's: bad chains and arguments are ValueError (nanobind's default for
+  // std::invalid_argument), files that cannot be read or written OSError with the command's message.
+  nb::register_exception_translator([](const std::exception_ptr& error, void*) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const io::IoError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    } catch (const DeviceOutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    }
+  });
+
+  nb::class_<Pipeline>(m, "Pipeline", "An op chain planned once for a backend, run on frame after frame")
+      .def(nb::init<const std::string&, const std::string&, int>(), nb::arg("ops"), nb::arg("backend") = "auto",
+           nb::arg("slots") = 3,
+           "ops: the chain, as the command takes it, e.g. \"resize=1280x720,gaussian=5:1.0\". backend: auto "
+           "(optimized with a CUDA device, else cpu), cpu, naive or optimized. slots: frames in flight when a "
+           "host batch runs through the engine.")
+      .def_prop_ro("chain", &Pipeline::chain, "The chain as parsed")
+      .def_prop_ro("backend", &Pipeline::backend, "The backend it runs on (auto resolved)")
+      .def_prop_ro("fallback_notice", &Pipeline::fallback_notice,
+                   "Why auto chose cpu (no usable CUDA device), or an empty string")
+      .def("output_size", &Pipeline::output_size, nb::arg("size"), "(width, height) out for (width, height) in")
+      .def("__call__", &Pipeline::call, nb::arg("frames").noconvert(), nb::kw_only(), nb::arg("stream") = nb::none(),
+           nb::arg("out") = nb::none(),
+           "Runs the chain on uint8 RGB frames of shape (H, W, 3), or (N, H, W, 3) for a batch. A NumPy array "
+           "gives a new NumPy array. A device array (anything with __dlpack__: CuPy, PyTorch, JAX) is read in "
+           "place and the result is a device array (DLPack) or `out`, enqueued on `stream` (an int, or an object "
+           "with cuda_stream or ptr; None: the default stream) and not waited for. Frames must be C-contiguous "
+           "uint8: nothing is converted or copied on the way in.")
+      .def("run_folder", &imgpipe::python::run_folder, nb::arg("input_dir"), nb::arg("output_dir"), nb::kw_only(),
+           nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0, nb::arg("overwrite") = false,
+           nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,
+           nb::arg("shard") = nb::none(),
+           "Every image under input_dir through the chain into output_dir, as `imgpipe batch` does. Returns "
+           "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'errors': [(path, message)], "
+           "'device_failure'}; a bad file is reported there, not raised. shard=(k, n) keeps shard k of n.");
+  m.def("backends", &imgpipe::python::backends,
+        "What is compiled in and usable here: [{'name', 'compiled_in', 'usable', 'detail'}]");
+}

@@ -1,0 +1,97 @@
+"""The module against the imgpipe command: same bytes for the same chain and backend, on real photographs,
+one frame or a batch, a folder job with a bad file in it, and the command's error messages."""
+import numpy as np
+import pytest
+
+import imgpipe
+from conftest import DATA, photos, read_ppm, run_command, usable_backends, write_ppm
+
+CHAIN = "resize=301x199,gaussian=5:1.0,rotate=90"
+
+
+def test_backends_lists_every_kind():
+    names = {b["name"]: b for b in imgpipe.backends()}
+    assert set(names) == {"cpu", "naive", "optimized"}
+    for b in names.values():
+        assert isinstance(b["usable"], bool) and isinstance(b["detail"], str) and b["detail"]
+
+
+@pytest.mark.parametrize("backend", usable_backends())
+def test_a_frame_gives_the_commands_bytes(tmp_path, backend):
+    result = run_command("batch", photos_dir(), tmp_path / "out", "--ops", CHAIN, "--backend", backend,
+                         "--format", "ppm")
+    assert result.returncode == 0, result.stderr
+    p = imgpipe.Pipeline(CHAIN, backend=backend)
+    assert p.backend == backend and p.chain == "resize=301x199,gaussian=5:1,rotate=90"
+    for name, frame in photos().items():
+        out = p(frame)
+        assert isinstance(out, np.ndarray) and out.dtype == np.uint8 and out.shape == (301, 199, 3)
+        assert np.array_equal(out, read_ppm(tmp_path / "out" / name)), name
+
+
+@pytest.mark.parametrize("backend", usable_backends())
+def test_a_batch_equals_frame_by_frame(backend):
+    p = imgpipe.Pipeline(CHAIN, backend=backend, slots=2)
+    frames = np.stack([frame[:120, :160] for frame in photos().values()] * 3)
+    out = p(frames)
+    assert out.shape == (len(frames), 301, 199, 3)
+    for i, frame in enumerate(frames):
+        assert np.array_equal(out[i], p(np.ascontiguousarray(frame))), f"frame {i}"
+
+
+def test_output_size_follows_the_chain():
+    assert imgpipe.Pipeline("resize=64x48,transpose", backend=usable_backends()[0]).output_size((640, 480)) == (48, 64)
+
+
+def test_bad_arguments_raise_with_the_commands_words(tmp_path):
+    with pytest.raises(ValueError) as error:
+        imgpipe.Pipeline("blur=5")
+    command = run_command("batch", photos_dir(), tmp_path / "out", "--ops", "blur=5")
+    assert command.returncode == 2
+    assert f"--ops: {error.value}" in command.stderr
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        imgpipe.Pipeline("gray", backend="gpu")
+    p = imgpipe.Pipeline("gray", backend=usable_backends()[0])
+    with pytest.raises(ValueError, match=r"shape \(H, W, 3\)"):
+        p(np.zeros((4, 4), np.uint8))
+    with pytest.raises(TypeError):
+        p(np.zeros((4, 4, 3), np.float32))
+
+
+def test_run_folder_is_the_batch_job(tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    for name, frame in photos().items():
+        write_ppm(source / name, frame)
+    (source / "broken.ppm").write_bytes(b"P6 100 100 255\nnot enough pixels")
+    backend = usable_backends()[0]
+    p = imgpipe.Pipeline(CHAIN, backend=backend)
+    summary = p.run_folder(str(source), str(tmp_path / "out"), jobs=2)
+    assert (summary["done"], summary["failed"], summary["files"]) == (len(photos()), 1, len(photos()) + 1)
+    [(path, message)] = summary["errors"]
+    assert path == str(source / "broken.ppm") and message.startswith(f"{path}: truncated raster")
+    command = run_command("batch", source, tmp_path / "command", "--ops", CHAIN, "--backend", backend)
+    assert command.returncode == 1 and message in command.stderr, "the command's message for the same file"
+    for name in photos():
+        assert np.array_equal(read_ppm(tmp_path / "out" / name), read_ppm(tmp_path / "command" / name)), name
+    again = p.run_folder(str(source), str(tmp_path / "out"), skip_existing=True)
+    assert again["skipped"] == len(photos()) and again["done"] == 0
+    with pytest.raises(ValueError, match="inside it"):
+        p.run_folder(str(source), str(source / "out"))
+
+
+def test_run_folder_shards_cover_the_folder_once(tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    for i in range(10):
+        write_ppm(source / f"f{i}.ppm", np.full((6, 8, 3), i, np.uint8))
+    p = imgpipe.Pipeline("flip=h", backend=usable_backends()[0])
+    written = []
+    for k in range(3):
+        p.run_folder(str(source), str(tmp_path / f"out{k}"), shard=(k, 3))
+        written += sorted(f.name for f in (tmp_path / f"out{k}").glob("*.ppm"))
+    assert sorted(written) == sorted(f"f{i}.ppm" for i in range(10))
+
+
+def photos_dir():
+    return DATA / "ppm"
