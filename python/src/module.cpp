@@ -119,6 +119,25 @@ nb::capsule device_owner(void* data) {
   return nb::capsule(data, [](void* p) noexcept { cuda::check_noexcept(cudaFree(p), "cudaFree"); });
 }
 
+// A CUDA array is taken through DLPack's handshake with the stream the work will run on (1: the legacy default
+// stream), so the producer orders its pending writes before that stream instead of waiting for them on the
+// host; anything else (NumPy) as it is. Nothing is converted or copied: C-contiguous uint8 only.
+Frames import_frames(const nb::object& frames, const nb::object& stream) {
+  constexpr int kDlpackCuda = 2;
+  nb::object source = frames;
+  if (nb::hasattr(frames, "__dlpack__") && nb::hasattr(frames, "__dlpack_device__") &&
+      nb::cast<int>(frames.attr("__dlpack_device__")()[0]) == kDlpackCuda) {
+    const cudaStream_t handle = stream_of(stream);
+    source = frames.attr("__dlpack__")(nb::arg("stream") = handle ? reinterpret_cast<std::uintptr_t>(handle) : 1);
+  }
+  Frames result;
+  if (!nb::try_cast(source, result, /*convert=*/false)) {
+    throw nb::type_error("frames must be a C-contiguous uint8 array (NumPy, or a device array with __dlpack__) of "
+                         "shape (H, W, 3) or (N, H, W, 3)");
+  }
+  return result;
+}
+
 class Pipeline {
  public:
   Pipeline(const std::string& ops, const std::string& backend, int slots)
@@ -140,7 +159,8 @@ class Pipeline {
     return {out.width, out.height};
   }
 
-  nb::object call(const Frames& frames, const nb::object& stream, const nb::object& out) {
+  nb::object call(const nb::object& frames_object, const nb::object& stream, const nb::object& out) {
+    const Frames frames = import_frames(frames_object, stream);
     const Shape in = shape_of(frames);
     const Size out_size = imgpipe::output_size(chain_, in.size);
     if (frames.device_type() == nb::device::cuda::value) return on_device(frames, in, out_size, stream, out);
@@ -323,13 +343,14 @@ NB_MODULE(_imgpipe, m) {
       .def_prop_ro("fallback_notice", &Pipeline::fallback_notice,
                    "Why auto chose cpu (no usable CUDA device), or an empty string")
       .def("output_size", &Pipeline::output_size, nb::arg("size"), "(width, height) out for (width, height) in")
-      .def("__call__", &Pipeline::call, nb::arg("frames").noconvert(), nb::kw_only(), nb::arg("stream") = nb::none(),
+      .def("__call__", &Pipeline::call, nb::arg("frames"), nb::kw_only(), nb::arg("stream") = nb::none(),
            nb::arg("out") = nb::none(),
            "Runs the chain on uint8 RGB frames of shape (H, W, 3), or (N, H, W, 3) for a batch. A NumPy array "
            "gives a new NumPy array. A device array (anything with __dlpack__: CuPy, PyTorch, JAX) is read in "
            "place and the result is a device array (DLPack) or `out`, enqueued on `stream` (an int, or an object "
-           "with cuda_stream or ptr; None: the default stream) and not waited for. Frames must be C-contiguous "
-           "uint8: nothing is converted or copied on the way in.")
+           "with cuda_stream or ptr; None: the default stream) and not waited for; the producer's pending writes are "
+           "ordered before that stream through DLPack. Frames must be C-contiguous uint8: nothing is converted or "
+           "copied on the way in.")
       .def("run_folder", &imgpipe::python::run_folder, nb::arg("input_dir"), nb::arg("output_dir"), nb::kw_only(),
            nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0, nb::arg("overwrite") = false,
            nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,

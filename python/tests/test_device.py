@@ -1,5 +1,7 @@
 """Device arrays (CuPy, PyTorch) in and out without copies, on the caller's stream. Skips without a usable CUDA
 device or without CuPy."""
+import time
+
 import numpy as np
 import pytest
 
@@ -42,20 +44,51 @@ def test_out_is_written_in_place_and_returned():
         p(frame, out=cupy.empty((2, 2, 3), cupy.uint8))
 
 
-def test_work_runs_in_order_on_the_callers_stream():
-    # The input is still being written on a non-blocking stream when imgpipe is called on that stream: only a
-    # run ordered after those writes sees the final input. On another stream, or the default one, it would
-    # read a frame in between.
+# Holds a stream for about `cycles` GPU clock cycles (200,000,000: about 0.1 s on an H200).
+SPIN = r"""extern "C" __global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {}
+}"""
+
+
+def hold(stream):
+    with stream:
+        cupy.RawKernel(SPIN, "spin")((1,), (1,), (cupy.int64(200_000_000),))
+
+
+def test_pending_writes_of_the_producer_come_first():
     p = imgpipe.Pipeline("gray", backend="optimized")
     stream = cupy.cuda.Stream(non_blocking=True)
+    frame = cupy.zeros((1080, 1920, 3), cupy.uint8)
+    p(frame)
+    cupy.cuda.Device().synchronize()
+    hold(stream)
     with stream:
-        frame = cupy.zeros((2160, 3840, 3), cupy.uint8)
-        for _ in range(200):
-            frame += 1
-        out = cupy.from_dlpack(p(frame, stream=stream))
-        expected = cupy.full((2160, 3840, 3), 200, cupy.uint8)
+        frame += 200  # still pending when imgpipe is called
+    out = cupy.from_dlpack(p(frame, stream=stream))
     stream.synchronize()
-    assert cupy.array_equal(out, expected)
+    assert bool(cupy.all(out == 200))
+
+
+def test_the_work_is_enqueued_on_the_callers_stream():
+    # With the caller's stream held by a spinning kernel, imgpipe's result cannot appear before the spin ends;
+    # run on any other stream, it would be there within milliseconds.
+    p = imgpipe.Pipeline("gray", backend="optimized")
+    stream, other = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
+    frame = cupy.full((1080, 1920, 3), 200, cupy.uint8)
+    out, early = cupy.zeros_like(frame), cupy.zeros_like(frame)  # allocated now: an allocation may wait
+    p(frame, out=out)
+    out.fill(0)
+    cupy.cuda.Device().synchronize()
+    hold(stream)
+    assert p(frame, stream=stream, out=out) is out
+    time.sleep(0.02)
+    with other:
+        cupy.copyto(early, out)
+    other.synchronize()
+    assert not bool(cupy.any(early)), "the result was written before the caller's stream got to it"
+    stream.synchronize()
+    assert bool(cupy.all(out == 200))
 
 
 def test_pytorch_tensors_work_too():
