@@ -110,6 +110,8 @@ std::string needs_opencv(const char* verb, const std::string& extension) {
 
 #endif  // IMGPIPE_HAVE_OPENCV
 
+}  // namespace
+
 std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const std::string& extension,
                                       const FrameAllocator& allocate, std::uint64_t max_pixels) {
   if (bytes.empty()) throw IoError("empty file");
@@ -151,8 +153,6 @@ std::vector<std::uint8_t> encode_image(ConstFrameView image, const std::string& 
   throw IoError(needs_opencv("writing", extension));
 #endif
 }
-
-}  // namespace
 
 std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate,
                                          std::uint64_t max_pixels) {

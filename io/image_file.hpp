@@ -7,7 +7,9 @@
 #include "io_error.hpp"
 #include "ppm.hpp"
 
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,14 @@ ReadResult read_image(const std::filesystem::path& path, std::uint64_t max_pixel
 // returns the warnings.
 std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate,
                                          std::uint64_t max_pixels = kDefaultMaxPixels);
+
+// An image file's bytes already in memory (an object-store value, a request body), decoded as read_image_into
+// does: the format from the contents; `extension` (".jpg", or empty) names it in the message when this build
+// cannot read it. IoError without a path for bad bytes.
+std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const std::string& extension,
+                                      const FrameAllocator& allocate, std::uint64_t max_pixels = kDefaultMaxPixels);
+// The bytes write_image would write for `extension` (".png", ".jpg", ...).
+std::vector<std::uint8_t> encode_image(ConstFrameView image, const std::string& extension, int quality = 95);
 
 // The format comes from the extension (.ppm, .png, .jpg/.jpeg, .bmp, .tif/.tiff, .webp); `quality` (1..100)
 // applies to JPEG and WebP. Written to a temporary name in the same folder, then renamed into place; with

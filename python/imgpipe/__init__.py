@@ -6,7 +6,9 @@
     out = p(cupy_frames, stream=s)  # any DLPack device array -> device array, on the caller's stream
     p.run_folder("photos", "out")   # the batch job: {'done', 'failed', 'errors', ...}
     imgpipe.backends()
+    frame = imgpipe.decode(data); data = imgpipe.encode(frame, ".png")   # file bytes <-> frames
+    imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """
-from ._imgpipe import Pipeline, backends
+from ._imgpipe import Pipeline, backends, decode, encode
 
-__all__ = ["Pipeline", "backends"]
+__all__ = ["Pipeline", "backends", "decode", "encode"]

@@ -299,6 +299,42 @@ nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std:
   return result;
 }
 
+// An image file's bytes as an (H, W, 3) uint8 array, decoded as the batch job decodes files.
+nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
+  std::unique_ptr<std::uint8_t[]> pixels;
+  Size size;
+  {
+    nb::gil_scoped_release released;
+    io::decode_image({static_cast<const std::uint8_t*>(data.data()), data.size()}, "",
+                     [&](Size s) {
+                       size = s;
+                       pixels.reset(new std::uint8_t[s.rgb_bytes()]);
+                       return FrameView{pixels.get(), s};
+                     },
+                     max_pixels);
+  }
+  std::uint8_t* raw = pixels.release();
+  nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
+  const std::size_t shape[3] = {static_cast<std::size_t>(size.height), static_cast<std::size_t>(size.width), 3};
+  return nb::cast(nb::ndarray<nb::numpy, std::uint8_t>(raw, 3, shape, owner));
+}
+
+// The bytes of the file the batch job would write for `extension` (".png", ".jpg", ".ppm", ...).
+nb::bytes encode(const nb::object& frame_object, const std::string& extension, int quality) {
+  if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
+  const Frames frame = import_frames(frame_object, nb::none());
+  const Shape shape = shape_of(frame);
+  if (shape.batch || frame.device_type() != nb::device::cpu::value) {
+    throw nb::value_error("encode takes one host frame of shape (H, W, 3)");
+  }
+  std::vector<std::uint8_t> bytes;
+  {
+    nb::gil_scoped_release released;
+    bytes = io::encode_image({frame.data(), shape.size}, extension, quality);
+  }
+  return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
 nb::list backends() {
   nb::list list;
   for (const BackendInfo& b : available_backends()) {
@@ -358,6 +394,12 @@ NB_MODULE(_imgpipe, m) {
            "Every image under input_dir through the chain into output_dir, as `imgpipe batch` does. Returns "
            "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'errors': [(path, message)], "
            "'device_failure'}; a bad file is reported there, not raised. shard=(k, n) keeps shard k of n.");
+  m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
+        nb::arg("max_pixels") = io::kDefaultMaxPixels,
+        "An image file's bytes (PPM; PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
+        "decoded as the batch job decodes files (grayscale to RGB, EXIF orientation applied)");
+  m.def("encode", &imgpipe::python::encode, nb::arg("frame"), nb::arg("extension") = ".png", nb::kw_only(),
+        nb::arg("quality") = 95, "The bytes of the image file the batch job would write for `extension`");
   m.def("backends", &imgpipe::python::backends,
         "What is compiled in and usable here: [{'name', 'compiled_in', 'usable', 'detail'}]");
 }
