@@ -74,12 +74,12 @@ class _Worker:
 
 
 def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", quality=95, overwrite=False,
-               concurrency=None, batch_size=16, read_blocks=None):
+               concurrency=None, batch_size=16, read_blocks=None, cpus_per_actor=1.0):
     """Every image under input_path through the chain into output_dir on the Ray cluster `ray.init()` joined.
 
-    concurrency: actors (default: one per GPU of the cluster for a GPU backend, else 1). Each actor takes one CPU
-    (and one GPU for a GPU backend), and Ray Data's read tasks need CPUs too: with the cpu backend, leave at least
-    one CPU of the cluster free of actors. read_blocks: the blocks Ray Data reads the files into (None: Ray's
+    concurrency: actors (default: one per GPU of the cluster for a GPU backend, else 1). Each actor reserves
+    cpus_per_actor CPUs (and one GPU for a GPU backend), and Ray Data's read tasks need CPUs too: the actors'
+    reservations must leave at least one CPU of the cluster free, or the job waits for ever. read_blocks: the blocks Ray Data reads the files into (None: Ray's
     choice; on a small folder Ray's choice of one task per few files costs more than the images, so a few blocks
     per actor is faster, docs/python.md). Returns {'done', 'failed', 'errors': [(path, message)], 'seconds'}.
     """
@@ -101,7 +101,8 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
         _Worker,
         fn_constructor_kwargs=dict(ops=ops, backend=backend, input_root=_without_scheme(input_path),
                                    output_dir=output_dir, extension=format, quality=quality, overwrite=overwrite),
-        batch_size=batch_size, concurrency=concurrency, num_gpus=1 if gpu else 0, batch_format="numpy",
+        batch_size=batch_size, concurrency=concurrency, num_gpus=1 if gpu else 0, num_cpus=cpus_per_actor,
+        batch_format="numpy",
     )
     # One streaming pass: the status rows are counted as they arrive; only failures are kept.
     done, errors = 0, []
