@@ -18,14 +18,11 @@
 #include <iostream>
 #include <optional>
 #include <string_view>
-#include <thread>
 
 namespace imgpipe::app {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kLimitHint = "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit";
 
 struct Shard {
   int index = 0;
@@ -48,11 +45,6 @@ std::optional<Shard> parse_shard(const std::string& text) {
     throw UsageError("--shard '" + text + "': expected K/N with 0 <= K < N, e.g. 3/8 for the fourth of eight shards");
   }
   return shard;
-}
-
-int worker_count(int jobs) {
-  if (jobs > 0) return jobs;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace
@@ -104,9 +96,9 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
                                              : "") +
                      (folder.links_not_followed > 0 ? "; links to folders are not followed without --follow-links" : ""));
   }
-  const int workers = worker_count(options.jobs);
+  const int workers = job_workers(options.jobs);
   EngineOptions engine_options;
-  engine_options.slots = options.slots > 0 ? options.slots : std::min(kMaxSlots, workers + 2);
+  engine_options.slots = options.slots > 0 ? options.slots : job_slots(workers);
   try {
     engine_options.memory = parse_memory_mode(options.memory);
   } catch (const std::invalid_argument& e) {
@@ -133,7 +125,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   const JobSummary summary = run_job(source, *engine, sink, job, [&](const ItemResult& result) {
     for (const std::string& warning : result.warnings) progress.message(result.item.name + ": warning: " + warning);
     if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
-      progress.message(io::failure_message(result, kLimitHint));
+      progress.message(io::failure_message(result, kPixelLimitHint));
     }
     char counter[48];
     std::snprintf(counter, sizeof counter, "[%zu/%zu] ", ++finished, folder.files.size());

@@ -9,6 +9,9 @@
 
 namespace imgpipe::app {
 
+// Follows every pixel-limit refusal the commands print.
+inline constexpr const char* kPixelLimitHint = "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit";
+
 class Progress {
  public:
   Progress() : terminal_(::isatty(STDERR_FILENO) == 1) {}

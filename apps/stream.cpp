@@ -86,7 +86,7 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     if (raw_size->pixels() > options.max_pixels) {
       throw UsageError("--size " + options.size + " is " + std::to_string(raw_size->pixels()) +
                        " pixels a frame, more than the limit of " + std::to_string(options.max_pixels) +
-                       "; --max-pixels or IMGPIPE_MAX_PIXELS raises it");
+                       kPixelLimitHint);
     }
   } else if (!options.size.empty()) {
     throw UsageError("--size applies to raw input (--input -); a video file knows its frame size");
@@ -170,6 +170,11 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     } catch (const io::StreamCancelled& e) {
       sink.close();
       return stopped_by_signal(std::string(" (") + e.what() + ")");
+    } catch (const io::PixelLimitError& e) {
+      progress.message(e.what() + std::string(kPixelLimitHint));
+      sink.close();
+      summary(" written before the bad frame");
+      return kExitSomeFailed;
     } catch (const std::exception& e) {
       if (failure.stage != Stage::read) throw;  // the engine or the output: the run stops, no output kept
       progress.message(e.what());

@@ -266,7 +266,7 @@ std::optional<Item> FrameStreamSource::next() {
     throw PixelLimitError(frame + ": " +
                           (largest == size ? "the frame" : "the chain makes a " + to_string(largest) + " frame that") +
                           " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
-                          std::to_string(max_pixels_) + "; --max-pixels or IMGPIPE_MAX_PIXELS raises it");
+                          std::to_string(max_pixels_));
   }
   return Item{frames_read_, frame, {}, false};
 }

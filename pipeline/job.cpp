@@ -292,6 +292,12 @@ class JobRun {
 
 }  // namespace
 
+int job_workers(int requested) {
+  return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int job_slots(int workers) { return std::min(kMaxSlots, workers + 2); }
+
 JobSummary run_job(Source& source, Engine& engine, Sink& sink, const JobOptions& options,
                    const std::function<void(const ItemResult&)>& on_result) {
   return JobRun(source, engine, sink, options, on_result).run();

@@ -60,6 +60,12 @@ struct JobOptions {
   std::function<bool()> stop_requested;  // polled before each new item: finish what is in flight, start nothing
 };
 
+// Reads and writes at once for a request of `requested` (0: one per hardware thread).
+int job_workers(int requested);
+// Engine slots for a job with `workers` readers and writers: two more, so that the engine has frames queued
+// while every worker is busy, at most kMaxSlots.
+int job_slots(int workers);
+
 // Where an item failed.
 enum class Stage { read, process, write };
 

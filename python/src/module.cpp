@@ -27,7 +27,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -153,6 +152,8 @@ class Pipeline {
 
   std::string chain() const { return to_string(chain_); }
   std::string backend() const { return std::string(to_string(kind_)); }
+  const Chain& parsed_chain() const { return chain_; }
+  BackendKind kind() const { return kind_; }
   const std::string& fallback_notice() const { return fallback_notice_; }
   std::pair<int, int> output_size(std::pair<int, int> size) const {
     const Size out = imgpipe::output_size(chain_, {size.first, size.second});
@@ -268,15 +269,14 @@ nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std:
                                                        : io::ExistingOutputs::refuse;
   io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
   if (shard) io::keep_shard(folder, input_dir, shard->first, shard->second);
-  const Chain chain = parse_chain(pipeline.chain());
-  const int workers = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const Chain& chain = pipeline.parsed_chain();
+  const int workers = job_workers(jobs);
   JobSummary summary;
   std::vector<std::pair<std::string, std::string>> failures;
   {
     nb::gil_scoped_release released;
     std::filesystem::create_directories(output_dir);
-    const std::unique_ptr<Engine> engine = make_engine(parse_backend_kind(pipeline.backend()), chain,
-                                                       EngineOptions{std::min(kMaxSlots, workers + 2)});
+    const std::unique_ptr<Engine> engine = make_engine(pipeline.kind(), chain, EngineOptions{job_slots(workers)});
     io::ImageFolderSource source(folder, chain, max_pixels);
     io::ImageFolderSink sink(folder, quality, overwrite ? io::Existing::replace : io::Existing::keep);
     summary = run_job(source, *engine, sink, JobOptions{workers, false, {}}, [&](const ItemResult& result) {
