@@ -16,7 +16,6 @@
 namespace imgpipe::bench {
 namespace {
 
-constexpr const char* kMatrix = kMatrixSection;
 constexpr int kDistinctFrames = 4;
 
 // Every op alone, then the chains users run. {R} stands for two thirds of the input's size (1920x1080 ->
@@ -65,7 +64,7 @@ void measure_matrix(const Settings& s, Report& report) {
       for (const Chain& chain : chains) {
         for (const std::string& name : {std::string("naive"), std::string("optimized"), batched, std::string("npp")}) {
           if (s.backends.contains(name.substr(0, name.find(' ')))) {
-            add_skipped(report, make_row(kMatrix, group_of(chain), name, "", bytes_of(chain), kDeviceCopy),
+            add_skipped(report, make_row(kMatrixSection, group_of(chain), name, "", bytes_of(chain), kDeviceCopy),
                         gpu_missing_reason(report));
           }
         }
@@ -93,21 +92,21 @@ void measure_matrix(const Settings& s, Report& report) {
         });
       };
       if (naive) {
-        add_row(report, make_row(kMatrix, group, "naive", "DeviceChain naive, one frame per launch", bytes, kDeviceCopy),
+        add_row(report, make_row(kMatrixSection, group, "naive", "DeviceChain naive, one frame per launch", bytes, kDeviceCopy),
                 [&](Row& r) {
                   DeviceChain device_chain(GpuPath::naive, chain);
                   finish(r, timing, one_frame_per_launch(device_chain));
                 });
       }
       if (optimized) {
-        Row row = make_row(kMatrix, group, "optimized", "DeviceChain optimized, one frame per launch", bytes,
+        Row row = make_row(kMatrixSection, group, "optimized", "DeviceChain optimized, one frame per launch", bytes,
                            kDeviceCopy, "naive");
         row.peer = "npp";
         add_row(report, std::move(row), [&](Row& r) {
           DeviceChain device_chain(GpuPath::optimized, chain);
           finish(r, timing, one_frame_per_launch(device_chain));
         });
-        row = make_row(kMatrix, group, batched,
+        row = make_row(kMatrixSection, group, batched,
                        "DeviceChain optimized run_batch, " + std::to_string(batch) + " frames per call", bytes,
                        kDeviceCopy, "naive");
         row.peer = "npp";
@@ -121,7 +120,7 @@ void measure_matrix(const Settings& s, Report& report) {
         });
       }
       if (npp) {
-        Row row = make_row(kMatrix, group, "npp", "", bytes, kDeviceCopy);
+        Row row = make_row(kMatrixSection, group, "npp", "", bytes, kDeviceCopy);
         if (const auto why = NppChain::unsupported(chain)) {
           add_skipped(report, std::move(row), *why);
           continue;

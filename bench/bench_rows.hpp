@@ -22,7 +22,6 @@
 namespace imgpipe::bench {
 
 using Clock = std::chrono::steady_clock;
-using cuda::NvtxRange;
 
 // ------------------------------------------------------------------------------------------ rows
 
@@ -62,7 +61,7 @@ inline void finish(Row& row, const Settings& s, const std::vector<double>& us_pe
 template <class Measure>
 void add_row(Report& report, Row row, Measure&& measure) {
   const std::string label = row.section + "/" + row.group + "/" + row.name;
-  const NvtxRange range(label.c_str());
+  const cuda::NvtxRange range(label.c_str());
   try {
     measure(row);
   } catch (const std::exception& e) {
