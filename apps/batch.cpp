@@ -5,6 +5,7 @@
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "folder.hpp"
+#include "gpu_jpeg.hpp"
 #include "image_file.hpp"
 #include "image_folder.hpp"
 #include "job.hpp"
@@ -45,6 +46,35 @@ std::optional<Shard> parse_shard(const std::string& text) {
     throw UsageError("--shard '" + text + "': expected K/N with 0 <= K < N, e.g. 3/8 for the fourth of eight shards");
   }
   return shard;
+}
+
+enum class Codec { cpu, gpu };
+
+// --decoder / --encoder: auto takes the GPU where the engine keeps frames on the device and nvJPEG runs here.
+Codec choose_codec(const std::string& option, const std::string& choice, const Engine& engine) {
+  if (choice == "cpu") return Codec::cpu;
+  const std::string why_not = !engine.device_frames()
+                                  ? "the engine (" + engine.describe() + ") keeps no frames on the device; GPU "
+                                    "JPEG needs --backend naive or optimized with --memory pageable or pinned"
+                                  : io::gpu_jpeg_unavailable();
+  if (why_not.empty()) return Codec::gpu;
+  if (choice == "gpu") throw UsageError(option + " gpu: " + why_not);
+  return Codec::cpu;
+}
+
+std::string codec_summary(const io::ImageFolderSource& source, const io::ImageFolderSink& sink, bool gpu_decoder,
+                          bool gpu_encoder) {
+  std::string text;
+  if (gpu_decoder) {
+    const auto counts = source.jpeg_decoders();
+    text += "; JPEG decoded by";
+    for (const io::JpegDecoder decoder : {io::JpegDecoder::hardware, io::JpegDecoder::gpu_hybrid, io::JpegDecoder::cpu}) {
+      text += std::string(decoder == io::JpegDecoder::hardware ? " " : ", ") + std::string(to_string(decoder)) +
+              " " + std::to_string(counts[static_cast<std::size_t>(decoder)]);
+    }
+  }
+  if (gpu_encoder) text += "; JPEG encoded on the GPU: " + std::to_string(sink.gpu_encoded());
+  return text;
 }
 
 }  // namespace
@@ -96,15 +126,32 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
                                              : "") +
                      (folder.links_not_followed > 0 ? "; links to folders are not followed without --follow-links" : ""));
   }
-  const int workers = job_workers(options.jobs);
+  int workers = job_workers(options.jobs);
   EngineOptions engine_options;
-  engine_options.slots = options.slots > 0 ? options.slots : job_slots(workers);
   try {
     engine_options.memory = parse_memory_mode(options.memory);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--memory: ") + e.what());
   }
+  // More frames in flight where JPEG may be decoded on the GPU; the engine tells below whether it is.
+  const bool gpu_decoding_possible = options.decoder != "cpu" && engine_options.memory != MemoryMode::managed &&
+                                     io::gpu_jpeg_unavailable().empty();
+  engine_options.slots = options.slots > 0          ? options.slots
+                         : gpu_decoding_possible ? std::max(kGpuJpegSlots, job_slots(workers))
+                                                  : job_slots(workers);
   const std::unique_ptr<Engine> engine = make_engine_for_batch(chain, engine_options);
+  const Codec decoder = choose_codec("--decoder", options.decoder, *engine);
+  const Codec encoder = choose_codec("--encoder", options.encoder, *engine);
+  std::optional<io::GpuJpegDecoder> gpu_decoder;
+  std::optional<io::GpuJpegEncoder> gpu_encoder;
+  if (decoder == Codec::gpu) {
+    gpu_decoder.emplace(io::GpuJpegDecoder::Options{});
+    // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
+    workers = std::max(workers, engine->slots());
+  }
+  if (encoder == Codec::gpu) {
+    gpu_encoder.emplace(io::GpuJpegEncoder::Options{options.quality, options.full_chroma});
+  }
   {
     std::error_code error;
     fs::create_directories(options.output_dir, error);
@@ -114,8 +161,9 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
     }
   }
 
-  io::ImageFolderSource source(folder, chain, options.max_pixels);
-  io::ImageFolderSink sink(folder, options.quality, options.overwrite ? io::Existing::replace : io::Existing::keep);
+  io::ImageFolderSource source(folder, chain, options.max_pixels, gpu_decoder ? &*gpu_decoder : nullptr);
+  io::ImageFolderSink sink(folder, options.quality, options.overwrite ? io::Existing::replace : io::Existing::keep,
+                           gpu_encoder ? &*gpu_encoder : nullptr);
   JobOptions job;
   job.workers = workers;
   job.stop_requested = [] { return stop_signal() != 0; };  // what is in flight still finishes
@@ -154,7 +202,8 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   const std::string shard_text = shard ? "; shard " + options.shard + ": " + std::to_string(folder.files.size()) +
                                              " of " + std::to_string(all_files) + " images"
                                        : "";
-  progress.message(line + timing + shard_text + "; outputs in " + options.output_dir.string());
+  progress.message(line + timing + codec_summary(source, sink, gpu_decoder.has_value(), gpu_encoder.has_value()) +
+                   shard_text + "; outputs in " + options.output_dir.string());
 
   if (!summary.device_failure.empty()) {
     progress.message("the GPU failed: " + summary.device_failure +

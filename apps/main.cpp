@@ -6,6 +6,8 @@
 #include "chain.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
+#include "gpu_jpeg.hpp"
+#include "image_file.hpp"
 #include "library_logging.hpp"
 #include "signals.hpp"
 #include "stream.hpp"
@@ -42,6 +44,9 @@ int list_backends() {
   } catch (const std::exception& e) {
     std::printf("auto picks: nothing (%s)\n", e.what());
   }
+  for (const std::string& line : io::describe_gpu_jpeg()) std::printf("%s\n", line.c_str());
+  std::printf("CPU image codecs: %s\n", io::has_opencv_codecs() ? "OpenCV (JPEG, PNG, BMP, TIFF, WebP) and PPM"
+                                                                  : "PPM only (this build has no OpenCV)");
   return kExitOk;
 }
 
@@ -131,7 +136,19 @@ int main(int argc, char** argv) {
   batch_command->add_flag("--follow-links", batch.follow_links,
                           "Also walk folders reached through symbolic links (each folder once, so loops end; never "
                           "links back into the input or into the output folder)");
-  add_engine_options(*batch_command, batch.memory, batch.slots, "0: jobs + 2");
+  add_engine_options(*batch_command, batch.memory, batch.slots,
+                     "0: jobs + 2, or " + std::to_string(kGpuJpegSlots) + " when JPEG is decoded on the GPU");
+  batch_command->add_option("--decoder", batch.decoder,
+                            "JPEG decoding: gpu (nvJPEG: hardware JPEG engines, else GPU hybrid; what they refuse "
+                            "falls back to the CPU), cpu, or auto (gpu with a GPU backend and nvJPEG)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
+  batch_command->add_option("--encoder", batch.encoder,
+                            "JPEG encoding: gpu (nvJPEG), cpu, or auto (gpu with a GPU backend and nvJPEG)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
+  batch_command->add_flag("--full-chroma", batch.full_chroma,
+                          "GPU JPEG encoding with 4:4:4 chroma (default 4:2:0, as the CPU encoder writes)");
   batch_command->footer(std::string(chain_help()));
 
   StreamOptions stream;

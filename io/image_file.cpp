@@ -156,7 +156,11 @@ std::vector<std::uint8_t> encode_image(ConstFrameView image, const std::string& 
 
 std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate,
                                          std::uint64_t max_pixels) {
-  const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels));
+  return decode_file_bytes(path, read_file(path, max_image_file_bytes(max_pixels)), allocate, max_pixels);
+}
+
+std::vector<std::string> decode_file_bytes(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
+                                           const FrameAllocator& allocate, std::uint64_t max_pixels) {
   try {
     return decode_image(bytes, lowercase_extension(path), allocate, max_pixels);
   } catch (const PixelLimitError& e) {

@@ -37,6 +37,10 @@ ReadResult read_image(const std::filesystem::path& path, std::uint64_t max_pixel
 std::vector<std::string> read_image_into(const std::filesystem::path& path, const FrameAllocator& allocate,
                                          std::uint64_t max_pixels = kDefaultMaxPixels);
 
+// The bytes of the file at `path`, already read, decoded as read_image_into does (errors name `path`).
+std::vector<std::string> decode_file_bytes(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
+                                           const FrameAllocator& allocate, std::uint64_t max_pixels);
+
 // An image file's bytes already in memory (an object-store value, a request body), decoded as read_image_into
 // does: the format from the contents; `extension` (".jpg", or empty) names it in the message when this build
 // cannot read it. IoError without a path for bad bytes.

@@ -1,8 +1,10 @@
 #include "image_folder.hpp"
 
 #include "device_error.hpp"
+#include "device_resources.hpp"
 #include "folder.hpp"
 #include "image_file.hpp"
+#include "image_header.hpp"
 #include "io_error.hpp"
 
 #include <map>
@@ -80,8 +82,9 @@ void keep_shard(FolderPlan& plan, const fs::path& input_dir, int index, int coun
   std::erase_if(plan.files, [&](const FilePlan& file) { return shard_of(file) != index; });
 }
 
-ImageFolderSource::ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels)
-    : plan_(plan), chain_(chain), max_pixels_(max_pixels) {}
+ImageFolderSource::ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels,
+                                     GpuJpegDecoder* gpu_decoder)
+    : plan_(plan), chain_(chain), max_pixels_(max_pixels), gpu_decoder_(gpu_decoder) {}
 
 std::optional<Item> ImageFolderSource::next() {
   if (next_ == plan_.files.size()) return std::nullopt;
@@ -91,19 +94,92 @@ std::optional<Item> ImageFolderSource::next() {
   return item;
 }
 
+void ImageFolderSource::check_chain_limit(Size size) const {
+  const Size largest = largest_frame(chain_, size);
+  if (largest.pixels() > max_pixels_) {
+    throw PixelLimitError("the chain makes a " + to_string(largest) + " frame (" + std::to_string(largest.pixels()) +
+                          " pixels) from this " + to_string(size) + " image, more than the limit of " +
+                          std::to_string(max_pixels_) + " pixels");
+  }
+}
+
 std::vector<std::string> ImageFolderSource::read(const Item& item, const FrameAllocator& allocate) {
-  return read_image_into(
-      plan_.files[item.index].input,
+  const fs::path& path = plan_.files[item.index].input;
+  const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels_));
+  std::vector<std::string> warnings = decode_file_bytes(
+      path, bytes,
       [&](Size size) {
-        const Size largest = largest_frame(chain_, size);
-        if (largest.pixels() > max_pixels_) {
-          throw PixelLimitError("the chain makes a " + to_string(largest) + " frame (" +
-                                std::to_string(largest.pixels()) + " pixels) from this " + to_string(size) +
-                                " image, more than the limit of " + std::to_string(max_pixels_) + " pixels");
-        }
+        check_chain_limit(size);
         return allocate(size);
       },
       max_pixels_);
+  if (looks_like_jpeg(bytes)) count(JpegDecoder::cpu);
+  return warnings;
+}
+
+std::vector<std::string> ImageFolderSource::read_on_device(const Item& item, const FrameAllocator& allocate,
+                                                           const DeviceFrameAllocator& allocate_on_device) {
+  if (!gpu_decoder_) return read(item, allocate);
+  const fs::path& path = plan_.files[item.index].input;
+  const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels_));
+  const auto on_host = [&](Size size) {
+    check_chain_limit(size);
+    return allocate(size);
+  };
+  if (!looks_like_jpeg(bytes)) return decode_file_bytes(path, bytes, on_host, max_pixels_);
+  // A truncated file is refused as the CPU decoder refuses it, not decoded into a partly grey frame.
+  if (const ImageHeader header = read_image_header(bytes); !header.truncated.empty()) {
+    throw IoError(path, header.truncated);
+  }
+
+  DeviceFrame frame;
+  try {
+    count(gpu_decoder_->decode(
+        bytes,
+        [&](Size size) {
+          check_chain_limit(size);
+          frame = allocate_on_device(size);
+          return frame;
+        },
+        max_pixels_));
+    return {};
+  } catch (const PixelLimitError& e) {
+    if (!e.path().empty()) throw;
+    throw PixelLimitError(path, e.reason());
+  } catch (const GpuJpegRefusal& refusal) {
+    try {
+      std::vector<std::string> warnings;
+      if (!refusal.allocated()) {
+        warnings = decode_file_bytes(path, bytes, on_host, max_pixels_);
+      } else {
+        // The frame already waits on the device: decode on the host, then upload into it.
+        Image decoded;
+        warnings = decode_file_bytes(
+            path, bytes,
+            [&](Size size) {
+              if (size != frame.size) {
+                throw IoError("the CPU decoder makes a " + to_string(size) + " image, the GPU's header read " +
+                              to_string(frame.size));
+              }
+              decoded = Image(size);
+              return decoded.view();
+            },
+            max_pixels_);
+        check_device(cudaMemcpyAsync(frame.data, decoded.data(), decoded.bytes(), cudaMemcpyHostToDevice,
+                                     frame.stream),
+                     "cudaMemcpyAsync");
+        check_device(cudaStreamSynchronize(frame.stream), "cudaStreamSynchronize");
+      }
+      count(JpegDecoder::cpu);
+      return warnings;
+    } catch (const IoError& e) {
+      throw IoError(path, e.reason() + " (the GPU JPEG decoders refused it too: " + refusal.what() + ")");
+    }
+  }
+}
+
+std::array<std::uint64_t, 3> ImageFolderSource::jpeg_decoders() const {
+  return {decoded_by_[0].load(), decoded_by_[1].load(), decoded_by_[2].load()};
 }
 
 std::string failure_message(const ItemResult& result, std::string_view limit_hint) {
@@ -129,15 +205,31 @@ std::string failure_message(const ItemResult& result, std::string_view limit_hin
   }
 }
 
-ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing)
-    : plan_(plan), quality_(quality), existing_(existing) {}
+ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing, GpuJpegEncoder* gpu_encoder)
+    : plan_(plan), quality_(quality), existing_(existing), gpu_encoder_(gpu_encoder) {}
 
-void ImageFolderSink::write(const Item& item, ConstFrameView frame) {
+const fs::path& ImageFolderSink::output_of(const Item& item) const {
   const fs::path& output = plan_.files[item.index].output;
   std::error_code error;
   fs::create_directories(output.parent_path(), error);
   if (error) throw IoError(output.parent_path(), "cannot create the folder: " + error.message());
-  write_image(output, frame, quality_, existing_);
+  return output;
+}
+
+void ImageFolderSink::write(const Item& item, ConstFrameView frame) {
+  write_image(output_of(item), frame, quality_, existing_);
+}
+
+bool ImageFolderSink::writes_from_device(const Item& item) const {
+  if (!gpu_encoder_) return false;
+  const std::string extension = lowercase_extension(plan_.files[item.index].output);
+  return extension == ".jpg" || extension == ".jpeg";
+}
+
+void ImageFolderSink::write_from_device(const Item& item, DeviceFrame frame) {
+  const fs::path& output = output_of(item);
+  write_file_atomically(output, gpu_encoder_->encode(frame), existing_);
+  gpu_encoded_.fetch_add(1);
 }
 
 }  // namespace imgpipe::io

@@ -4,8 +4,11 @@
 
 #include "chain.hpp"
 #include "file_bytes.hpp"
+#include "gpu_jpeg.hpp"
 #include "job.hpp"
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -56,18 +59,32 @@ void keep_shard(FolderPlan& plan, const std::filesystem::path& input_dir, int in
 // The planned files, decoded on several threads at once straight into the engine's slots. A file whose header
 // declares more than `max_pixels`, or from which the chain makes a larger frame, is refused before the engine
 // allocates for it (PixelLimitError).
+// With a GPU JPEG decoder and an engine that keeps frames on the device, JPEG files are decoded on the GPU into
+// the slots' device inputs; what the GPU decoders refuse, and every other format, is decoded on the CPU.
 class ImageFolderSource final : public Source {
  public:
-  ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels);
+  ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels,
+                    GpuJpegDecoder* gpu_decoder = nullptr);
   std::optional<Item> next() override;
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
+  std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
+                                          const DeviceFrameAllocator& allocate_on_device) override;
   bool concurrent_reads() const override { return true; }
 
+  // JPEG files decoded so far by each decoder (JpegDecoder's order); other formats are not counted.
+  std::array<std::uint64_t, 3> jpeg_decoders() const;
+
  private:
+  // Refuses a frame from which the chain makes one over the pixel limit, before anything is allocated.
+  void check_chain_limit(Size size) const;
+  void count(JpegDecoder decoder) { decoded_by_[static_cast<std::size_t>(decoder)].fetch_add(1); }
+
   const FolderPlan& plan_;
   Chain chain_;
   std::uint64_t max_pixels_;
+  GpuJpegDecoder* gpu_decoder_;
   std::size_t next_ = 0;
+  std::array<std::atomic<std::uint64_t>, 3> decoded_by_{};
 };
 
 // One line naming the file and what went wrong with it, for an item of an image folder job that did not
@@ -76,16 +93,25 @@ std::string failure_message(const ItemResult& result, std::string_view limit_hin
 
 // Each item's output to its planned path, encoded on several threads at once, written atomically (a temporary
 // name, renamed once complete); with Existing::keep an existing file is never replaced.
+// With a GPU JPEG encoder, JPEG outputs are encoded on the GPU from the slots' device outputs.
 class ImageFolderSink final : public Sink {
  public:
-  ImageFolderSink(const FolderPlan& plan, int quality, Existing existing);
+  ImageFolderSink(const FolderPlan& plan, int quality, Existing existing, GpuJpegEncoder* gpu_encoder = nullptr);
   void write(const Item& item, ConstFrameView frame) override;
+  bool writes_from_device(const Item& item) const override;
+  void write_from_device(const Item& item, DeviceFrame frame) override;
   bool concurrent_writes() const override { return true; }
 
+  std::uint64_t gpu_encoded() const { return gpu_encoded_.load(); }
+
  private:
+  const std::filesystem::path& output_of(const Item& item) const;
+
   const FolderPlan& plan_;
   int quality_;
   Existing existing_;
+  GpuJpegEncoder* gpu_encoder_;
+  std::atomic<std::uint64_t> gpu_encoded_ = 0;
 };
 
 }  // namespace imgpipe::io

@@ -51,7 +51,10 @@ struct FrameRangeName {
 
 }  // namespace
 
-FrameSlot& Engine::acquire(Size in_size) {
+FrameSlot& Engine::acquire(Size in_size, Placement placement) {
+  if ((placement.input == Residence::device || placement.output == Residence::device) && !device_frames()) {
+    throw std::logic_error("engine: " + describe() + " keeps no frames on the device");
+  }
   int index = 0;
   {
     const cuda::NvtxRange range("engine: wait for a free slot");
@@ -61,6 +64,9 @@ FrameSlot& Engine::acquire(Size in_size) {
     free_.pop_back();
   }
   FrameSlot& slot = slots_[index];
+  slot.placement = placement;
+  slot.input = slot.output = {};
+  slot.device_input = slot.device_output = {};
   try {
     prepare(slot, in_size, output_size(chain_, in_size));
   } catch (...) {
@@ -163,6 +169,8 @@ class GpuRingEngine final : public Engine {
     for (const auto& s : ring_) cuda::check_noexcept(cudaStreamSynchronize(s->stream.get()), "cudaStreamSynchronize");
   }
 
+  bool device_frames() const override { return options_.memory != MemoryMode::managed; }
+
   std::string describe() const override {
     return std::string(path_ == GpuPath::naive ? "naive" : "optimized") + " GPU path, " +
            std::to_string(slots()) + " slots, " + std::string(to_string(options_.memory)) + " host memory" +
@@ -172,15 +180,19 @@ class GpuRingEngine final : public Engine {
  protected:
   void prepare(FrameSlot& slot, Size in, Size out) override {
     Slot& s = *ring_[slot.index];
-    s.grow_host(in, out);
+    const bool host_in = slot.placement.input == Residence::host;
+    const bool host_out = slot.placement.output == Residence::host;
+    s.grow_host(host_in ? in : Size{}, host_out ? out : Size{});
     try {
       s.grow_device(in, out);
     } catch (const cuda::CudaBadAlloc&) {
       free_device_memory(s);
       throw;
     }
-    slot.input = {s.host_in.data(), in};
-    slot.output = {s.host_out.data(), out};
+    if (host_in) slot.input = {s.host_in.data(), in};
+    if (host_out) slot.output = {s.host_out.data(), out};
+    if (!host_in) slot.device_input = {s.device_in.data(), in, s.stream.get()};
+    if (!host_out) slot.device_output = {s.device_out.data(), out, s.stream.get()};
   }
 
   // Issue order per slot: upload, chain, download, event, all on the slot's stream, so slot i's kernels
@@ -208,11 +220,16 @@ class GpuRingEngine final : public Engine {
         IMGPIPE_CUDA_CHECK(cudaMemPrefetchAsync(slot.output.data, out_bytes, host_location(), 0, stream));
       }
     } else {
-      IMGPIPE_CUDA_CHECK(
-          cudaMemcpyAsync(s.device_in.data(), slot.input.data, in_bytes, cudaMemcpyHostToDevice, stream));
-      s.chain.run(s.device_in.data(), slot.input.size, s.device_out.data(), stream);
-      IMGPIPE_CUDA_CHECK(
-          cudaMemcpyAsync(slot.output.data, s.device_out.data(), out_bytes, cudaMemcpyDeviceToHost, stream));
+      const Size in_size = slot.placement.input == Residence::host ? slot.input.size : slot.device_input.size;
+      if (slot.placement.input == Residence::host) {
+        IMGPIPE_CUDA_CHECK(
+            cudaMemcpyAsync(s.device_in.data(), slot.input.data, in_bytes, cudaMemcpyHostToDevice, stream));
+      }
+      s.chain.run(s.device_in.data(), in_size, s.device_out.data(), stream);
+      if (slot.placement.output == Residence::host) {
+        IMGPIPE_CUDA_CHECK(
+            cudaMemcpyAsync(slot.output.data, s.device_out.data(), out_bytes, cudaMemcpyDeviceToHost, stream));
+      }
     }
     s.done.record(stream);
   }

@@ -6,6 +6,9 @@
 //
 // At most slots() frames exist at once: acquire() blocks while all are in use, so a slow writer slows the
 // reader and memory stays bounded. Nothing is dropped.
+//
+// Engines that keep frames on the device (device_frames()) also lend a slot's device buffers: a GPU decoder
+// writes the input there and a GPU encoder reads the output there, so that no raw frame crosses PCIe.
 #pragma once
 
 #include "backend.hpp"
@@ -36,13 +39,35 @@ struct EngineOptions {
   MemoryMode memory = MemoryMode::pinned;  // GPU ring engine only
   bool prefetch = true;                   // managed memory only
 };
-constexpr int kMaxSlots = 16;
+constexpr int kMaxSlots = 128;  // a GPU JPEG decoder batches as many files as there are frames in flight
+
+// Where a slot's input comes from and where its output goes: host memory, which the engine copies over PCIe,
+// or the slot's own device buffers.
+enum class Residence { host, device };
+struct Placement {
+  Residence input = Residence::host;
+  Residence output = Residence::host;
+};
+
+// A frame in device memory (packed interleaved RGB8) and the stream that orders work on it.
+struct DeviceFrame {
+  std::uint8_t* data = nullptr;
+  Size size;
+  cudaStream_t stream = nullptr;
+};
 
 struct FrameSlot {
   int index = 0;
   std::uint64_t sequence = 0;  // submit order, from 0
-  FrameView input;             // valid from acquire() to submit()
-  FrameView output;            // valid from next_completed() to release()
+  Placement placement;         // as acquire() was asked
+  // Host input and output, where the placement says host; input valid from acquire() to submit(), output
+  // from next_completed() to release().
+  FrameView input;
+  FrameView output;
+  // Device input and output, where the placement says device, for the same spans. The input must be written
+  // before submit(): complete, or enqueued on device_input.stream (the slot's stream).
+  DeviceFrame device_input;
+  DeviceFrame device_output;
 };
 
 class Engine {
@@ -55,8 +80,12 @@ class Engine {
   virtual std::string describe() const = 0;
   int slots() const { return static_cast<int>(slots_.size()); }
 
-  // Blocks until a slot is free, then sizes its buffers for a frame of `in_size` (growing, never shrinking).
-  FrameSlot& acquire(Size in_size);
+  // True when acquire() takes a device placement (the GPU ring with device buffers).
+  virtual bool device_frames() const { return false; }
+
+  // Blocks until a slot is free, then sizes its buffers for a frame of `in_size` (growing, never shrinking)
+  // in the places `placement` names.
+  FrameSlot& acquire(Size in_size, Placement placement = {});
   // Starts the chain on the slot's input. GPU engines return at once; frames complete in submit order.
   // One thread submits at a time.
   void submit(FrameSlot& slot);
@@ -68,7 +97,8 @@ class Engine {
  protected:
   const Chain& chain() const { return chain_; }
   void set_chain(const Chain& chain) { chain_ = chain; }
-  // Grow slot `index`'s buffers for these sizes and point slot.input / slot.output at them.
+  // Grow slot `index`'s buffers for these sizes where slot.placement puts them, and point the slot's views
+  // at them.
   virtual void prepare(FrameSlot& slot, Size in, Size out) = 0;
   virtual void start(FrameSlot& slot) = 0;
   virtual void wait(FrameSlot& slot) = 0;

@@ -157,11 +157,27 @@ class JobRun {
       return;
     }
     try {
-      item.result.warnings = source_.read(item.result.item, [&](Size size) {
-        item.result.size = size;
-        item.slot = &engine_.acquire(size);
-        return item.slot->input;
-      });
+      if (!engine_.device_frames()) {
+        item.result.warnings = source_.read(item.result.item, [&](Size size) {
+          item.result.size = size;
+          item.slot = &engine_.acquire(size);
+          return item.slot->input;
+        });
+        return;
+      }
+      const Residence output_at = sink_.writes_from_device(item.result.item) ? Residence::device : Residence::host;
+      item.result.warnings = source_.read_on_device(
+          item.result.item,
+          [&](Size size) {
+            item.result.size = size;
+            item.slot = &engine_.acquire(size, {Residence::host, output_at});
+            return item.slot->input;
+          },
+          [&](Size size) {
+            item.result.size = size;
+            item.slot = &engine_.acquire(size, {Residence::device, output_at});
+            return item.slot->device_input;
+          });
     } catch (...) {
       fail(item, Stage::read, std::current_exception());
     }
@@ -211,7 +227,11 @@ class JobRun {
 
   void write_now(InFlight& item) {
     try {
-      sink_.write(item.result.item, item.slot->output);
+      if (item.slot->placement.output == Residence::device) {
+        sink_.write_from_device(item.result.item, item.slot->device_output);
+      } else {
+        sink_.write(item.result.item, item.slot->output);
+      }
     } catch (...) {
       fail(item, Stage::write, std::current_exception());
       return;
@@ -291,6 +311,10 @@ class JobRun {
 };
 
 }  // namespace
+
+void Sink::write_from_device(const Item& item, DeviceFrame) {
+  throw std::logic_error("job: " + item.name + ": this sink writes no device frames");
+}
 
 int job_workers(int requested) {
   return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -29,6 +29,9 @@ struct Item {
   bool skip = false;        // not processed, and not a failure (its output exists and the job resumes)
 };
 
+// Lends a frame of a size in an engine slot's device input (see FrameSlot::device_input).
+using DeviceFrameAllocator = std::function<DeviceFrame(Size)>;
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -38,6 +41,12 @@ class Source {
   // Decodes `item` into allocate(size), calling `allocate` once the frame's size is known. Returns the
   // warnings the user should hear about (e.g. transparency dropped). Throws on a bad item.
   virtual std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) = 0;
+  // Where the engine keeps frames on the device: like read(), but the source may instead take its frame from
+  // `allocate_on_device` and decode into it on the GPU (calling one of the two allocators once).
+  virtual std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
+                                                  const DeviceFrameAllocator& /*allocate_on_device*/) {
+    return read(item, allocate);
+  }
   // True when read() may run for different items on several threads at once (image files); false keeps
   // next() and read() of one item together and the items one after another (a stream).
   virtual bool concurrent_reads() const { return false; }
@@ -48,6 +57,11 @@ class Sink {
   virtual ~Sink() = default;
   // Writes the output of `item`: in item order unless concurrent_writes(). Throws when it cannot.
   virtual void write(const Item& item, ConstFrameView frame) = 0;
+  // True when `item`'s output should stay on the device and come to write_from_device() (a GPU encoder);
+  // asked only where the engine keeps frames on the device.
+  virtual bool writes_from_device(const Item& /*item*/) const { return false; }
+  // The output in the slot's device buffer, complete: the stream has reached it.
+  virtual void write_from_device(const Item& item, DeviceFrame frame);
   // Completes the output after the last item; throws when it could not be completed. A sink destroyed without
   // close() leaves no partial output under its name.
   virtual void close() {}

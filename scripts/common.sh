@@ -45,11 +45,35 @@ make_python_venv() {
   "$python_venv/bin/pip" install --quiet "nanobind>=2.0"
 }
 
+# nvJPEG (GPU JPEG decode and encode) is in most CUDA toolkits; NVIDIA's Debian 12 toolkit packages may lack
+# it. Then PyPI's nvidia-nvjpeg wheel (header and library, CUDA 13) goes into the same virtual environment, and
+# its folder is where CMake looks (NVJPEG_ROOT). Other toolkit versions build with CPU JPEG only.
+nvjpeg_root=""
+find_nvjpeg() {
+  local nvcc_path cuda_root release
+  nvcc_path=$(command -v "${CUDACXX:-nvcc}")
+  cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc_path")")")
+  [ -f "$cuda_root/include/nvjpeg.h" ] && return
+  release=$("$nvcc_path" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  if [ "$release" != 13 ]; then
+    echo "imgpipe: CUDA $release's toolkit has no nvjpeg.h; building with CPU JPEG only"
+    return
+  fi
+  nvjpeg_root=$("$python_venv/bin/python" -c "import nvidia, os; print(os.path.join(nvidia.__path__[0], 'cu13'))" 2>/dev/null || true)
+  if [ -z "$nvjpeg_root" ] || [ ! -f "$nvjpeg_root/include/nvjpeg.h" ]; then
+    echo "imgpipe: installing nvJPEG from PyPI (nvidia-nvjpeg 13.0) into $python_venv (for GPU JPEG)"
+    "$python_venv/bin/pip" install --quiet "nvidia-nvjpeg==13.0.*"
+    nvjpeg_root=$("$python_venv/bin/python" -c "import nvidia, os; print(os.path.join(nvidia.__path__[0], 'cu13'))")
+  fi
+}
+
 # The cpu-only preset (CMakePresets.json), a Release build into build/ in which a warning fails the build, with
 # the Python module.
 build_imgpipe() {
   find_nvcc
   make_python_venv
-  cmake --preset cpu-only -DIMGPIPE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PWD/$python_venv/bin/python"
+  find_nvjpeg
+  cmake --preset cpu-only -DIMGPIPE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PWD/$python_venv/bin/python" \
+    ${nvjpeg_root:+-DNVJPEG_ROOT="$nvjpeg_root"}
   cmake --build --preset cpu-only -j"$(nproc)"
 }

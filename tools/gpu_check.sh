@@ -52,7 +52,8 @@ for step in "${steps[@]}"; do
         [test_gpu_chain]='Chains/*:BothPaths/*:GpuBackend.*'
         [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
-        [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*')
+        [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*'
+        [test_gpu_jpeg]='*')
       pids=()
       for tool in memcheck racecheck initcheck synccheck; do
         for name in "${!filters[@]}"; do

@@ -1,0 +1,257 @@
+// imgpipe_bench_jpeg: GPU JPEG rates on a folder of JPEG files, each row against nvJPEG's hardware backend on
+// its own (the ceiling). Every file is read into memory first, so the disk is out of it:
+//   hardware ceiling   nvjpegDecodeBatched on one hardware handle, batches of --batch files from pinned memory
+//   imgpipe decoder    io::GpuJpegDecoder called from --threads threads at once (its own batching, fallbacks)
+//   imgpipe encoder    io::GpuJpegEncoder on the decoded frames resized to --encode-size, --threads threads
+// The whole folder job (files on disk -> JPEG files) is `imgpipe batch`; docs/gpu-jpeg.md has the commands.
+#include "chain.hpp"
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+#include "folder.hpp"
+#include "file_bytes.hpp"
+#include "gpu_backend.hpp"
+#include "gpu_jpeg.hpp"
+#include "ppm.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <nvjpeg.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace imgpipe;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  fs::path folder;
+  int batch = 128;
+  int threads = 64;
+  int encoder_states = 4;
+  int quality = 90;
+  std::string encode_size = "1280x720";
+  int repeats = 3;
+  std::string json;
+};
+
+struct Row {
+  std::string name;
+  std::string detail;
+  double images_per_s = 0;
+  double megabytes_per_s = 0;  // JPEG bytes in (decode) or out (encode)
+};
+
+void check(nvjpegStatus_t status, const char* call) {
+  if (status != NVJPEG_STATUS_SUCCESS) throw std::runtime_error(std::string(call) + " failed: status " + std::to_string(status));
+}
+
+struct Files {
+  std::vector<std::vector<std::uint8_t>> bytes;
+  std::size_t total = 0;
+};
+
+Files read_folder(const fs::path& folder) {
+  Files files;
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    const std::string extension = io::lowercase_extension(entry.path());
+    if (entry.is_regular_file() && (extension == ".jpg" || extension == ".jpeg")) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const fs::path& path : paths) {
+    files.bytes.push_back(io::read_file(path));
+    files.total += files.bytes.back().size();
+  }
+  if (files.bytes.empty()) throw std::runtime_error("no .jpg files under " + folder.string());
+  return files;
+}
+
+// The best of `repeats` runs of `run`, which processes every file once: images/s and MB/s of `bytes`.
+Row best_of(const std::string& name, const std::string& detail, int repeats, std::size_t images, std::size_t bytes,
+            const std::function<void()>& run) {
+  run();  // warm-up: handles, states and buffers reach their size
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return {name, detail, images / best, bytes / best / 1e6};
+}
+
+// nvJPEG's hardware backend alone: one handle, one state, batches from pinned memory into device buffers.
+Row hardware_ceiling(const Files& files, const Options& o) {
+  nvjpegHandle_t handle = nullptr;
+  check(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle), "nvjpegCreateEx(hardware)");
+  nvjpegJpegState_t state = nullptr;
+  check(nvjpegJpegStateCreate(handle, &state), "nvjpegJpegStateCreate");
+  const cuda::Stream stream = cuda::Stream::create();
+  std::vector<cuda::PinnedBuffer> pinned;
+  std::vector<cuda::DeviceBuffer> outputs;
+  std::vector<nvjpegImage_t> images;
+  for (const auto& file : files.bytes) {
+    pinned.emplace_back(file.size());
+    std::copy(file.begin(), file.end(), pinned.back().data());
+    int components = 0;
+    nvjpegChromaSubsampling_t subsampling{};
+    int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
+    check(nvjpegGetImageInfo(handle, file.data(), file.size(), &components, &subsampling, widths, heights),
+          "nvjpegGetImageInfo");
+    outputs.emplace_back(static_cast<std::size_t>(widths[0]) * heights[0] * 3);
+    nvjpegImage_t image{};
+    image.channel[0] = outputs.back().data();
+    image.pitch[0] = static_cast<std::size_t>(widths[0]) * 3;
+    images.push_back(image);
+  }
+  const int batch = std::min<int>(o.batch, static_cast<int>(files.bytes.size()));
+  check(nvjpegDecodeBatchedInitialize(handle, state, batch, 1, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeBatchedInitialize");
+  const std::size_t whole_batches = files.bytes.size() / batch * batch;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < whole_batches; ++i) bytes += files.bytes[i].size();
+  Row row = best_of("nvJPEG hardware batched decode (ceiling)", "batch " + std::to_string(batch) + ", pinned input",
+                    o.repeats, whole_batches, bytes, [&] {
+                      std::vector<const unsigned char*> data(batch);
+                      std::vector<std::size_t> lengths(batch);
+                      for (std::size_t first = 0; first < whole_batches; first += batch) {
+                        for (int i = 0; i < batch; ++i) {
+                          data[i] = pinned[first + i].data();
+                          lengths[i] = files.bytes[first + i].size();
+                        }
+                        check(nvjpegDecodeBatched(handle, state, data.data(), lengths.data(), &images[first],
+                                                  stream.get()),
+                              "nvjpegDecodeBatched");
+                      }
+                      stream.synchronize();
+                    });
+  nvjpegJpegStateDestroy(state);
+  nvjpegDestroy(handle);
+  return row;
+}
+
+// Runs `work(file index, thread's device buffer)` over every file from `threads` threads.
+void over_files(std::size_t count, int threads, const std::function<void(std::size_t, cuda::DeviceBuffer&)>& work) {
+  std::atomic<std::size_t> next = 0;
+  std::vector<std::jthread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      IMGPIPE_CUDA_CHECK(cudaSetDevice(0));
+      cuda::DeviceBuffer buffer;
+      for (std::size_t i = next++; i < count; i = next++) work(i, buffer);
+    });
+  }
+}
+
+Row imgpipe_decoder(const Files& files, const Options& o, std::array<std::atomic<std::size_t>, 3>& used) {
+  io::GpuJpegDecoder decoder({});
+  const cuda::Stream stream = cuda::Stream::create();
+  return best_of("imgpipe GPU JPEG decoder", std::to_string(o.threads) + " threads", o.repeats, files.bytes.size(),
+                 files.total, [&] {
+                   for (auto& count : used) count = 0;
+                   over_files(files.bytes.size(), o.threads, [&](std::size_t i, cuda::DeviceBuffer& buffer) {
+                     const io::JpegDecoder by = decoder.decode(
+                         files.bytes[i],
+                         [&](Size size) {
+                           buffer.grow(size.rgb_bytes());
+                           return DeviceFrame{buffer.data(), size, stream.get()};
+                         },
+                         io::kDefaultMaxPixels);
+                     ++used[static_cast<std::size_t>(by)];
+                   });
+                 });
+}
+
+Row imgpipe_encoder(const Files& files, const Options& o, Size size) {
+  // The frames to encode: the first files decoded and resized on the GPU, cycled.
+  io::GpuJpegDecoder decoder({});
+  const cuda::Stream stream = cuda::Stream::create();
+  DeviceChain resize(GpuPath::optimized, parse_chain("resize=" + to_string(size)));
+  std::vector<cuda::DeviceBuffer> frames;
+  for (std::size_t i = 0; i < std::min<std::size_t>(files.bytes.size(), 16); ++i) {
+    cuda::DeviceBuffer decoded;
+    Size decoded_size;
+    decoder.decode(
+        files.bytes[i],
+        [&](Size s) {
+          decoded_size = s;
+          decoded.grow(s.rgb_bytes());
+          return DeviceFrame{decoded.data(), s, stream.get()};
+        },
+        io::kDefaultMaxPixels);
+    frames.emplace_back(size.rgb_bytes());
+    resize.run(decoded.data(), decoded_size, frames.back().data(), stream.get());
+    stream.synchronize();
+  }
+  io::GpuJpegEncoder encoder({o.quality, false, o.encoder_states});
+  std::atomic<std::size_t> bytes = 0;
+  const std::size_t count = files.bytes.size();
+  Row row = best_of("imgpipe GPU JPEG encoder", to_string(size) + ", quality " + std::to_string(o.quality) + ", " +
+                                                    std::to_string(o.encoder_states) + " encoder states",
+                    o.repeats, count, 0, [&] {
+                      bytes = 0;
+                      over_files(count, o.threads, [&](std::size_t i, cuda::DeviceBuffer&) {
+                        bytes += encoder.encode({frames[i % frames.size()].data(), size, nullptr}).size();
+                      });
+                    });
+  row.megabytes_per_s = row.images_per_s * (double(bytes) / count) / 1e6;
+  return row;
+}
+
+int run(const Options& o) {
+  const auto size = parse_size(o.encode_size);
+  if (!size) throw std::invalid_argument("--encode-size '" + o.encode_size + "': expected WxH");
+  std::fprintf(stderr, "reading %s\n", o.folder.c_str());
+  const Files files = read_folder(o.folder);
+  std::fprintf(stderr, "%zu files, %.1f MB, %.0f KB each on average\n", files.bytes.size(), files.total / 1e6,
+               files.total / 1e3 / files.bytes.size());
+  std::vector<Row> rows;
+  std::array<std::atomic<std::size_t>, 3> used{};
+  rows.push_back(hardware_ceiling(files, o));
+  rows.push_back(imgpipe_decoder(files, o, used));
+  rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
+                        ", CPU " + std::to_string(used[2]);
+  rows.push_back(imgpipe_encoder(files, o, *size));
+
+  std::printf("%-42s %10s %9s  %s\n", "row", "images/s", "MB/s", "detail");
+  nlohmann::json report = {{"folder", o.folder.string()}, {"files", files.bytes.size()}, {"bytes", files.total}};
+  for (const Row& r : rows) {
+    std::printf("%-42s %10.0f %9.0f  %s\n", r.name.c_str(), r.images_per_s, r.megabytes_per_s, r.detail.c_str());
+    report["rows"].push_back(
+        {{"name", r.name}, {"detail", r.detail}, {"images_per_s", r.images_per_s}, {"megabytes_per_s", r.megabytes_per_s}});
+  }
+  std::printf("imgpipe decoder / hardware ceiling: %.1f%%\n", 100 * rows[1].images_per_s / rows[0].images_per_s);
+  if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"GPU JPEG decode and encode rates on a folder of JPEG files, against nvJPEG's hardware backend alone",
+               "imgpipe_bench_jpeg"};
+  Options o;
+  app.add_option("FOLDER", o.folder, "Folder of .jpg files (read into memory first)")->required()->check(CLI::ExistingDirectory);
+  app.add_option("--batch", o.batch, "Files per batch in the hardware ceiling row")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--threads", o.threads, "Threads calling imgpipe's decoder and encoder at once")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--encoder-states", o.encoder_states, "Encodes in flight at once")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--quality", o.quality, "JPEG quality of the encode row")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--encode-size", o.encode_size, "Size of the frames the encode row encodes")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "Runs per row; the best is reported")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--json", o.json, "Also write the rows as JSON");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "imgpipe_bench_jpeg: %s\n", e.what());
+    return 3;
+  }
+}

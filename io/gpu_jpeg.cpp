@@ -1,0 +1,472 @@
+#include "gpu_jpeg.hpp"
+
+#include "chain.hpp"
+#include "device_resources.hpp"
+#include "gpu_backend.hpp"
+#include "io_error.hpp"
+#include "ppm.hpp"
+
+#include <nvjpeg.h>
+
+#include <algorithm>
+#include <bit>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace imgpipe::io {
+namespace {
+
+const char* status_name(nvjpegStatus_t status) {
+  switch (status) {
+    case NVJPEG_STATUS_SUCCESS: return "success";
+    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH: return "not supported on this GPU";
+    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
+  }
+  return "unknown status";
+}
+
+std::string failed(const char* call, nvjpegStatus_t status) {
+  return std::string(call) + " failed: " + status_name(status) + " (nvJPEG status " +
+         std::to_string(static_cast<int>(status)) + ")";
+}
+
+void check_nvjpeg(nvjpegStatus_t status, const char* call) {
+  if (status != NVJPEG_STATUS_SUCCESS) throw std::runtime_error("nvJPEG: " + failed(call, status));
+}
+
+// RAII for nvJPEG's handles; destructors never throw.
+void destroy_handle(nvjpegHandle_t h) noexcept { nvjpegDestroy(h); }
+void destroy_state(nvjpegJpegState_t s) noexcept { nvjpegJpegStateDestroy(s); }
+void destroy_jpeg_stream(nvjpegJpegStream_t s) noexcept { nvjpegJpegStreamDestroy(s); }
+void destroy_encoder_state(nvjpegEncoderState_t s) noexcept { nvjpegEncoderStateDestroy(s); }
+void destroy_encoder_params(nvjpegEncoderParams_t p) noexcept { nvjpegEncoderParamsDestroy(p); }
+using Handle = UniqueHandle<nvjpegHandle_t, destroy_handle>;
+using State = UniqueHandle<nvjpegJpegState_t, destroy_state>;
+using JpegStream = UniqueHandle<nvjpegJpegStream_t, destroy_jpeg_stream>;
+using EncoderState = UniqueHandle<nvjpegEncoderState_t, destroy_encoder_state>;
+using EncoderParams = UniqueHandle<nvjpegEncoderParams_t, destroy_encoder_params>;
+
+Handle create_handle(nvjpegBackend_t backend) {
+  nvjpegHandle_t handle = nullptr;
+  check_nvjpeg(nvjpegCreateEx(backend, nullptr, nullptr, 0, &handle), "nvjpegCreateEx");
+  return Handle(handle);
+}
+
+State create_state(const Handle& handle) {
+  nvjpegJpegState_t state = nullptr;
+  check_nvjpeg(nvjpegJpegStateCreate(handle.get(), &state), "nvjpegJpegStateCreate");
+  return State(state);
+}
+
+int current_device() {
+  int device = 0;
+  check_device(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
+// The chain ops that turn a stored image upright for its EXIF orientation, as OpenCV's imread does; nullptr
+// when it is stored upright.
+const char* upright_ops(nvjpegExifOrientation_t orientation) {
+  switch (orientation) {
+    case NVJPEG_ORIENTATION_FLIP_HORIZONTAL: return "flip=h";
+    case NVJPEG_ORIENTATION_ROTATE_180: return "rotate=180";
+    case NVJPEG_ORIENTATION_FLIP_VERTICAL: return "flip=v";
+    case NVJPEG_ORIENTATION_TRANSPOSE: return "transpose";
+    case NVJPEG_ORIENTATION_ROTATE_90: return "rotate=90";
+    case NVJPEG_ORIENTATION_TRANSVERSE: return "rotate=270,flip=h";
+    case NVJPEG_ORIENTATION_ROTATE_270: return "rotate=270";
+    default: return nullptr;
+  }
+}
+
+bool swaps_axes(nvjpegExifOrientation_t orientation) {
+  return orientation == NVJPEG_ORIENTATION_TRANSPOSE || orientation == NVJPEG_ORIENTATION_ROTATE_90 ||
+         orientation == NVJPEG_ORIENTATION_TRANSVERSE || orientation == NVJPEG_ORIENTATION_ROTATE_270;
+}
+
+nvjpegImage_t interleaved(std::uint8_t* data, Size size) {
+  nvjpegImage_t image{};
+  image.channel[0] = data;
+  image.pitch[0] = static_cast<std::size_t>(size.width) * 3;
+  return image;
+}
+
+// Waits for `stream`; false when the GPU work on it failed.
+bool finished_cleanly(cudaStream_t stream) { return cudaStreamSynchronize(stream) == cudaSuccess; }
+
+}  // namespace
+
+std::string gpu_jpeg_unavailable() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return "no usable CUDA device";
+  return {};
+}
+
+std::vector<std::string> describe_gpu_jpeg() {
+  if (const std::string why = gpu_jpeg_unavailable(); !why.empty()) return {"GPU JPEG: unavailable (" + why + ")"};
+  int major = 0, minor = 0, patch = 0;
+  nvjpegGetProperty(MAJOR_VERSION, &major);
+  nvjpegGetProperty(MINOR_VERSION, &minor);
+  nvjpegGetProperty(PATCH_LEVEL, &patch);
+  const std::string version = "nvJPEG " + std::to_string(major) + "." + std::to_string(minor) + "." +
+                              std::to_string(patch);
+  nvjpegHandle_t probe = nullptr;
+  const nvjpegStatus_t hardware = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &probe);
+  if (hardware == NVJPEG_STATUS_SUCCESS) nvjpegDestroy(probe);
+  return {
+      "JPEG decode: " + std::string(hardware == NVJPEG_STATUS_SUCCESS
+                                        ? "GPU hardware engines (batched), then GPU hybrid, then CPU"
+                                        : "GPU hybrid (no hardware JPEG decoder: " +
+                                              std::string(status_name(hardware)) + "), then CPU") +
+          " (" + version + ")",
+      "JPEG encode: GPU, on the SMs (" + version + ")",
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Decoder
+
+struct GpuJpegDecoder::Impl {
+  // One file waiting for a hardware batch; a lane fills in the outcome.
+  struct Request {
+    const unsigned char* data = nullptr;
+    std::size_t length = 0;
+    std::uint8_t* destination = nullptr;
+    Size size;  // as stored, before orientation
+    bool finished = false;
+    bool decoded = false;
+  };
+
+  // A hardware decode lane: its own handle (two lanes sharing one hardware handle hung on the H200), a state
+  // per batch size (a state is initialised for one batch size), a stream and a thread.
+  struct Lane {
+    Handle handle;
+    std::map<int, State> states;
+    DeviceStream stream = DeviceStream::create();
+    std::jthread thread;
+  };
+
+  // What one decode() call works with: a parsed stream, a GPU-hybrid state, a stream, room for an image that
+  // is turned upright after decoding. Pooled, one per thread decoding at once.
+  struct Scratch {
+    JpegStream parsed;
+    State hybrid_state;
+    DeviceStream stream = DeviceStream::create();
+    DeviceBuffer stored;
+  };
+
+  Options options;
+  int device = current_device();
+  Handle hybrid = create_handle(NVJPEG_BACKEND_GPU_HYBRID);
+  // Answers which files the hardware takes; a handle of its own, as the lanes' handles are busy decoding.
+  Handle hardware_probe;
+  std::mutex probe_mutex;
+  std::vector<std::unique_ptr<Lane>> lanes;
+
+  std::mutex scratch_mutex;
+  std::vector<std::unique_ptr<Scratch>> idle_scratch;
+
+  std::mutex queue_mutex;
+  std::condition_variable queued, finished;
+  std::deque<Request*> queue;
+  bool stopping = false;
+
+  explicit Impl(const Options& o) : options(o) {
+    nvjpegHandle_t probe = nullptr;
+    if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &probe) != NVJPEG_STATUS_SUCCESS) return;
+    hardware_probe = Handle(probe);
+    for (int i = 0; i < std::max(1, options.lanes); ++i) {
+      nvjpegHandle_t handle = nullptr;
+      if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) break;
+      auto lane = std::make_unique<Lane>();
+      lane->handle = Handle(handle);
+      lanes.push_back(std::move(lane));
+    }
+    for (auto& lane : lanes) lane->thread = std::jthread([this, l = lane.get()] { run_lane(*l); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(queue_mutex);
+      stopping = true;
+    }
+    queued.notify_all();
+    for (auto& lane : lanes) lane->thread = {};  // joins
+  }
+
+  std::unique_ptr<Scratch> take_scratch() {
+    {
+      std::lock_guard lock(scratch_mutex);
+      if (!idle_scratch.empty()) {
+        auto s = std::move(idle_scratch.back());
+        idle_scratch.pop_back();
+        return s;
+      }
+    }
+    auto s = std::make_unique<Scratch>();
+    nvjpegJpegStream_t parsed = nullptr;
+    check_nvjpeg(nvjpegJpegStreamCreate(hybrid.get(), &parsed), "nvjpegJpegStreamCreate");
+    s->parsed = JpegStream(parsed);
+    s->hybrid_state = create_state(hybrid);
+    return s;
+  }
+
+  void give_back(std::unique_ptr<Scratch> s) {
+    std::lock_guard lock(scratch_mutex);
+    idle_scratch.push_back(std::move(s));
+  }
+
+  // Takes the files waiting, as many as the largest power of two up to max_batch (each batch size needs its
+  // own initialised state, so sizes are kept to a few), decodes them as one batch, and wakes their threads.
+  void run_lane(Lane& lane) {
+    if (cudaSetDevice(device) != cudaSuccess) return;  // nvJPEG's hardware backend needs the device current
+    std::vector<Request*> batch;
+    while (true) {
+      {
+        std::unique_lock lock(queue_mutex);
+        queued.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        const auto take = std::bit_floor(std::min(queue.size(), static_cast<std::size_t>(options.max_batch)));
+        batch.assign(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
+        queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
+      }
+      const bool decoded = decode_batch(lane, batch);
+      {
+        std::lock_guard lock(queue_mutex);
+        for (Request* r : batch) {
+          r->finished = true;
+          r->decoded = decoded;
+        }
+      }
+      finished.notify_all();
+    }
+  }
+
+  bool decode_batch(Lane& lane, const std::vector<Request*>& batch) {
+    const int n = static_cast<int>(batch.size());
+    State& state = lane.states[n];
+    if (!state) {
+      try {
+        state = create_state(lane.handle);
+      } catch (const std::exception&) {
+        return false;
+      }
+      if (nvjpegDecodeBatchedInitialize(lane.handle.get(), state.get(), n, 1, NVJPEG_OUTPUT_RGBI) !=
+          NVJPEG_STATUS_SUCCESS) {
+        state.reset();
+        return false;
+      }
+    }
+    std::vector<const unsigned char*> data;
+    std::vector<std::size_t> lengths;
+    std::vector<nvjpegImage_t> images;
+    for (const Request* r : batch) {
+      data.push_back(r->data);
+      lengths.push_back(r->length);
+      images.push_back(interleaved(r->destination, r->size));
+    }
+    const nvjpegStatus_t status = nvjpegDecodeBatched(lane.handle.get(), state.get(), data.data(), lengths.data(),
+                                                      images.data(), lane.stream.get());
+    const bool decoded = finished_cleanly(lane.stream.get()) && status == NVJPEG_STATUS_SUCCESS;
+    if (!decoded) state.reset();  // a failed batch leaves its state unusable: start the next one afresh
+    return decoded;
+  }
+
+  bool hardware_takes(const JpegStream& parsed) {
+    std::lock_guard lock(probe_mutex);
+    int unsupported = 1;  // nvJPEG answers 0 for a file it supports
+    return nvjpegDecodeBatchedSupported(hardware_probe.get(), parsed.get(), &unsupported) == NVJPEG_STATUS_SUCCESS &&
+           unsupported == 0;
+  }
+
+  // Queues one file for the next hardware batch and waits for it; false when its batch failed.
+  bool decode_on_hardware(std::span<const std::uint8_t> jpeg, std::uint8_t* destination, Size size) {
+    Request request{jpeg.data(), jpeg.size(), destination, size};
+    {
+      std::lock_guard lock(queue_mutex);
+      queue.push_back(&request);
+    }
+    queued.notify_one();
+    std::unique_lock lock(queue_mutex);
+    finished.wait(lock, [&] { return request.finished; });
+    return request.decoded;
+  }
+
+  bool decode_hybrid(Scratch& s, std::span<const std::uint8_t> jpeg, std::uint8_t* destination, Size size) {
+    nvjpegImage_t image = interleaved(destination, size);
+    const nvjpegStatus_t status = nvjpegDecode(hybrid.get(), s.hybrid_state.get(), jpeg.data(), jpeg.size(),
+                                               NVJPEG_OUTPUT_RGBI, &image, s.stream.get());
+    const bool decoded = finished_cleanly(s.stream.get()) && status == NVJPEG_STATUS_SUCCESS;
+    if (!decoded) s.hybrid_state = create_state(hybrid);
+    return decoded;
+  }
+
+  JpegDecoder decode(Scratch& s, std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
+                     std::uint64_t max_pixels) {
+    check_device(cudaSetDevice(device), "cudaSetDevice");
+    const nvjpegStatus_t parse = nvjpegJpegStreamParse(hybrid.get(), jpeg.data(), jpeg.size(), 0, 0, s.parsed.get());
+    if (parse != NVJPEG_STATUS_SUCCESS) throw GpuJpegRefusal("nvJPEG cannot parse it (" + failed("nvjpegJpegStreamParse", parse) + ")", false);
+    unsigned width = 0, height = 0;
+    check_nvjpeg(nvjpegJpegStreamGetFrameDimensions(s.parsed.get(), &width, &height),
+                 "nvjpegJpegStreamGetFrameDimensions");
+    if (static_cast<std::uint64_t>(width) * height > max_pixels) {
+      throw PixelLimitError(pixel_limit_reason(width, height, max_pixels) +
+                            "; its JPEG header says so, and nothing was decoded");
+    }
+    nvjpegExifOrientation_t orientation = NVJPEG_ORIENTATION_UNKNOWN;
+    if (nvjpegJpegStreamGetExifOrientation(s.parsed.get(), &orientation) != NVJPEG_STATUS_SUCCESS) {
+      orientation = NVJPEG_ORIENTATION_UNKNOWN;
+    }
+    const bool on_hardware = !lanes.empty() && hardware_takes(s.parsed);
+
+    const Size stored{static_cast<int>(width), static_cast<int>(height)};
+    const char* turn_upright = upright_ops(orientation);
+    const Size upright = swaps_axes(orientation) ? Size{stored.height, stored.width} : stored;
+    const DeviceFrame frame = allocate(upright);
+    std::uint8_t* destination = frame.data;
+    if (turn_upright) {
+      s.stored.grow(stored.rgb_bytes());
+      destination = s.stored.data();
+    }
+
+    JpegDecoder used = JpegDecoder::hardware;
+    if (!on_hardware || !decode_on_hardware(jpeg, destination, stored)) {
+      used = JpegDecoder::gpu_hybrid;
+      if (!decode_hybrid(s, jpeg, destination, stored)) {
+        throw GpuJpegRefusal(on_hardware ? "the GPU decoders failed on it" : "the GPU hybrid decoder failed on it",
+                             true);
+      }
+    }
+    if (turn_upright) {
+      DeviceChain upright_chain(GpuPath::optimized, parse_chain(turn_upright));
+      upright_chain.run(destination, stored, frame.data, s.stream.get());
+      check_device(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");
+    }
+    return used;
+  }
+};
+
+GpuJpegDecoder::GpuJpegDecoder(const Options& options) {
+  if (const std::string why = gpu_jpeg_unavailable(); !why.empty()) throw std::runtime_error("GPU JPEG: " + why);
+  impl_ = std::make_unique<Impl>(options);
+}
+
+GpuJpegDecoder::~GpuJpegDecoder() = default;
+
+bool GpuJpegDecoder::has_hardware() const { return !impl_->lanes.empty(); }
+
+JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
+                                   std::uint64_t max_pixels) {
+  std::unique_ptr<Impl::Scratch> scratch = impl_->take_scratch();
+  try {
+    const JpegDecoder used = impl_->decode(*scratch, jpeg, allocate, max_pixels);
+    impl_->give_back(std::move(scratch));
+    return used;
+  } catch (...) {
+    impl_->give_back(std::move(scratch));
+    throw;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Encoder
+
+struct GpuJpegEncoder::Impl {
+  struct Lane {
+    EncoderState state;
+    DeviceStream stream = DeviceStream::create();
+  };
+
+  int device = current_device();
+  Handle handle = create_handle(NVJPEG_BACKEND_DEFAULT);
+  EncoderParams params;
+  std::mutex mutex;
+  std::condition_variable lane_freed;
+  std::vector<std::unique_ptr<Lane>> idle;
+
+  explicit Impl(const Options& options) {
+    if (options.quality < 1 || options.quality > 100) {
+      throw std::invalid_argument("JPEG quality " + std::to_string(options.quality) + " is not in 1..100");
+    }
+    const DeviceStream setup = DeviceStream::create();
+    nvjpegEncoderParams_t p = nullptr;
+    check_nvjpeg(nvjpegEncoderParamsCreate(handle.get(), &p, setup.get()), "nvjpegEncoderParamsCreate");
+    params = EncoderParams(p);
+    check_nvjpeg(nvjpegEncoderParamsSetQuality(p, options.quality, setup.get()), "nvjpegEncoderParamsSetQuality");
+    check_nvjpeg(nvjpegEncoderParamsSetSamplingFactors(p, options.full_chroma ? NVJPEG_CSS_444 : NVJPEG_CSS_420,
+                                                       setup.get()),
+                 "nvjpegEncoderParamsSetSamplingFactors");
+    setup.synchronize();
+    for (int i = 0; i < std::max(1, options.states); ++i) {
+      auto lane = std::make_unique<Lane>();
+      nvjpegEncoderState_t state = nullptr;
+      check_nvjpeg(nvjpegEncoderStateCreate(handle.get(), &state, lane->stream.get()), "nvjpegEncoderStateCreate");
+      lane->state = EncoderState(state);
+      idle.push_back(std::move(lane));
+    }
+  }
+
+  std::vector<std::uint8_t> encode(Lane& lane, const DeviceFrame& frame) {
+    check_device(cudaSetDevice(device), "cudaSetDevice");
+    const nvjpegImage_t source = interleaved(frame.data, frame.size);
+    const cudaStream_t stream = lane.stream.get();
+    check_nvjpeg(nvjpegEncodeImage(handle.get(), lane.state.get(), params.get(), &source, NVJPEG_INPUT_RGBI,
+                                   frame.size.width, frame.size.height, stream),
+                 "nvjpegEncodeImage");
+    std::size_t length = 0;
+    check_nvjpeg(nvjpegEncodeRetrieveBitstream(handle.get(), lane.state.get(), nullptr, &length, stream),
+                 "nvjpegEncodeRetrieveBitstream");
+    check_device(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    std::vector<std::uint8_t> bytes(length);
+    check_nvjpeg(nvjpegEncodeRetrieveBitstream(handle.get(), lane.state.get(), bytes.data(), &length, stream),
+                 "nvjpegEncodeRetrieveBitstream");
+    check_device(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    bytes.resize(length);
+    return bytes;
+  }
+};
+
+GpuJpegEncoder::GpuJpegEncoder(const Options& options) {
+  if (const std::string why = gpu_jpeg_unavailable(); !why.empty()) throw std::runtime_error("GPU JPEG: " + why);
+  impl_ = std::make_unique<Impl>(options);
+}
+
+GpuJpegEncoder::~GpuJpegEncoder() = default;
+
+std::vector<std::uint8_t> GpuJpegEncoder::encode(const DeviceFrame& frame) {
+  std::unique_ptr<Impl::Lane> lane;
+  {
+    std::unique_lock lock(impl_->mutex);
+    impl_->lane_freed.wait(lock, [&] { return !impl_->idle.empty(); });
+    lane = std::move(impl_->idle.back());
+    impl_->idle.pop_back();
+  }
+  auto give_back = [&] {
+    {
+      std::lock_guard lock(impl_->mutex);
+      impl_->idle.push_back(std::move(lane));
+    }
+    impl_->lane_freed.notify_one();
+  };
+  try {
+    std::vector<std::uint8_t> bytes = impl_->encode(*lane, frame);
+    give_back();
+    return bytes;
+  } catch (...) {
+    give_back();
+    throw;
+  }
+}
+
+}  // namespace imgpipe::io

@@ -1,0 +1,107 @@
+// JPEG on the GPU with nvJPEG. Decoding: the files waiting at the same moment go to the hardware JPEG engines
+// as one batch (nvJPEG's hardware backend), straight into the engine slots' device inputs; a file the hardware
+// backend refuses (progressive, unusual subsampling...) goes to nvJPEG's GPU-hybrid backend; what neither
+// takes is refused, and the caller decodes it on the CPU. Encoding: device frames to JPEG bytes on the SMs,
+// several encoder states at once. Built with nvJPEG only (IMGPIPE_HAVE_NVJPEG); elsewhere the constructors
+// throw and gpu_jpeg_unavailable() says why.
+//
+// Frames are packed interleaved RGB8, as the engine's device buffers hold them: the chain's first kernel reads
+// that layout (the optimized path's fused resize + filter head loads it directly), so decoding to planes would
+// add a pass, not save one.
+#pragma once
+
+#include "engine.hpp"
+#include "job.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace imgpipe::io {
+
+// Which decoder made a frame (counted per run, and shown in the summary).
+enum class JpegDecoder { hardware, gpu_hybrid, cpu };
+inline std::string_view to_string(JpegDecoder decoder) {
+  switch (decoder) {
+    case JpegDecoder::hardware: return "GPU hardware";
+    case JpegDecoder::gpu_hybrid: return "GPU hybrid";
+    case JpegDecoder::cpu: return "CPU";
+  }
+  return "unknown";
+}
+
+// Why GPU JPEG cannot run here (a build without nvJPEG, no CUDA device); empty when it can.
+std::string gpu_jpeg_unavailable();
+
+// What nvJPEG offers on this machine, one line per codec, for `imgpipe backends`.
+std::vector<std::string> describe_gpu_jpeg();
+
+// Every GPU decoder refused the file or failed on it: decode it on the CPU. `allocated` says whether the
+// decoder had already taken its frame from the allocator (the CPU decode must then fill that frame).
+class GpuJpegRefusal : public std::runtime_error {
+ public:
+  GpuJpegRefusal(const std::string& why, bool allocated) : std::runtime_error(why), allocated_(allocated) {}
+  bool allocated() const { return allocated_; }
+
+ private:
+  bool allocated_;
+};
+
+class GpuJpegDecoder {
+ public:
+  struct Options {
+    int lanes = 2;        // hardware batches in flight at once, each with its own nvJPEG handle and stream
+    int max_batch = 128;  // files per hardware batch
+  };
+  // Throws std::runtime_error when nvJPEG or a CUDA device is missing. Without hardware JPEG engines every
+  // file goes to the GPU-hybrid backend.
+  explicit GpuJpegDecoder(const Options& options);
+  ~GpuJpegDecoder();
+  GpuJpegDecoder(const GpuJpegDecoder&) = delete;
+  GpuJpegDecoder& operator=(const GpuJpegDecoder&) = delete;
+
+  bool has_hardware() const;
+
+  // Decodes a whole JPEG file into allocate(size), RGB with EXIF orientation applied and grayscale expanded,
+  // as OpenCV's imread does. The frame is complete on return. Called from many threads at once: the files
+  // that wait together are decoded as one hardware batch. Throws PixelLimitError before allocating for an
+  // image of more than `max_pixels` pixels, and GpuJpegRefusal when no GPU decoder takes the file.
+  JpegDecoder decode(std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
+                     std::uint64_t max_pixels);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// JPEG encoding of device frames on the SMs (this nvJPEG has no hardware JPEG encoder for the H200).
+class GpuJpegEncoder {
+ public:
+  struct Options {
+    int quality = 95;           // 1..100, as OpenCV's IMWRITE_JPEG_QUALITY
+    bool full_chroma = false;   // 4:4:4 instead of 4:2:0 (OpenCV's default)
+    int states = 4;             // encodes in flight at once, each with its own encoder state and stream
+  };
+  explicit GpuJpegEncoder(const Options& options);  // throws std::runtime_error as GpuJpegDecoder does
+  ~GpuJpegEncoder();
+  GpuJpegEncoder(const GpuJpegEncoder&) = delete;
+  GpuJpegEncoder& operator=(const GpuJpegEncoder&) = delete;
+
+  // The JPEG file's bytes for a complete device frame. Thread-safe.
+  std::vector<std::uint8_t> encode(const DeviceFrame& frame);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when `bytes` start like a JPEG file (SOI then a marker).
+inline bool looks_like_jpeg(std::span<const std::uint8_t> bytes) {
+  return bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
+}
+
+}  // namespace imgpipe::io

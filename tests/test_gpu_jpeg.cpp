@@ -1,0 +1,255 @@
+// GPU JPEG (io/gpu_jpeg.hpp) against OpenCV's decoder on real photographs and their variants (odd size, 4:4:4,
+// progressive, grayscale, every EXIF orientation), made with OpenCV's Python module by make_jpeg_samples.py;
+// the encoder by round trip; and the batch command decoding and encoding a folder on the GPU, with a corrupt
+// and a truncated file among the photos. Skips without a CUDA device, without nvJPEG, or without the samples.
+#include "batch.hpp"
+#include "cuda_check.hpp"
+#include "cuda_resources.hpp"
+#include "exit_codes.hpp"
+#include "file_bytes.hpp"
+#include "gpu_jpeg.hpp"
+#include "ppm.hpp"
+#include "skip_without_device.hpp"
+#include "test_io_helpers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <string>
+#include <vector>
+
+namespace imgpipe {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSamples = IMGPIPE_JPEG_SAMPLES_DIR;
+
+#define SKIP_WITHOUT_GPU_JPEG()                                                                          \
+  SKIP_WITHOUT_DEVICE();                                                                                 \
+  if (const std::string why = io::gpu_jpeg_unavailable(); !why.empty()) GTEST_SKIP() << why;            \
+  if (!fs::exists(kSamples / "samples.txt"))                                                             \
+  GTEST_SKIP() << "no JPEG samples in " << kSamples << ": make_jpeg_samples.py needs OpenCV's Python module"
+
+std::vector<std::string> sample_names() {
+  std::ifstream list(kSamples / "samples.txt");
+  std::vector<std::string> names;
+  for (std::string name; std::getline(list, name);) names.push_back(name);
+  return names;
+}
+
+struct Decoded {
+  Image image;
+  io::JpegDecoder decoder{};
+};
+
+// Decodes into a poisoned device buffer, so a pixel the decoder did not write shows.
+Decoded decode_on_gpu(io::GpuJpegDecoder& decoder, std::span<const std::uint8_t> jpeg) {
+  cuda::DeviceBuffer buffer;
+  const cuda::Stream stream = cuda::Stream::create();
+  Size size;
+  Decoded out;
+  out.decoder = decoder.decode(
+      jpeg,
+      [&](Size s) {
+        size = s;
+        buffer.grow(s.rgb_bytes());
+        IMGPIPE_CUDA_CHECK(cudaMemset(buffer.data(), 0xA5, s.rgb_bytes()));
+        return DeviceFrame{buffer.data(), s, stream.get()};
+      },
+      io::kDefaultMaxPixels);
+  out.image = Image(size);
+  IMGPIPE_CUDA_CHECK(cudaMemcpy(out.image.data(), buffer.data(), size.rgb_bytes(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+struct Difference {
+  int max = 0;
+  double mean = 0;
+  double psnr = 0;  // dB; infinity for equal images
+};
+
+Difference difference(const Image& a, const Image& b) {
+  Difference d;
+  double sum = 0, squares = 0;
+  for (std::size_t i = 0; i < a.bytes(); ++i) {
+    const int delta = std::abs(int(a.data()[i]) - int(b.data()[i]));
+    d.max = std::max(d.max, delta);
+    sum += delta;
+    squares += double(delta) * delta;
+  }
+  d.mean = sum / double(a.bytes());
+  const double mse = squares / double(a.bytes());
+  d.psnr = mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
+  return d;
+}
+
+// The tolerance of the GPU decoders against OpenCV's (libjpeg-turbo with its default "fancy" chroma
+// upsampling), stated in docs/gpu-jpeg.md: nvJPEG upsamples chroma and rounds its IDCT differently, so colour
+// edges move by a few levels; the picture as a whole stays within these bounds.
+constexpr double kMinPsnr = 40.0;
+constexpr double kMaxMeanDifference = 1.0;
+
+TEST(GpuJpegDecode, MatchesOpenCvWithinTheDocumentedToleranceOnEverySample) {
+  SKIP_WITHOUT_GPU_JPEG();
+  io::GpuJpegDecoder decoder({});
+  std::printf("%-24s %-11s %-13s %4s %6s %7s\n", "sample", "size", "decoder", "max", "mean", "PSNR dB");
+  for (const std::string& name : sample_names()) {
+    SCOPED_TRACE(name);
+    const Image expected = io::read_ppm(kSamples / (name + ".ppm"));
+    const std::vector<std::uint8_t> jpeg = io::read_file(kSamples / (name + ".jpg"));
+    const Decoded got = decode_on_gpu(decoder, jpeg);
+    ASSERT_EQ(got.image.size(), expected.size()) << "EXIF orientation or size differs from OpenCV's";
+    const Difference d = difference(got.image, expected);
+    std::printf("%-24s %-11s %-13s %4d %6.3f %7.2f\n", name.c_str(), to_string(got.image.size()).c_str(),
+                std::string(to_string(got.decoder)).c_str(), d.max, d.mean, d.psnr);
+    EXPECT_GE(d.psnr, kMinPsnr);
+    EXPECT_LE(d.mean, kMaxMeanDifference);
+    if (name.find("progressive") != std::string::npos) {
+      EXPECT_NE(got.decoder, io::JpegDecoder::hardware) << "the hardware backend decodes baseline JPEG only";
+    }
+    if (name.find("1080p") != std::string::npos && decoder.has_hardware()) {
+      EXPECT_EQ(got.decoder, io::JpegDecoder::hardware) << "a baseline 4:2:0 photo belongs on the hardware";
+    }
+  }
+}
+
+TEST(GpuJpegDecode, FilesDecodedTogetherInHardwareBatchesEqualEachDecodedAlone) {
+  SKIP_WITHOUT_GPU_JPEG();
+  io::GpuJpegDecoder decoder({});
+  std::vector<std::vector<std::uint8_t>> files;
+  std::vector<Image> alone;
+  for (const std::string& name : sample_names()) {
+    files.push_back(io::read_file(kSamples / (name + ".jpg")));
+    alone.push_back(decode_on_gpu(decoder, files.back()).image);
+  }
+  // Many threads at once, each file several times: the decoder batches whatever waits together.
+  constexpr int kRounds = 4;
+  std::vector<std::future<Image>> together;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const auto& file : files) {
+      together.push_back(std::async(std::launch::async, [&] { return decode_on_gpu(decoder, file).image; }));
+    }
+  }
+  for (std::size_t i = 0; i < together.size(); ++i) {
+    const Image image = together[i].get();
+    const Image& expected = alone[i % files.size()];
+    ASSERT_EQ(image.size(), expected.size());
+    EXPECT_EQ(std::memcmp(image.data(), expected.data(), image.bytes()), 0) << "file " << i % files.size();
+  }
+}
+
+TEST(GpuJpegDecode, RefusesBytesNoGpuDecoderTakesWithoutAllocating) {
+  SKIP_WITHOUT_GPU_JPEG();
+  io::GpuJpegDecoder decoder({});
+  const std::vector<std::uint8_t> garbage = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x02, 'n', 'o', 't', ' ', 'a', ' ', 'J'};
+  bool allocated = false;
+  try {
+    decoder.decode(garbage, [&](Size) { allocated = true; return DeviceFrame{}; }, io::kDefaultMaxPixels);
+    FAIL() << "garbage was decoded";
+  } catch (const io::GpuJpegRefusal& refusal) {
+    EXPECT_FALSE(refusal.allocated());
+  }
+  EXPECT_FALSE(allocated);
+}
+
+TEST(GpuJpegDecode, RefusesAnImageOverThePixelLimitBeforeAllocating) {
+  SKIP_WITHOUT_GPU_JPEG();
+  io::GpuJpegDecoder decoder({});
+  const std::vector<std::uint8_t> jpeg = io::read_file(kSamples / "rocket_1080p_q90.jpg");
+  bool allocated = false;
+  EXPECT_THROW(decoder.decode(jpeg, [&](Size) { allocated = true; return DeviceFrame{}; }, 1000),
+               io::PixelLimitError);
+  EXPECT_FALSE(allocated);
+}
+
+// Encodes OpenCV's decode of a photo on the GPU, decodes the result on the GPU, and compares with the photo.
+Difference round_trip(const Image& photo, const io::GpuJpegEncoder::Options& options, std::vector<std::uint8_t>& jpeg) {
+  io::GpuJpegEncoder encoder(options);
+  io::GpuJpegDecoder decoder({});
+  cuda::DeviceBuffer frame(photo.bytes());
+  IMGPIPE_CUDA_CHECK(cudaMemcpy(frame.data(), photo.data(), photo.bytes(), cudaMemcpyHostToDevice));
+  jpeg = encoder.encode(DeviceFrame{frame.data(), photo.size(), nullptr});
+  const Decoded back = decode_on_gpu(decoder, jpeg);
+  EXPECT_EQ(back.image.size(), photo.size());
+  return difference(back.image, photo);
+}
+
+TEST(GpuJpegEncode, RoundTripKeepsThePhotographAtEveryChroma) {
+  SKIP_WITHOUT_GPU_JPEG();
+  for (const char* name : {"rocket_1080p_q90", "astronaut_odd_333x217"}) {
+    SCOPED_TRACE(name);
+    const Image photo = io::read_ppm(kSamples / (std::string(name) + ".ppm"));
+    std::vector<std::uint8_t> at_420, at_444;
+    const Difference d420 = round_trip(photo, {95, false}, at_420);
+    const Difference d444 = round_trip(photo, {95, true}, at_444);
+    std::printf("%s: quality 95, 4:2:0 %zu bytes %.2f dB; 4:4:4 %zu bytes %.2f dB\n", name, at_420.size(), d420.psnr,
+                at_444.size(), d444.psnr);
+    ASSERT_GE(at_420.size(), 4u);
+    EXPECT_TRUE(io::looks_like_jpeg(at_420));
+    EXPECT_EQ(at_420[at_420.size() - 2], 0xFF);
+    EXPECT_EQ(at_420.back(), 0xD9);  // a whole file, ending in EOI
+    EXPECT_GE(d420.psnr, 36.0);
+    EXPECT_GT(d444.psnr, d420.psnr) << "full chroma keeps more of the picture";
+    EXPECT_GT(at_444.size(), at_420.size());
+  }
+  const Image photo = io::read_ppm(kSamples / "rocket_1080p_q90.ppm");
+  std::vector<std::uint8_t> low, high;
+  round_trip(photo, {50, false}, low);
+  round_trip(photo, {95, false}, high);
+  EXPECT_LT(low.size(), high.size()) << "quality reaches the encoder";
+}
+
+TEST(GpuJpegBatch, DecodesAndEncodesAFolderOnTheGpuAndReportsTheCorruptFiles) {
+  SKIP_WITHOUT_GPU_JPEG();
+  const testing::TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  fs::create_directories(in);
+  const std::vector<std::string> names = sample_names();
+  for (int copy = 0; copy < 3; ++copy) {  // enough files to fill hardware batches
+    for (const std::string& name : names) {
+      fs::copy_file(kSamples / (name + ".jpg"), in / (name + "_" + std::to_string(copy) + ".jpg"));
+    }
+  }
+  const std::vector<std::uint8_t> photo = io::read_file(kSamples / "rocket_1080p_q90.jpg");
+  const std::string whole(photo.begin(), photo.end());
+  testing::write_bytes(in / "m_truncated.jpg", whole.substr(0, whole.size() / 2));
+  std::string scrambled_photo = whole;
+  for (std::size_t i = whole.size() / 3; i < whole.size() - 2; i += 7) scrambled_photo[i] = '\xFF';
+  testing::write_bytes(in / "m_scrambled.jpg", scrambled_photo);
+  testing::write_bytes(in / "m_not_a_jpeg.jpg", "plain text, not an image");
+
+  app::BatchOptions options;
+  options.input_dir = in;
+  options.output_dir = out;
+  options.ops = "resize=320x240,gaussian=3:0.8";
+  options.backend = "optimized";
+  options.decoder = "gpu";
+  options.encoder = "gpu";
+  options.quality = 90;
+  const int code = app::run_batch(options);
+  EXPECT_EQ(code, app::kExitSomeFailed);
+
+  io::GpuJpegDecoder decoder({});
+  std::size_t outputs = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(out)) {
+    const std::string file = entry.path().filename().string();
+    ASSERT_NE(file[0], '.') << "a temporary was left behind: " << file;
+    ++outputs;
+    const Decoded back = decode_on_gpu(decoder, io::read_file(entry.path()));
+    EXPECT_EQ(back.image.size(), (Size{320, 240})) << file;
+  }
+  // A scrambled entropy-coded segment may still decode (to garbage, as libjpeg's would): written or refused,
+  // either is fair, but never a half-written file.
+  const std::size_t scrambled = fs::exists(out / "m_scrambled.jpg") ? 1 : 0;
+  EXPECT_EQ(outputs, names.size() * 3 + scrambled) << "every photo written, no corrupt file written";
+  EXPECT_FALSE(fs::exists(out / "m_truncated.jpg"));
+  EXPECT_FALSE(fs::exists(out / "m_not_a_jpeg.jpg"));
+}
+
+}  // namespace
+}  // namespace imgpipe
