@@ -93,9 +93,6 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   } catch (const ChainError& e) {
     throw UsageError(std::string("--ops: ") + e.what());
   }
-  if (options.format != "same" && options.format != "ppm" && !io::has_opencv_codecs()) {
-    throw UsageError("--format " + options.format + " needs a build with OpenCV; this build reads and writes PPM only");
-  }
   if (options.overwrite && options.skip_existing) {
     throw UsageError("--overwrite and --skip-existing contradict each other; give one");
   }
@@ -151,6 +148,17 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   }
   if (encoder == Codec::gpu) {
     gpu_encoder.emplace(io::GpuJpegEncoder::Options{options.quality, options.full_chroma});
+  }
+  const bool writes_format = options.format == "same" || options.format == "ppm" ||
+                             (options.format == "jpg" && gpu_encoder) || io::has_opencv_codecs();
+  if (!writes_format) {
+    throw UsageError("--format " + options.format + " needs a build with OpenCV" +
+                     (options.format == "jpg" ? std::string(" or the GPU JPEG encoder (") +
+                                                    (io::gpu_jpeg_unavailable().empty() ? "--encoder auto or gpu with a GPU backend"
+                                                                                       : io::gpu_jpeg_unavailable()) +
+                                                    ")"
+                                              : std::string()) +
+                     "; this build writes PPM only");
   }
   {
     std::error_code error;

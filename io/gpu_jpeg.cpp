@@ -318,8 +318,10 @@ struct GpuJpegDecoder::Impl {
     const nvjpegStatus_t parse = nvjpegJpegStreamParse(hybrid.get(), jpeg.data(), jpeg.size(), 0, 0, s.parsed.get());
     if (parse != NVJPEG_STATUS_SUCCESS) throw GpuJpegRefusal("nvJPEG cannot parse it (" + failed("nvjpegJpegStreamParse", parse) + ")", false);
     unsigned width = 0, height = 0;
-    check_nvjpeg(nvjpegJpegStreamGetFrameDimensions(s.parsed.get(), &width, &height),
-                 "nvjpegJpegStreamGetFrameDimensions");
+    if (nvjpegJpegStreamGetFrameDimensions(s.parsed.get(), &width, &height) != NVJPEG_STATUS_SUCCESS ||
+        width == 0 || height == 0) {
+      throw GpuJpegRefusal("nvJPEG finds no frame header in it", false);
+    }
     if (static_cast<std::uint64_t>(width) * height > max_pixels) {
       throw PixelLimitError(pixel_limit_reason(width, height, max_pixels) +
                             "; its JPEG header says so, and nothing was decoded");

@@ -223,10 +223,11 @@ void require_filter(Extent in, Extent out, const char* what) {
 ConstantTaps::ConstantTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
   require(!taps.empty() && taps.size() <= static_cast<std::size_t>(kMaxTaps),
           "ConstantTaps: 1 to " + std::to_string(kMaxTaps) + " taps");
-  slot_ = TapSlot(tap_slots());
-  IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
-                                        static_cast<std::size_t>(slot()) * sizeof(c_taps[0])));
-  wait_for_uploads();
+  slot_ = TapSlot(tap_slots(), taps, [&](int slot) {
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
+                                          static_cast<std::size_t>(slot) * sizeof(c_taps[0])));
+    wait_for_uploads();
+  });
 }
 
 void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, BorderMode border,

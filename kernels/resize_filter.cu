@@ -317,8 +317,7 @@ ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_c
     sum += t;
   }
   require(std::abs(sum - 1.0) <= 1e-3, "resize_filter: taps must sum to 1");
-  slot_ = TapSlot(resize_filter::tap_slots());
-  resize_filter::upload_taps(slot_.index(), taps);
+  slot_ = TapSlot(resize_filter::tap_slots(), taps, [&](int slot) { resize_filter::upload_taps(slot, taps); });
 }
 
 }  // namespace imgpipe::cuda

@@ -444,6 +444,22 @@ TEST(ResizeFilter, TapSlotsAreIndependent) {
   EXPECT_TRUE(within_one(run(taps_b, b), expected(in, out, b)));
 }
 
+// Filters with equal taps share a slot (an engine plans its chain once per frame slot): more holders than the
+// bank has slots fit, and the slot is free again once its last holder is gone.
+TEST(ResizeFilter, EqualTapsShareOneSlotUntilTheLastHolderGoes) {
+  SKIP_WITHOUT_DEVICE();
+  const Filter a = gaussian(5, 1.0, Border::reflect101);
+  std::vector<cuda::ResizeFilterTaps> holders;
+  for (int i = 0; i < 2 * cuda::kTapSlots; ++i) holders.emplace_back(a.taps);
+  const int shared = holders.front().slot();
+  for (const auto& holder : holders) EXPECT_EQ(holder.slot(), shared);
+  holders.erase(holders.begin() + 1, holders.end());
+  const cuda::ResizeFilterTaps other(box(3, Border::reflect101).taps);
+  EXPECT_NE(other.slot(), shared) << "one holder still uses it";
+  holders.clear();
+  EXPECT_EQ(cuda::ResizeFilterTaps(gaussian(7, 2.0, Border::reflect101).taps).slot(), shared);
+}
+
 TEST(ResizeFilter, MovedFromTapsAreRejected) {
   SKIP_WITHOUT_DEVICE();
   cuda::ResizeFilterTaps taps(std::vector<float>{0.25f, 0.5f, 0.25f});

@@ -106,6 +106,7 @@ def main() -> int:
     parser.add_argument("--bench-jpeg")
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--work", default="/tmp/imgpipe-jpeg-bench")
+    parser.add_argument("--slots", help="imgpipe batch --slots (default: imgpipe's)")
     parser.add_argument("--json")
     args = parser.parse_args()
     work = pathlib.Path(args.work)
@@ -120,8 +121,9 @@ def main() -> int:
         print(bench.stdout + bench.stderr)
         if bench.returncode == 0:
             results["codec_rows"] = json.loads((work / "bench_jpeg.json").read_text())["rows"]
+    slots = ["--slots", args.slots] if args.slots else []
     results["imgpipe_gpu_codecs"] = imgpipe_job(args.imgpipe, folder, work / "out-gpu", "--decoder", "gpu",
-                                                 "--encoder", "gpu")
+                                                 "--encoder", "gpu", *slots)
     if results["imgpipe_gpu_codecs"]["exit"] != 0:
         print(f"imgpipe batch failed: {results['imgpipe_gpu_codecs']['summary']}", file=sys.stderr)
         return 1
