@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <semaphore>
 #include <thread>
 
 namespace imgpipe::io {
@@ -144,8 +145,8 @@ struct GpuJpegDecoder::Impl {
     std::size_t length = 0;
     std::uint8_t* destination = nullptr;
     Size size;  // as stored, before orientation
-    bool finished = false;
     bool decoded = false;
+    std::binary_semaphore finished{0};  // released by the lane once `decoded` is set
   };
 
   // A hardware decode lane: its own handle (two lanes sharing one hardware handle hung on the H200), a state
@@ -164,6 +165,7 @@ struct GpuJpegDecoder::Impl {
     State hybrid_state;
     DeviceStream stream = DeviceStream::create();
     DeviceBuffer stored;
+    PinnedBuffer bitstream;  // the file's bytes for the hardware: from pinned memory it reads them at full rate
   };
 
   Options options;
@@ -178,7 +180,7 @@ struct GpuJpegDecoder::Impl {
   std::vector<std::unique_ptr<Scratch>> idle_scratch;
 
   std::mutex queue_mutex;
-  std::condition_variable queued, finished;
+  std::condition_variable queued;
   std::deque<Request*> queue;
   bool stopping = false;
 
@@ -242,14 +244,10 @@ struct GpuJpegDecoder::Impl {
         queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
       }
       const bool decoded = decode_batch(lane, batch);
-      {
-        std::lock_guard lock(queue_mutex);
-        for (Request* r : batch) {
-          r->finished = true;
-          r->decoded = decoded;
-        }
+      for (Request* r : batch) {
+        r->decoded = decoded;
+        r->finished.release();
       }
-      finished.notify_all();
     }
   }
 
@@ -298,8 +296,7 @@ struct GpuJpegDecoder::Impl {
       queue.push_back(&request);
     }
     queued.notify_one();
-    std::unique_lock lock(queue_mutex);
-    finished.wait(lock, [&] { return request.finished; });
+    request.finished.acquire();
     return request.decoded;
   }
 
@@ -343,7 +340,11 @@ struct GpuJpegDecoder::Impl {
     }
 
     JpegDecoder used = JpegDecoder::hardware;
-    if (!on_hardware || !decode_on_hardware(jpeg, destination, stored)) {
+    if (on_hardware) {
+      s.bitstream.grow(jpeg.size());
+      std::copy(jpeg.begin(), jpeg.end(), s.bitstream.data());
+    }
+    if (!on_hardware || !decode_on_hardware({s.bitstream.data(), jpeg.size()}, destination, stored)) {
       used = JpegDecoder::gpu_hybrid;
       if (!decode_hybrid(s, jpeg, destination, stored)) {
         throw GpuJpegRefusal(on_hardware ? "the GPU decoders failed on it" : "the GPU hybrid decoder failed on it",

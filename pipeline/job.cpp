@@ -29,11 +29,15 @@ class InOrder {
     InOrder& stage_;
   };
 
+  // Yield for a while before sleeping: a turn usually comes within the time one frame takes, and waking a
+  // sleeping thread costs tens of microseconds, which a synchronous engine (cpu, naive) would pay on every
+  // frame. Yielding leaves the core to decoders and encoders that need it, as long as the waiting threads do
+  // not outnumber the cores; a job with more threads than that (a GPU JPEG decoder batching many files) sleeps
+  // at once, or the yielding threads would take the cores from the work.
+  explicit InOrder(std::chrono::microseconds yield_for) : yield_for_(yield_for) {}
+
   [[nodiscard]] Turn wait(std::uint64_t ticket) {
-    // Yield for a while before sleeping: a turn usually comes within the time one frame takes, and waking a
-    // sleeping thread costs tens of microseconds, which a synchronous engine (cpu, naive) would pay on every
-    // frame. Yielding leaves the core to decoders and encoders that need it.
-    const auto give_up = std::chrono::steady_clock::now() + kYieldFor;
+    const auto give_up = std::chrono::steady_clock::now() + yield_for_;
     while (next_.load(std::memory_order_acquire) != ticket && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }
@@ -43,8 +47,6 @@ class InOrder {
   }
 
  private:
-  static constexpr std::chrono::microseconds kYieldFor{2000};
-
   void pass() {
     {
       std::lock_guard lock(mutex_);
@@ -53,10 +55,17 @@ class InOrder {
     turned_.notify_all();
   }
 
+  std::chrono::microseconds yield_for_;
   std::mutex mutex_;
   std::condition_variable turned_;
   std::atomic<std::uint64_t> next_ = 0;
 };
+
+constexpr std::chrono::microseconds kYieldFor{2000};
+
+std::chrono::microseconds yield_window(int threads) {
+  return threads <= static_cast<int>(std::thread::hardware_concurrency()) ? kYieldFor : std::chrono::microseconds{0};
+}
 
 using Status = ItemResult::Status;
 
@@ -78,7 +87,11 @@ class JobRun {
         options_(options),
         on_result_(on_result),
         tokens_(engine.slots()),
-        cpu_work_(std::clamp(options.workers, 1, engine.slots())) {}
+        cpu_work_(std::clamp(options.workers, 1, engine.slots())),
+        submitting_(yield_window(engine.slots())),
+        completing_(yield_window(engine.slots())),
+        writing_(yield_window(engine.slots())),
+        reporting_(yield_window(engine.slots())) {}
 
   JobSummary run() {
     const auto start = std::chrono::steady_clock::now();
