@@ -35,8 +35,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   fs::path folder;
   int batch = 128;
-  int threads = 128;
-  int lanes = 2;
+  int threads = 64;
+  int lanes = 1;
   int max_batch = 64;
   int encoder_states = 4;
   int quality = 90;

@@ -158,14 +158,14 @@ struct GpuJpegDecoder::Impl {
     std::jthread thread;
   };
 
-  // What one decode() call works with: a parsed stream, a GPU-hybrid state, a stream, room for an image that
-  // is turned upright after decoding. Pooled, one per thread decoding at once.
+  // What one decode() call works with: a parsed stream, a GPU-hybrid state (made when first needed), a stream,
+  // room for an image that is turned upright after decoding. Pooled, one per thread decoding at once: making
+  // them is slow (tens of milliseconds for nvJPEG's states), so a job makes each once.
   struct Scratch {
     JpegStream parsed;
     State hybrid_state;
     DeviceStream stream = DeviceStream::create();
     DeviceBuffer stored;
-    PinnedBuffer bitstream;  // the file's bytes for the hardware: from pinned memory it reads them at full rate
   };
 
   Options options;
@@ -220,7 +220,6 @@ struct GpuJpegDecoder::Impl {
     nvjpegJpegStream_t parsed = nullptr;
     check_nvjpeg(nvjpegJpegStreamCreate(hybrid.get(), &parsed), "nvjpegJpegStreamCreate");
     s->parsed = JpegStream(parsed);
-    s->hybrid_state = create_state(hybrid);
     return s;
   }
 
@@ -301,11 +300,12 @@ struct GpuJpegDecoder::Impl {
   }
 
   bool decode_hybrid(Scratch& s, std::span<const std::uint8_t> jpeg, std::uint8_t* destination, Size size) {
+    if (!s.hybrid_state) s.hybrid_state = create_state(hybrid);  // few files need it; the state is not cheap
     nvjpegImage_t image = interleaved(destination, size);
     const nvjpegStatus_t status = nvjpegDecode(hybrid.get(), s.hybrid_state.get(), jpeg.data(), jpeg.size(),
                                                NVJPEG_OUTPUT_RGBI, &image, s.stream.get());
     const bool decoded = finished_cleanly(s.stream.get()) && status == NVJPEG_STATUS_SUCCESS;
-    if (!decoded) s.hybrid_state = create_state(hybrid);
+    if (!decoded) s.hybrid_state.reset();  // a failed decode leaves the state unusable
     return decoded;
   }
 
@@ -339,12 +339,9 @@ struct GpuJpegDecoder::Impl {
       destination = s.stored.data();
     }
 
+    // The hardware reads the bytes where they are: staging them in pinned memory measured no faster.
     JpegDecoder used = JpegDecoder::hardware;
-    if (on_hardware) {
-      s.bitstream.grow(jpeg.size());
-      std::copy(jpeg.begin(), jpeg.end(), s.bitstream.data());
-    }
-    if (!on_hardware || !decode_on_hardware({s.bitstream.data(), jpeg.size()}, destination, stored)) {
+    if (!on_hardware || !decode_on_hardware(jpeg, destination, stored)) {
       used = JpegDecoder::gpu_hybrid;
       if (!decode_hybrid(s, jpeg, destination, stored)) {
         throw GpuJpegRefusal(on_hardware ? "the GPU decoders failed on it" : "the GPU hybrid decoder failed on it",
