@@ -55,7 +55,7 @@ Codec choose_codec(const std::string& option, const std::string& choice, const E
   if (choice == "cpu") return Codec::cpu;
   const std::string why_not = !engine.device_frames()
                                   ? "the engine (" + engine.describe() + ") keeps no frames on the device; GPU "
-                                    "JPEG needs --backend naive or optimized with --memory pageable or pinned"
+                                    "JPEG needs --backend optimized (or auto on a GPU) with --memory pageable or pinned"
                                   : io::gpu_jpeg_unavailable();
   if (why_not.empty()) return Codec::gpu;
   if (choice == "gpu") throw UsageError(option + " gpu: " + why_not);
@@ -154,7 +154,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   if (!writes_format) {
     throw UsageError("--format " + options.format + " needs a build with OpenCV" +
                      (options.format == "jpg" ? std::string(" or the GPU JPEG encoder (") +
-                                                    (io::gpu_jpeg_unavailable().empty() ? "--encoder auto or gpu with a GPU backend"
+                                                    (io::gpu_jpeg_unavailable().empty() ? "--encoder auto or gpu on the optimized backend"
                                                                                        : io::gpu_jpeg_unavailable()) +
                                                     ")"
                                               : std::string()) +

@@ -140,11 +140,11 @@ int main(int argc, char** argv) {
                      "0: jobs + 2, or " + std::to_string(kGpuJpegSlots) + " when JPEG is decoded on the GPU");
   batch_command->add_option("--decoder", batch.decoder,
                             "JPEG decoding: gpu (nvJPEG: hardware JPEG engines, else GPU hybrid; what they refuse "
-                            "falls back to the CPU), cpu, or auto (gpu with a GPU backend and nvJPEG)")
+                            "falls back to the CPU), cpu, or auto (gpu on the optimized backend with nvJPEG)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   batch_command->add_option("--encoder", batch.encoder,
-                            "JPEG encoding: gpu (nvJPEG), cpu, or auto (gpu with a GPU backend and nvJPEG)")
+                            "JPEG encoding: gpu (nvJPEG, on the SMs), cpu, or auto (gpu on the optimized backend with nvJPEG)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   batch_command->add_flag("--full-chroma", batch.full_chroma,
