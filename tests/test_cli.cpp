@@ -222,10 +222,30 @@ TEST(CliUsage, ExplicitGpuBackendWithoutADeviceFailsClearly) {
   EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 
+TEST(CliUsage, GpuJpegDecodingOnAnEngineWithoutDeviceFramesIsAUsageErrorThatSaysWhy) {
+  std::string engine;
+  for (const BackendInfo& b : available_backends()) {
+    if (b.kind == BackendKind::cpu && b.usable) engine = "--backend cpu";
+    if (b.kind == BackendKind::optimized && b.usable && engine.empty()) engine = "--backend optimized --memory managed";
+  }
+  if (engine.empty()) GTEST_SKIP() << "no backend is usable here (no OpenCV and no CUDA device)";
+  TempDir dir;
+  for (const char* side : {"--decoder", "--encoder"}) {
+    const CommandResult run = imgpipe("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") +
+                                      " --ops flip=h " + engine + " " + side + " gpu");
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, std::string(side) + " gpu: the engine (")) << run.output;
+    EXPECT_TRUE(contains(run.output, "keeps no frames on the device")) << run.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "out"));
+  }
+}
+
 TEST(CliInfo, BackendsListsEveryKindAndWhatAutoPicks) {
   const CommandResult run = imgpipe("backends");
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  for (const char* kind : {"cpu", "naive", "optimized", "auto picks:"}) EXPECT_TRUE(contains(run.output, kind)) << kind;
+  for (const char* kind : {"cpu", "naive", "optimized", "auto picks:", "JPEG"}) {
+    EXPECT_TRUE(contains(run.output, kind)) << kind;
+  }
 }
 
 TEST(CliInfo, VersionAndHelp) {

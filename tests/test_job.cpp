@@ -254,5 +254,110 @@ TEST(Job, AStickyGpuErrorStopsTheJobAndAbandonsWhatFollows) {
   EXPECT_EQ(sink.written.size(), 2u);
 }
 
+// An engine that keeps "device" frames in host memory, so the job's placements run without a GPU: each slot
+// has a host and a device buffer per side, and the chain (invert) reads and writes whichever the placement
+// names.
+class PlacementEngine final : public Engine {
+ public:
+  explicit PlacementEngine(int slots) : Engine(slots), buffers_(static_cast<std::size_t>(slots)) {}
+  std::string describe() const override { return "placement test engine"; }
+  bool device_frames() const override { return true; }
+
+ protected:
+  void prepare(FrameSlot& slot, Size in, Size out) override {
+    Buffers& b = buffers_[slot.index];
+    for (auto* buffer : {&b.host_in, &b.device_in}) buffer->resize(in.rgb_bytes());
+    for (auto* buffer : {&b.host_out, &b.device_out}) buffer->resize(out.rgb_bytes());
+    if (slot.placement.input == Residence::host) slot.input = {b.host_in.data(), in};
+    else slot.device_input = {b.device_in.data(), in, nullptr};
+    if (slot.placement.output == Residence::host) slot.output = {b.host_out.data(), out};
+    else slot.device_output = {b.device_out.data(), out, nullptr};
+  }
+  void start(FrameSlot& slot) override {
+    const bool host_in = slot.placement.input == Residence::host;
+    const std::uint8_t* in = host_in ? slot.input.data : slot.device_input.data;
+    const Size size = host_in ? slot.input.size : slot.device_input.size;
+    std::uint8_t* out = slot.placement.output == Residence::host ? slot.output.data : slot.device_output.data;
+    for (std::size_t i = 0; i < size.rgb_bytes(); ++i) out[i] = static_cast<std::uint8_t>(255 - in[i]);
+  }
+  void wait(FrameSlot&) override {}
+
+ private:
+  struct Buffers {
+    std::vector<std::uint8_t> host_in, device_in, host_out, device_out;
+  };
+  std::vector<Buffers> buffers_;
+};
+
+// Even items decode "on the device", odd ones on the host; items divisible by 3 are written from the device.
+class PlacementSource final : public Source {
+ public:
+  std::optional<Item> next() override {
+    if (next_ == kItems) return std::nullopt;
+    const std::uint64_t i = next_++;
+    return Item{i, "item " + std::to_string(i), {}, false};
+  }
+  std::vector<std::string> read(const Item&, const FrameAllocator&) override {
+    throw std::logic_error("an engine with device frames gets read_on_device");
+  }
+  std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
+                                          const DeviceFrameAllocator& allocate_on_device) override {
+    const Size size{static_cast<int>(item.index) + 1, 2};
+    std::uint8_t* data = item.index % 2 == 0 ? allocate_on_device(size).data : allocate(size).data;
+    std::memset(data, static_cast<int>(item.index), size.rgb_bytes());
+    return {};
+  }
+  bool concurrent_reads() const override { return true; }
+  static constexpr std::uint64_t kItems = 24;
+
+ private:
+  std::uint64_t next_ = 0;
+};
+
+class PlacementSink final : public Sink {
+ public:
+  void write(const Item& item, ConstFrameView frame) override { keep(item, frame.data, frame.size, false); }
+  bool writes_from_device(const Item& item) const override { return item.index % 3 == 0; }
+  void write_from_device(const Item& item, DeviceFrame frame) override { keep(item, frame.data, frame.size, true); }
+  bool concurrent_writes() const override { return true; }
+
+  struct Written {
+    std::vector<std::uint8_t> bytes;
+    bool from_device = false;
+  };
+  std::map<std::uint64_t, Written> written;
+
+ private:
+  void keep(const Item& item, const std::uint8_t* data, Size size, bool from_device) {
+    std::lock_guard lock(mutex_);
+    written[item.index] = {std::vector<std::uint8_t>(data, data + size.rgb_bytes()), from_device};
+  }
+  std::mutex mutex_;
+};
+
+TEST(Job, EachItemsFrameComesFromAndGoesToWhereTheSourceAndSinkAskOnAnEngineWithDeviceFrames) {
+  PlacementSource source;
+  PlacementSink sink;
+  PlacementEngine engine(5);
+  JobOptions options;
+  options.workers = 3;
+  const JobSummary summary = run_job(source, engine, sink, options);
+  EXPECT_EQ(summary.done, PlacementSource::kItems);
+  EXPECT_EQ(summary.failed, 0u);
+  ASSERT_EQ(sink.written.size(), PlacementSource::kItems);
+  for (const auto& [i, written] : sink.written) {
+    EXPECT_EQ(written.from_device, i % 3 == 0) << "item " << i;
+    ASSERT_EQ(written.bytes.size(), (i + 1) * 2 * 3) << "item " << i;
+    EXPECT_EQ(written.bytes.front(), 255 - i) << "item " << i << " got another item's output";
+  }
+}
+
+TEST(Job, AnEngineWithoutDeviceFramesRefusesADevicePlacement) {
+  auto engine = invert_engine(2);
+  EXPECT_FALSE(engine->device_frames());
+  EXPECT_THROW(engine->acquire({4, 4}, {Residence::device, Residence::host}), std::logic_error);
+  EXPECT_EQ(engine->in_flight(), 0);
+}
+
 }  // namespace
 }  // namespace imgpipe
