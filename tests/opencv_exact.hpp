@@ -1,0 +1,46 @@
+// OpenCV's 8-bit arithmetic written out, for the GPU's OpenCV-exact mode to follow and be checked against:
+// the same integer steps as the OpenCV functions the cpu backend calls, so the results are the same bytes.
+// test_opencv_exact proves each against OpenCV itself (memcmp-equal) on photographs, odd sizes and every
+// scale class. Derived from OpenCV 4.6's documented behaviour and its source (modules/imgproc/src/resize.cpp
+// and smooth.dispatch.cpp), for builds without IPP (Debian's): with IPP, OpenCV may route these through IPP, whose
+// rounding differs.
+#pragma once
+
+#include "chain.hpp"
+#include "image.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace imgpipe::opencv_exact {
+
+// cv::resize(INTER_LINEAR) on 8-bit frames, as a separable fixed-point interpolation:
+//   source position  f = float((d + 0.5) * (double(in) / out) - 0.5),  s = floor(f),  t = f - s
+//   weights          round-to-nearest-even short((1 - t) * 2048) and short(t * 2048)   (INTER_RESIZE_COEF_SCALE)
+//   horizontal       H = a0 * S[s] + a1 * S[s + 1], an int in units of 1/2048; a column left of the image
+//                    takes s = 0, t = 0, one at or right of the last takes s = last, weight 2048 alone
+//   vertical         rows s and s + 1 clamped to the image; out = ((b0 * (H0 >> 4)) >> 16)
+//                    + ((b1 * (H1 >> 4)) >> 16) + 2) >> 2, saturated to 0..255
+struct LinearAxis {
+  std::vector<int> first;            // s per output index
+  std::vector<std::int16_t> weight;  // 2 per output index: (1 - t), t in units of 1/2048
+  int clamp_from = 0;                // columns: output indices from here on take `first` with weight 2048 alone
+};
+// Columns clamp as the horizontal pass does (s and t reset at the edges); rows keep their weights and are
+// clamped to the image only when read, as the vertical pass does.
+LinearAxis column_axis(int in, int out);
+LinearAxis row_axis(int in, int out);
+
+Image resize_linear(const Image& in, Size out);
+
+// cv::GaussianBlur on 8-bit frames (bit-exact since OpenCV 4.0), as integer sums:
+//   taps       the Gaussian in double precision (sigma <= 0: the fixed 3-, 5- and 7-tap tables, else sigma
+//              0.15 * ksize + 0.35), normalised to sum 1, then to units of 1/256 with the rounding error carried
+//              from tap to tap towards the centre, whose tap takes what is left of 256
+//   rows       H = sum of source * tap, exact (units of 1/256)
+//   columns    out = (sum of H * tap + 2^15) >> 16, saturated to 0..255
+// Borders as the chain names them (reflect101: cv::BORDER_REFLECT_101, replicate: cv::BORDER_REPLICATE).
+std::vector<int> gaussian_taps(int ksize, double sigma);
+Image gaussian_blur(const Image& in, int ksize, double sigma, Border border);
+
+}  // namespace imgpipe::opencv_exact

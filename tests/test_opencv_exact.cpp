@@ -1,0 +1,112 @@
+// The OpenCV-exact arithmetic (opencv_exact.hpp) against OpenCV itself: memcmp-equal outputs on the
+// photographs, on odd sizes and on random bytes, for every scale class (down, up, exact ratios, non-integer,
+// one pixel). Built where the build has OpenCV; runs everywhere there, no GPU involved.
+#include "opencv_exact.hpp"
+#include "test_images.hpp"
+
+#include <gtest/gtest.h>
+#include <opencv2/imgproc.hpp>
+
+#include <cstring>
+
+namespace imgpipe {
+namespace {
+
+Image opencv_resize(const Image& in, Size out) {
+  const cv::Mat src(in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data()));
+  cv::Mat dst;
+  cv::resize(src, dst, cv::Size(out.width, out.height), 0, 0, cv::INTER_LINEAR);
+  Image result(out);
+  for (int y = 0; y < out.height; ++y) std::memcpy(&result.at(0, y, 0), dst.ptr(y), result.width() * 3);
+  return result;
+}
+
+// The first differing byte, as "x,y channel c: ours vs OpenCV's", or "" when equal.
+std::string first_difference(const Image& ours, const Image& theirs) {
+  for (int y = 0; y < ours.height(); ++y)
+    for (int x = 0; x < ours.width(); ++x)
+      for (int c = 0; c < 3; ++c)
+        if (ours.at(x, y, c) != theirs.at(x, y, c)) {
+          return std::to_string(x) + "," + std::to_string(y) + " channel " + std::to_string(c) + ": " +
+                 std::to_string(ours.at(x, y, c)) + " vs " + std::to_string(theirs.at(x, y, c));
+        }
+  return "";
+}
+
+// Output sizes of every class for an input of `in`: halves and thirds (exact ratios), 3:2 and 2:3, down and up by
+// non-integer factors, doubling and tripling, one row, one column, one pixel.
+std::vector<Size> targets(Size in) {
+  const auto scaled = [&](double fx, double fy) {
+    return Size{std::max(1, static_cast<int>(in.width * fx)), std::max(1, static_cast<int>(in.height * fy))};
+  };
+  return {scaled(0.5, 0.5), scaled(1.0 / 3, 1.0 / 3), scaled(2.0 / 3, 2.0 / 3), scaled(0.37, 0.61),
+          scaled(0.9, 1.13), scaled(1.5, 1.5),          scaled(2, 2),             scaled(3, 2.7),
+          scaled(1, 1),      Size{in.width, 1},        Size{1, in.height},       Size{1, 1},
+          Size{1280, 720},   Size{97, 1001}};
+}
+
+void expect_equal_to_opencv(const Image& in, const std::string& name) {
+  for (const Size out : targets(in.size())) {
+    SCOPED_TRACE(name + " " + to_string(in.size()) + " -> " + to_string(out));
+    const Image ours = opencv_exact::resize_linear(in, out);
+    const Image theirs = opencv_resize(in, out);
+    EXPECT_EQ(first_difference(ours, theirs), "");
+  }
+}
+
+TEST(OpenCvExactResize, LinearEqualsCvResizeOnEveryPhotographAtEveryScaleClass) {
+  for (const auto& photo : testing::photos()) expect_equal_to_opencv(photo.image, photo.name);
+}
+
+TEST(OpenCvExactResize, LinearEqualsCvResizeOnOddSizesAndRandomBytes) {
+  std::uint32_t seed = 1;
+  for (const Size size : testing::odd_sizes()) {
+    if (size.pixels() > 200000) continue;  // the 4097-wide cases add time, not arithmetic
+    expect_equal_to_opencv(testing::synthetic_image(size, seed), "synthetic");
+    expect_equal_to_opencv(testing::random_image(size, seed++), "random");
+  }
+}
+
+Image opencv_gaussian(const Image& in, int ksize, double sigma, Border border) {
+  const cv::Mat src(in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data()));
+  cv::Mat dst;
+  cv::GaussianBlur(src, dst, cv::Size(ksize, ksize), sigma, sigma,
+                   border == Border::reflect101 ? cv::BORDER_REFLECT_101 : cv::BORDER_REPLICATE);
+  Image result(in.size());
+  for (int y = 0; y < in.height(); ++y) std::memcpy(&result.at(0, y, 0), dst.ptr(y), result.width() * 3);
+  return result;
+}
+
+struct GaussianCase {
+  int ksize;
+  double sigma;
+};
+
+// The chain's kernel sizes with sigma given and derived (the fixed tables for 3, 5 and 7), both borders.
+void expect_gaussian_equal_to_opencv(const Image& in, const std::string& name) {
+  for (const GaussianCase g : {GaussianCase{3, 0}, {3, 0.8}, {5, 0}, {5, 1.0}, {7, 0}, {7, 2.0}, {9, 0}, {11, 1.7},
+                               {15, 3.0}, {31, 6.0}}) {
+    for (const Border border : {Border::reflect101, Border::replicate}) {
+      SCOPED_TRACE(name + " " + to_string(in.size()) + " gaussian " + std::to_string(g.ksize) + ":" +
+                   std::to_string(g.sigma) + (border == Border::reflect101 ? " reflect101" : " replicate"));
+      EXPECT_EQ(first_difference(opencv_exact::gaussian_blur(in, g.ksize, g.sigma, border),
+                                 opencv_gaussian(in, g.ksize, g.sigma, border)),
+                "");
+    }
+  }
+}
+
+TEST(OpenCvExactGaussian, EqualsCvGaussianBlurOnEveryPhotographForEverySizeSigmaAndBorder) {
+  for (const auto& photo : testing::photos()) expect_gaussian_equal_to_opencv(photo.image, photo.name);
+}
+
+TEST(OpenCvExactGaussian, EqualsCvGaussianBlurOnOddSizesAndRandomBytes) {
+  std::uint32_t seed = 11;
+  for (const Size size : testing::odd_sizes()) {
+    if (size.pixels() > 200000) continue;
+    expect_gaussian_equal_to_opencv(testing::random_image(size, seed++), "random");
+  }
+}
+
+}  // namespace
+}  // namespace imgpipe
