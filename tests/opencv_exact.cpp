@@ -149,4 +149,25 @@ Image gaussian_blur(const Image& in, int ksize, double sigma, Border border) {
   return out;
 }
 
+Image box_blur(const Image& in, int ksize, Border border) {
+  const int half = ksize / 2, w = in.width(), h = in.height(), area = ksize * ksize;
+  constexpr int kShift = 23;
+  const double reciprocal = static_cast<double>(1 << kShift) / area;
+  const int multiplier = static_cast<int>(std::floor(reciprocal)) + (reciprocal - std::floor(reciprocal) >= 0.5);
+  const int delta = area / 2 + (reciprocal - std::floor(reciprocal) < 0.5);
+  Image out(in.size());
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 3; ++c) {
+        int sum = 0;
+        for (int j = 0; j < ksize; ++j)
+          for (int i = 0; i < ksize; ++i)
+            sum += in.at(border_index(x + i - half, w, border), border_index(y + j - half, h, border), c);
+        out.at(x, y, c) = static_cast<std::uint8_t>(area == 1     ? sum
+                                                    : area <= 256 ? ((sum + delta) * multiplier) >> kShift
+                                                                  : (2 * sum + area) / (2 * area));
+      }
+  return out;
+}
+
 }  // namespace imgpipe::opencv_exact

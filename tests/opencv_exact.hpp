@@ -43,4 +43,11 @@ Image resize_linear(const Image& in, Size out);
 std::vector<int> gaussian_taps(int ksize, double sigma);
 Image gaussian_blur(const Image& in, int ksize, double sigma, Border border);
 
+// cv::blur on 8-bit frames: the exact integer sum S of the ksize x ksize window, then
+//   ksize 1          out = S
+//   ksize^2 <= 256   (16-bit sums) out = ((S + delta) * m) >> 23, OpenCV's reciprocal multiply: with
+//                    d = ksize^2, m = floor(2^23 / d) + (its fraction >= 0.5), delta = d / 2 + (fraction < 0.5)
+//   larger           out = S / d rounded to nearest (d is odd, so there is never a tie)
+Image box_blur(const Image& in, int ksize, Border border);
+
 }  // namespace imgpipe::opencv_exact

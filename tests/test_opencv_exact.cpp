@@ -108,5 +108,39 @@ TEST(OpenCvExactGaussian, EqualsCvGaussianBlurOnOddSizesAndRandomBytes) {
   }
 }
 
+Image opencv_box(const Image& in, int ksize, Border border) {
+  const cv::Mat src(in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data()));
+  cv::Mat dst;
+  cv::blur(src, dst, cv::Size(ksize, ksize), cv::Point(-1, -1),
+           border == Border::reflect101 ? cv::BORDER_REFLECT_101 : cv::BORDER_REPLICATE);
+  Image result(in.size());
+  for (int y = 0; y < in.height(); ++y) std::memcpy(&result.at(0, y, 0), dst.ptr(y), result.width() * 3);
+  return result;
+}
+
+// Kernel sizes on both sides of 16 x 16 = 256, where OpenCV changes how it divides.
+void expect_box_equal_to_opencv(const Image& in, const std::string& name, const std::vector<int>& sizes) {
+  for (const int ksize : sizes) {
+    for (const Border border : {Border::reflect101, Border::replicate}) {
+      SCOPED_TRACE(name + " " + to_string(in.size()) + " box " + std::to_string(ksize) +
+                   (border == Border::reflect101 ? " reflect101" : " replicate"));
+      EXPECT_EQ(first_difference(opencv_exact::box_blur(in, ksize, border), opencv_box(in, ksize, border)), "");
+    }
+  }
+}
+
+TEST(OpenCvExactBox, EqualsCvBlurOnEveryPhotographForEverySizeAndBorder) {
+  // The model sums every window afresh: the largest kernels run on the small images below.
+  for (const auto& photo : testing::photos()) expect_box_equal_to_opencv(photo.image, photo.name, {1, 3, 5, 9, 17});
+}
+
+TEST(OpenCvExactBox, EqualsCvBlurOnOddSizesAndRandomBytes) {
+  std::uint32_t seed = 21;
+  for (const Size size : testing::odd_sizes()) {
+    if (size.pixels() > 200000) continue;
+    expect_box_equal_to_opencv(testing::random_image(size, seed++), "random", {1, 3, 5, 7, 9, 15, 17, 31});
+  }
+}
+
 }  // namespace
 }  // namespace imgpipe
