@@ -170,4 +170,48 @@ Image box_blur(const Image& in, int ksize, Border border) {
   return out;
 }
 
+Image gray(const Image& in) {
+  Image out(in.size());
+  for (int y = 0; y < in.height(); ++y)
+    for (int x = 0; x < in.width(); ++x) {
+      const int luma = (9798 * in.at(x, y, 0) + 19235 * in.at(x, y, 1) + 3735 * in.at(x, y, 2) + (1 << 14)) >> 15;
+      for (int c = 0; c < 3; ++c) out.at(x, y, c) = static_cast<std::uint8_t>(luma);
+    }
+  return out;
+}
+
+namespace {
+
+// `at(dx, dy)`: the neighbour at that offset of each pixel, borders applied; `combine` maps the 3x3 to a byte.
+template <class Combine>
+Image three_by_three(const Image& in, Border border, Combine combine) {
+  const int w = in.width(), h = in.height();
+  Image out(in.size());
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 3; ++c) {
+        const auto at = [&](int dx, int dy) {
+          return static_cast<int>(in.at(border_index(x + dx, w, border), border_index(y + dy, h, border), c));
+        };
+        out.at(x, y, c) = static_cast<std::uint8_t>(combine(at));
+      }
+  return out;
+}
+
+}  // namespace
+
+Image sharpen(const Image& in, Border border) {
+  return three_by_three(in, border, [](const auto& at) {
+    return std::clamp(5 * at(0, 0) - at(0, -1) - at(0, 1) - at(-1, 0) - at(1, 0), 0, 255);
+  });
+}
+
+Image sobel(const Image& in, Border border) {
+  return three_by_three(in, border, [](const auto& at) {
+    const int gx = at(1, -1) + 2 * at(1, 0) + at(1, 1) - at(-1, -1) - 2 * at(-1, 0) - at(-1, 1);
+    const int gy = at(-1, 1) + 2 * at(0, 1) + at(1, 1) - at(-1, -1) - 2 * at(0, -1) - at(1, -1);
+    return std::min(255, std::min(255, std::abs(gx)) + std::min(255, std::abs(gy)));
+  });
+}
+
 }  // namespace imgpipe::opencv_exact

@@ -50,4 +50,16 @@ Image gaussian_blur(const Image& in, int ksize, double sigma, Border border);
 //   larger           out = S / d rounded to nearest (d is odd, so there is never a tie)
 Image box_blur(const Image& in, int ksize, Border border);
 
+// cv::cvtColor(RGB2GRAY) then GRAY2RGB: Y = (9798 R + 19235 G + 3735 B + 2^14) >> 15 in all three channels
+// (15-bit weights; the 14-bit 4899, 9617, 1868 of OpenCV's YUV conversions differ from it by one level).
+Image gray(const Image& in);
+
+// cv::filter2D with the sharpen taps [0 -1 0; -1 5 -1; 0 -1 0]: OpenCV sums in float, which holds these integer
+// sums exactly, so out = clamp(5 c - up - down - left - right, 0, 255).
+Image sharpen(const Image& in, Border border);
+
+// The cpu backend's sobel: cv::Sobel (3x3, 16-bit) in x and in y, cv::convertScaleAbs of each (|G| saturated
+// to 255), cv::add (saturated): out = min(255, min(255, |Gx|) + min(255, |Gy|)).
+Image sobel(const Image& in, Border border);
+
 }  // namespace imgpipe::opencv_exact

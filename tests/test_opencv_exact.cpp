@@ -1,6 +1,7 @@
 // The OpenCV-exact arithmetic (opencv_exact.hpp) against OpenCV itself: memcmp-equal outputs on the
 // photographs, on odd sizes and on random bytes, for every scale class (down, up, exact ratios, non-integer,
 // one pixel). Built where the build has OpenCV; runs everywhere there, no GPU involved.
+#include "backends.hpp"
 #include "opencv_exact.hpp"
 #include "test_images.hpp"
 
@@ -139,6 +140,26 @@ TEST(OpenCvExactBox, EqualsCvBlurOnOddSizesAndRandomBytes) {
   for (const Size size : testing::odd_sizes()) {
     if (size.pixels() > 200000) continue;
     expect_box_equal_to_opencv(testing::random_image(size, seed++), "random", {1, 3, 5, 7, 9, 15, 17, 31});
+  }
+}
+
+// The cpu backend's own gray, sharpen and sobel (pipeline/cpu), the OpenCV calls this model must equal.
+Image cpu_backend(const Image& in, const std::string& chain) { return apply(*make_backend(BackendKind::cpu), parse_chain(chain), in); }
+
+TEST(OpenCvExactPointAndThreeByThree, GraySharpenAndSobelEqualTheCpuBackendOnPhotographsAndOddSizes) {
+  std::vector<testing::NamedImage> images = testing::photos();
+  std::uint32_t seed = 31;
+  for (const Size size : testing::odd_sizes()) {
+    if (size.pixels() <= 200000) images.push_back({"random", testing::random_image(size, seed++)});
+  }
+  for (const auto& [name, in] : images) {
+    SCOPED_TRACE(name + " " + to_string(in.size()));
+    EXPECT_EQ(first_difference(opencv_exact::gray(in), cpu_backend(in, "gray")), "");
+    for (const Border border : {Border::reflect101, Border::replicate}) {
+      const std::string suffix = border == Border::reflect101 ? "" : "=replicate";
+      EXPECT_EQ(first_difference(opencv_exact::sharpen(in, border), cpu_backend(in, "sharpen" + suffix)), "");
+      EXPECT_EQ(first_difference(opencv_exact::sobel(in, border), cpu_backend(in, "sobel" + suffix)), "");
+    }
   }
 }
 
