@@ -208,7 +208,7 @@ std::string failure_message(const ItemResult& result, std::string_view limit_hin
 ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing, GpuJpegEncoder* gpu_encoder)
     : plan_(plan), quality_(quality), existing_(existing), gpu_encoder_(gpu_encoder) {}
 
-const fs::path& ImageFolderSink::output_of(const Item& item) const {
+const fs::path& ImageFolderSink::prepare_output(const Item& item) const {
   const fs::path& output = plan_.files[item.index].output;
   std::error_code error;
   fs::create_directories(output.parent_path(), error);
@@ -217,7 +217,7 @@ const fs::path& ImageFolderSink::output_of(const Item& item) const {
 }
 
 void ImageFolderSink::write(const Item& item, ConstFrameView frame) {
-  write_image(output_of(item), frame, quality_, existing_);
+  write_image(prepare_output(item), frame, quality_, existing_);
 }
 
 bool ImageFolderSink::writes_from_device(const Item& item) const {
@@ -227,7 +227,7 @@ bool ImageFolderSink::writes_from_device(const Item& item) const {
 }
 
 void ImageFolderSink::write_from_device(const Item& item, DeviceFrame frame) {
-  const fs::path& output = output_of(item);
+  const fs::path& output = prepare_output(item);
   write_file_atomically(output, gpu_encoder_->encode(frame), existing_);
   gpu_encoded_.fetch_add(1);
 }

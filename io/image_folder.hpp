@@ -105,7 +105,8 @@ class ImageFolderSink final : public Sink {
   std::uint64_t gpu_encoded() const { return gpu_encoded_.load(); }
 
  private:
-  const std::filesystem::path& output_of(const Item& item) const;
+  // The item's output path, its folder created.
+  const std::filesystem::path& prepare_output(const Item& item) const;
 
   const FolderPlan& plan_;
   int quality_;
