@@ -149,8 +149,8 @@ struct GpuJpegDecoder::Impl {
     std::binary_semaphore finished{0};  // released by the lane once `decoded` is set
   };
 
-  // A hardware decode lane: its own handle (two lanes sharing one hardware handle hung on the H200), a state
-  // per batch size (a state is initialised for one batch size), a stream and a thread.
+  // A hardware decode lane: its own handle (lanes never share a hardware handle across threads), a state per
+  // batch size (a state is initialised for one batch size), a stream and a thread.
   struct Lane {
     Handle handle;
     std::map<int, State> states;
@@ -158,9 +158,9 @@ struct GpuJpegDecoder::Impl {
     std::jthread thread;
   };
 
-  // What one decode() call works with: a parsed stream, a GPU-hybrid state (made when first needed), a stream,
-  // room for an image that is turned upright after decoding. Pooled, one per thread decoding at once: making
-  // them is slow (tens of milliseconds for nvJPEG's states), so a job makes each once.
+  // What one decode() call works with: a parsed stream, a GPU-hybrid state (made when first needed: nvJPEG's
+  // states are slow to make), a stream, room for an image that is turned upright after decoding. Pooled, one
+  // per thread decoding at once, so a job makes each once.
   struct Scratch {
     JpegStream parsed;
     State hybrid_state;

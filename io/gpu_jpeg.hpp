@@ -80,7 +80,7 @@ class GpuJpegDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
-// JPEG encoding of device frames on the SMs (this nvJPEG has no hardware JPEG encoder for the H200).
+// JPEG encoding of device frames on the SMs (nvJPEG's default backend).
 class GpuJpegEncoder {
  public:
   struct Options {

@@ -11,7 +11,6 @@ template <typename Handle, void (*Destroy)(Handle) noexcept>
 using UniqueHandle = cuda::UniqueHandle<Handle, Destroy>;
 using DeviceStream = cuda::Stream;
 using DeviceBuffer = cuda::DeviceBuffer;
-using PinnedBuffer = cuda::PinnedBuffer;
 
 // Throws DeviceError (device_error.hpp) naming `call` when `code` is not cudaSuccess.
 inline void check_device(cudaError_t code, const char* call,
