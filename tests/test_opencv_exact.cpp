@@ -163,5 +163,24 @@ TEST(OpenCvExactPointAndThreeByThree, GraySharpenAndSobelEqualTheCpuBackendOnPho
   }
 }
 
+// The usual chains, composed from the pieces above, equal the cpu backend running them.
+TEST(OpenCvExactChains, ResizeThenFilterEqualsTheCpuBackendOnEveryPhotograph) {
+  for (const auto& photo : testing::photos()) {
+    SCOPED_TRACE(photo.name);
+    const Image& in = photo.image;
+    const Image small = opencv_exact::resize_linear(in, {320, 240});
+    EXPECT_EQ(first_difference(opencv_exact::gaussian_blur(small, 5, 1.0, Border::reflect101),
+                               cpu_backend(in, "resize=320x240,gaussian=5:1.0")),
+              "");
+    const Image odd = opencv_exact::resize_linear(in, {301, 207});
+    EXPECT_EQ(first_difference(opencv_exact::gaussian_blur(odd, 7, 2.0, Border::reflect101),
+                               cpu_backend(in, "resize=301x207,gaussian=7:2.0")),
+              "");
+    EXPECT_EQ(first_difference(opencv_exact::box_blur(small, 3, Border::reflect101),
+                               cpu_backend(in, "resize=320x240,box=3")),
+              "");
+  }
+}
+
 }  // namespace
 }  // namespace imgpipe
