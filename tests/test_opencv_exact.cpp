@@ -1,6 +1,7 @@
 // The OpenCV-exact arithmetic (opencv_exact.hpp) against OpenCV itself: memcmp-equal outputs on the
-// photographs, on odd sizes and on random bytes, for every scale class (down, up, exact ratios, non-integer,
-// one pixel). Built where the build has OpenCV; runs everywhere there, no GPU involved.
+// photographs, on odd sizes and on random bytes; resize at every scale class (down, up, exact ratios,
+// non-integer, one pixel), Gaussian and box at every kernel size class, gray, sharpen, sobel, both borders, and
+// the usual chains. Built where the build has OpenCV; runs everywhere there, no GPU involved.
 #include "backends.hpp"
 #include "opencv_exact.hpp"
 #include "test_images.hpp"
