@@ -63,14 +63,10 @@ struct Files {
 
 Files read_folder(const fs::path& folder) {
   Files files;
-  std::vector<fs::path> paths;
-  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
-    const std::string extension = io::lowercase_extension(entry.path());
-    if (entry.is_regular_file() && (extension == ".jpg" || extension == ".jpeg")) paths.push_back(entry.path());
-  }
-  std::sort(paths.begin(), paths.end());
-  for (const fs::path& path : paths) {
-    files.bytes.push_back(io::read_file(path));
+  for (const io::FolderEntry& entry : io::list_folder(folder, {}).entries) {
+    const std::string extension = io::lowercase_extension(entry.relative);
+    if (!entry.problem.empty() || (extension != ".jpg" && extension != ".jpeg")) continue;
+    files.bytes.push_back(io::read_file(folder / entry.relative));
     files.total += files.bytes.back().size();
   }
   if (files.bytes.empty()) throw std::runtime_error("no .jpg files under " + folder.string());

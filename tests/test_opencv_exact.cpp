@@ -14,13 +14,21 @@
 namespace imgpipe {
 namespace {
 
-Image opencv_resize(const Image& in, Size out) {
-  const cv::Mat src(in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data()));
-  cv::Mat dst;
-  cv::resize(src, dst, cv::Size(out.width, out.height), 0, 0, cv::INTER_LINEAR);
-  Image result(out);
-  for (int y = 0; y < out.height; ++y) std::memcpy(&result.at(0, y, 0), dst.ptr(y), result.width() * 3);
+// OpenCV's view of an Image, and an Image of OpenCV's result.
+cv::Mat as_mat(const Image& in) { return {in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data())}; }
+
+Image to_image(const cv::Mat& mat) {
+  Image result({mat.cols, mat.rows});
+  for (int y = 0; y < mat.rows; ++y) std::memcpy(&result.at(0, y, 0), mat.ptr(y), result.width() * 3);
   return result;
+}
+
+int to_cv(Border border) { return border == Border::reflect101 ? cv::BORDER_REFLECT_101 : cv::BORDER_REPLICATE; }
+
+Image opencv_resize(const Image& in, Size out) {
+  cv::Mat dst;
+  cv::resize(as_mat(in), dst, cv::Size(out.width, out.height), 0, 0, cv::INTER_LINEAR);
+  return to_image(dst);
 }
 
 // The first differing byte, as "x,y channel c: ours vs OpenCV's", or "" when equal.
@@ -70,13 +78,9 @@ TEST(OpenCvExactResize, LinearEqualsCvResizeOnOddSizesAndRandomBytes) {
 }
 
 Image opencv_gaussian(const Image& in, int ksize, double sigma, Border border) {
-  const cv::Mat src(in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data()));
   cv::Mat dst;
-  cv::GaussianBlur(src, dst, cv::Size(ksize, ksize), sigma, sigma,
-                   border == Border::reflect101 ? cv::BORDER_REFLECT_101 : cv::BORDER_REPLICATE);
-  Image result(in.size());
-  for (int y = 0; y < in.height(); ++y) std::memcpy(&result.at(0, y, 0), dst.ptr(y), result.width() * 3);
-  return result;
+  cv::GaussianBlur(as_mat(in), dst, cv::Size(ksize, ksize), sigma, sigma, to_cv(border));
+  return to_image(dst);
 }
 
 struct GaussianCase {
@@ -111,13 +115,9 @@ TEST(OpenCvExactGaussian, EqualsCvGaussianBlurOnOddSizesAndRandomBytes) {
 }
 
 Image opencv_box(const Image& in, int ksize, Border border) {
-  const cv::Mat src(in.height(), in.width(), CV_8UC3, const_cast<std::uint8_t*>(in.data()));
   cv::Mat dst;
-  cv::blur(src, dst, cv::Size(ksize, ksize), cv::Point(-1, -1),
-           border == Border::reflect101 ? cv::BORDER_REFLECT_101 : cv::BORDER_REPLICATE);
-  Image result(in.size());
-  for (int y = 0; y < in.height(); ++y) std::memcpy(&result.at(0, y, 0), dst.ptr(y), result.width() * 3);
-  return result;
+  cv::blur(as_mat(in), dst, cv::Size(ksize, ksize), cv::Point(-1, -1), to_cv(border));
+  return to_image(dst);
 }
 
 // Kernel sizes on both sides of 16 x 16 = 256, where OpenCV changes how it divides.
