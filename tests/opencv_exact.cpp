@@ -214,4 +214,23 @@ Image sobel(const Image& in, Border border) {
   });
 }
 
+Image normalize(const Image& in) {
+  Image out(in.size());
+  const std::size_t pixels = static_cast<std::size_t>(in.width()) * in.height();
+  for (int c = 0; c < 3; ++c) {
+    int lo = 255, hi = 0;
+    for (std::size_t i = 0; i < pixels; ++i) {
+      lo = std::min<int>(lo, in.data()[3 * i + c]);
+      hi = std::max<int>(hi, in.data()[3 * i + c]);
+    }
+    const double scale = 255.0 * (hi > lo ? 1.0 / (hi - lo) : 0.0);
+    const float a = static_cast<float>(scale), b = static_cast<float>(0.0 - lo * scale);
+    for (std::size_t i = 0; i < pixels; ++i) {
+      const long v = std::lrint(std::fma(static_cast<float>(in.data()[3 * i + c]), a, b));
+      out.data()[3 * i + c] = static_cast<std::uint8_t>(std::clamp<long>(v, 0, 255));
+    }
+  }
+  return out;
+}
+
 }  // namespace imgpipe::opencv_exact

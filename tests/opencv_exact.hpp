@@ -62,4 +62,10 @@ Image sharpen(const Image& in, Border border);
 // to 255), cv::add (saturated): out = min(255, min(255, |Gx|) + min(255, |Gy|)).
 Image sobel(const Image& in, Border border);
 
+// cv::normalize(NORM_MINMAX, 0..255) of each channel, as the cpu backend runs it: with the channel's lo and hi,
+//   scale = 255 * (1 / (hi - lo)) in double (0 when hi == lo), shift = -lo * scale,
+//   out   = round-half-even(fma(v, float(scale), float(shift))), saturated: cv::Mat::convertTo's single-precision
+//           multiply-add, fused as OpenCV's AVX2 code runs it.
+Image normalize(const Image& in);
+
 }  // namespace imgpipe::opencv_exact

@@ -1,6 +1,6 @@
 // The OpenCV-exact arithmetic (opencv_exact.hpp) against OpenCV itself: memcmp-equal outputs on the
 // photographs, on odd sizes and on random bytes; resize at every scale class (down, up, exact ratios,
-// non-integer, one pixel), Gaussian and box at every kernel size class, gray, sharpen, sobel, both borders, and
+// non-integer, one pixel), Gaussian and box at every kernel size class, gray, sharpen, sobel, normalize, both borders, and
 // the usual chains. Built where the build has OpenCV; runs everywhere there, no GPU involved.
 #include "backends.hpp"
 #include "opencv_exact.hpp"
@@ -147,7 +147,7 @@ TEST(OpenCvExactBox, EqualsCvBlurOnOddSizesAndRandomBytes) {
 // The cpu backend's own gray, sharpen and sobel (pipeline/cpu), the OpenCV calls this model must equal.
 Image cpu_backend(const Image& in, const std::string& chain) { return apply(*make_backend(BackendKind::cpu), parse_chain(chain), in); }
 
-TEST(OpenCvExactPointAndThreeByThree, GraySharpenAndSobelEqualTheCpuBackendOnPhotographsAndOddSizes) {
+TEST(OpenCvExactPointAndThreeByThree, GraySharpenSobelAndNormalizeEqualTheCpuBackendOnPhotographsAndOddSizes) {
   std::vector<testing::NamedImage> images = testing::photos();
   std::uint32_t seed = 31;
   for (const Size size : testing::odd_sizes()) {
@@ -161,7 +161,24 @@ TEST(OpenCvExactPointAndThreeByThree, GraySharpenAndSobelEqualTheCpuBackendOnPho
       EXPECT_EQ(first_difference(opencv_exact::sharpen(in, border), cpu_backend(in, "sharpen" + suffix)), "");
       EXPECT_EQ(first_difference(opencv_exact::sobel(in, border), cpu_backend(in, "sobel" + suffix)), "");
     }
+    EXPECT_EQ(first_difference(opencv_exact::normalize(in), cpu_backend(in, "normalize")), "");
+    // A narrow range, where the stretch's scale has many significant bits and the rounding is tested hardest.
+    const Image narrow = cpu_backend(in, "gray");
+    Image dim(in.size());
+    for (std::size_t i = 0; i < in.size().rgb_bytes(); ++i) dim.data()[i] = static_cast<std::uint8_t>(40 + narrow.data()[i] / 7);
+    EXPECT_EQ(first_difference(opencv_exact::normalize(dim), cpu_backend(dim, "normalize")), "");
   }
+}
+
+// Channel ranges and values where the stretch lands exactly on a half (lo 1, hi 37: 7 -> 42.5), which a fused
+// multiply-add rounds to even and a separate multiply and add pushes up: across the SIMD body and the scalar tail.
+TEST(OpenCvExactNormalize, RoundsTiesAsTheFusedMultiplyAddOnCraftedRanges) {
+  const int channel_values[3][5] = {{1, 37, 7, 31, 20}, {1, 51, 6, 26, 46}, {1, 79, 14, 40, 79}};
+  Image in({53, 7});
+  for (int y = 0; y < in.height(); ++y)
+    for (int x = 0; x < in.width(); ++x)
+      for (int c = 0; c < 3; ++c) in.at(x, y, c) = static_cast<std::uint8_t>(channel_values[c][(x + y) % 5]);
+  EXPECT_EQ(first_difference(opencv_exact::normalize(in), cpu_backend(in, "normalize")), "");
 }
 
 // The usual chains, composed from the pieces above, equal the cpu backend running them.
