@@ -125,6 +125,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   }
   int workers = job_workers(options.jobs);
   EngineOptions engine_options;
+  engine_options.arithmetic = options.exact ? Arithmetic::exact : Arithmetic::fast;
   try {
     engine_options.memory = parse_memory_mode(options.memory);
   } catch (const std::invalid_argument& e) {

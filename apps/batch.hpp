@@ -29,6 +29,7 @@ struct BatchOptions {
   std::string decoder = "auto";   // JPEG decoding: auto | gpu | cpu
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu
   bool full_chroma = false;       // GPU JPEG encoding in 4:4:4 instead of 4:2:0
+  bool exact = false;             // GPU backends round as OpenCV does (Arithmetic::exact)
 };
 
 // Frames in flight by default when JPEG is decoded on the GPU: the files waiting together form the hardware

@@ -50,8 +50,12 @@ int list_backends() {
   return kExitOk;
 }
 
-// How the GPU engine holds frames, shared by batch and stream.
-void add_engine_options(CLI::App& command, std::string& memory, int& slots, const std::string& slots_default) {
+// How the GPU engine holds frames and rounds, shared by batch and stream.
+void add_engine_options(CLI::App& command, std::string& memory, int& slots, const std::string& slots_default,
+                        bool& exact) {
+  command.add_flag("--exact", exact,
+                   "GPU backends give the cpu backend's bytes exactly (OpenCV's 8-bit arithmetic); without it they "
+                   "run the fastest kernels, within one level of those bytes");
   command.add_option("--memory", memory, "GPU engine host buffers: pageable, pinned or managed (unified memory)")
       ->check(CLI::IsMember({"pageable", "pinned", "managed"}))
       ->capture_default_str();
@@ -137,7 +141,8 @@ int main(int argc, char** argv) {
                           "Also walk folders reached through symbolic links (each folder once, so loops end; never "
                           "links back into the input or into the output folder)");
   add_engine_options(*batch_command, batch.memory, batch.slots,
-                     "0: jobs + 2, or " + std::to_string(kGpuJpegSlots) + " when JPEG is decoded on the GPU");
+                     "0: jobs + 2, or " + std::to_string(kGpuJpegSlots) + " when JPEG is decoded on the GPU",
+                     batch.exact);
   batch_command->add_option("--decoder", batch.decoder,
                             "JPEG decoding: gpu (nvJPEG: hardware JPEG engines, else GPU hybrid; what they refuse "
                             "falls back to the CPU), cpu, or auto (gpu on the optimized backend with nvJPEG)")
@@ -170,7 +175,7 @@ int main(int argc, char** argv) {
   stream_command->add_option("--backend", stream.backend, "auto: optimized with a CUDA device, else cpu")
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
       ->capture_default_str();
-  add_engine_options(*stream_command, stream.memory, stream.slots, "");
+  add_engine_options(*stream_command, stream.memory, stream.slots, "", stream.exact);
   stream_command->footer(std::string(chain_help()) + R"(
 
 A video output keeps the input's frame rate, is written under a temporary name and renamed into place

@@ -103,6 +103,7 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
   }
   check_output_path(options);
   EngineOptions engine_options;
+  engine_options.arithmetic = options.exact ? Arithmetic::exact : Arithmetic::fast;
   engine_options.slots = options.slots;
   try {
     engine_options.memory = parse_memory_mode(options.memory);

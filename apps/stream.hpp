@@ -23,6 +23,7 @@ struct StreamOptions {
   std::string backend = "auto";
   std::string memory = "pinned";
   int slots = 3;
+  bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
 };
 

@@ -1,5 +1,5 @@
 // The benchmark matrix: every op alone and the chains users run, at several frame sizes, one frame per launch
-// and batched, for the naive and optimized paths and NPP. Every row is set against its floor: the bytes it must
+// and batched, for the naive and optimized paths (each with fast and with exact arithmetic) and NPP. Every row is set against its floor: the bytes it must
 // move (the input read once, the output written once) at the device-to-device copy rate of the same run.
 #include "bench_frames.hpp"
 #include "bench_measure.hpp"
@@ -62,7 +62,8 @@ void measure_matrix(const Settings& s, Report& report) {
 
     if (!report.device.available) {
       for (const Chain& chain : chains) {
-        for (const std::string& name : {std::string("naive"), std::string("optimized"), batched, std::string("npp")}) {
+        for (const std::string& name : {std::string("naive"), std::string("optimized"), batched, std::string("naive exact"),
+                                         std::string("optimized exact"), batched + " exact", std::string("npp")}) {
           if (s.backends.contains(name.substr(0, name.find(' ')))) {
             add_skipped(report, make_row(kMatrixSection, group_of(chain), name, "", bytes_of(chain), kDeviceCopy),
                         gpu_missing_reason(report));
@@ -91,33 +92,43 @@ void measure_matrix(const Settings& s, Report& report) {
           for (int i = first; i < first + count; ++i) device_chain.run(in.frame(i), size, out.frame(i), stream);
         });
       };
-      if (naive) {
-        add_row(report, make_row(kMatrixSection, group, "naive", "DeviceChain naive, one frame per launch", bytes, kDeviceCopy),
-                [&](Row& r) {
-                  DeviceChain device_chain(GpuPath::naive, chain);
-                  finish(r, timing, one_frame_per_launch(device_chain));
-                });
-      }
-      if (optimized) {
-        Row row = make_row(kMatrixSection, group, "optimized", "DeviceChain optimized, one frame per launch", bytes,
-                           kDeviceCopy, "naive");
-        row.peer = "npp";
-        add_row(report, std::move(row), [&](Row& r) {
-          DeviceChain device_chain(GpuPath::optimized, chain);
-          finish(r, timing, one_frame_per_launch(device_chain));
-        });
-        row = make_row(kMatrixSection, group, batched,
-                       "DeviceChain optimized run_batch, " + std::to_string(batch) + " frames per call", bytes,
-                       kDeviceCopy, "naive");
-        row.peer = "npp";
-        add_row(report, std::move(row), [&](Row& r) {
-          DeviceChain device_chain(GpuPath::optimized, chain);
-          finish(r, timing, time_stream(timing, stream, [&](int first, int count) {
-                   for (int i = first; i < first + count; i += batch) {
-                     device_chain.run_batch(in.frame(i), size, batch, out.frame(i), stream);
-                   }
-                 }));
-        });
+      // Each GPU row twice: fast arithmetic, and exact (OpenCV's bytes), whose twin is its fast row.
+      for (const Arithmetic arithmetic : {Arithmetic::fast, Arithmetic::exact}) {
+        const bool exact = arithmetic == Arithmetic::exact;
+        const std::string suffix = exact ? " exact" : "";
+        const std::string described = exact ? ", exact arithmetic" : "";
+        if (naive) {
+          add_row(report,
+                  make_row(kMatrixSection, group, "naive" + suffix,
+                           "DeviceChain naive, one frame per launch" + described, bytes, kDeviceCopy,
+                           exact ? "naive" : ""),
+                  [&](Row& r) {
+                    DeviceChain device_chain(GpuPath::naive, chain, arithmetic);
+                    finish(r, timing, one_frame_per_launch(device_chain));
+                  });
+        }
+        if (optimized) {
+          Row row = make_row(kMatrixSection, group, "optimized" + suffix,
+                             "DeviceChain optimized, one frame per launch" + described, bytes, kDeviceCopy,
+                             exact ? "optimized" : "naive");
+          row.peer = "npp";
+          add_row(report, std::move(row), [&](Row& r) {
+            DeviceChain device_chain(GpuPath::optimized, chain, arithmetic);
+            finish(r, timing, one_frame_per_launch(device_chain));
+          });
+          row = make_row(kMatrixSection, group, batched + suffix,
+                         "DeviceChain optimized run_batch, " + std::to_string(batch) + " frames per call" + described,
+                         bytes, kDeviceCopy, exact ? batched : "naive");
+          row.peer = "npp";
+          add_row(report, std::move(row), [&](Row& r) {
+            DeviceChain device_chain(GpuPath::optimized, chain, arithmetic);
+            finish(r, timing, time_stream(timing, stream, [&](int first, int count) {
+                     for (int i = first; i < first + count; i += batch) {
+                       device_chain.run_batch(in.frame(i), size, batch, out.frame(i), stream);
+                     }
+                   }));
+          });
+        }
       }
       if (npp) {
         Row row = make_row(kMatrixSection, group, "npp", "", bytes, kDeviceCopy);

@@ -75,9 +75,11 @@ namespace {
 // the ratios the targets are stated in.
 void print_matrix(const Report& report, std::FILE* out) {
   const Ceiling* d2d = find_ceiling(report, kDeviceCopy);
-  std::fprintf(out, "\nmatrix: us per frame on device-resident frames; floor = input + output bytes at the d2d rate\n");
-  std::fprintf(out, "%-40s %7s %8s %9s %9s %8s %7s %7s %10s %8s\n", "size and chain", "floor", "naive", "optimized",
-               "batched", "npp", "opt/fl", "bat/fl", "opt/naive", "npp/opt");
+  std::fprintf(out, "\nmatrix: us per frame on device-resident frames; floor = input + output bytes at the d2d rate;\n"
+                    "exact columns: exact arithmetic (OpenCV's bytes), and its time over the fast row's\n");
+  std::fprintf(out, "%-40s %7s %8s %9s %9s %8s %7s %7s %10s %8s %9s %9s %7s %7s\n", "size and chain", "floor",
+               "naive", "optimized", "batched", "npp", "opt/fl", "bat/fl", "opt/naive", "npp/opt", "opt exact",
+               "bat exact", "ex/opt", "ex/bat");
   std::vector<std::string> groups;
   for (const Row& r : report.rows) {
     if (r.section == kMatrixSection && std::find(groups.begin(), groups.end(), r.group) == groups.end()) {
@@ -93,8 +95,12 @@ void print_matrix(const Report& report, std::FILE* out) {
     };
     const Row* naive = time_of([](const Row& r) { return r.name == "naive"; });
     const Row* optimized = time_of([](const Row& r) { return r.name == "optimized"; });
-    const Row* batched = time_of([](const Row& r) { return r.name.rfind("optimized x", 0) == 0; });
+    const auto is_batched = [](const Row& r) { return r.name.rfind("optimized x", 0) == 0; };
+    const auto is_exact = [](const Row& r) { return r.name.ends_with(" exact"); };
+    const Row* batched = time_of([&](const Row& r) { return is_batched(r) && !is_exact(r); });
     const Row* npp = time_of([](const Row& r) { return r.name == "npp"; });
+    const Row* optimized_exact = time_of([](const Row& r) { return r.name == "optimized exact"; });
+    const Row* batched_exact = time_of([&](const Row& r) { return is_batched(r) && is_exact(r); });
     const Row* any = naive ? naive : optimized ? optimized : batched ? batched : npp;
     if (any == nullptr) continue;
     const double floor_us = d2d && d2d->gbps > 0 ? any->bytes_per_frame / (d2d->gbps * 1e3) : 0;
@@ -116,10 +122,11 @@ void print_matrix(const Report& report, std::FILE* out) {
       std::snprintf(text, sizeof text, "%.2fx", r->us_per_frame / floor_us);
       return std::string(text);
     };
-    std::fprintf(out, "%-40s %7.2f %8s %9s %9s %8s %7s %7s %10s %8s\n", shorten(group, 40).c_str(), floor_us,
-                 us(naive).c_str(), us(optimized).c_str(), us(batched).c_str(), us(npp).c_str(),
+    std::fprintf(out, "%-40s %7.2f %8s %9s %9s %8s %7s %7s %10s %8s %9s %9s %7s %7s\n", shorten(group, 40).c_str(),
+                 floor_us, us(naive).c_str(), us(optimized).c_str(), us(batched).c_str(), us(npp).c_str(),
                  of_floor(optimized).c_str(), of_floor(batched).c_str(), ratio(naive, optimized).c_str(),
-                 ratio(npp, optimized).c_str());
+                 ratio(npp, optimized).c_str(), us(optimized_exact).c_str(), us(batched_exact).c_str(),
+                 ratio(optimized_exact, optimized).c_str(), ratio(batched_exact, batched).c_str());
   }
 }
 

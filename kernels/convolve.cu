@@ -58,7 +58,7 @@ __device__ __forceinline__ std::uint8_t sobel_at(Pixel p) {
 
 // ---------------------------------------------------------------------------------------------- naive
 
-__global__ void filter2d_naive_kernel(ConstAosView in, AosView out, const float* taps, int ksize,
+__global__ void filter2d_naive_kernel(ConstAosView in, AosView out, const float* taps, int ksize, float scale,
                                       BorderMode border) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -78,7 +78,7 @@ __global__ void filter2d_naive_kernel(ConstAosView in, AosView out, const float*
     }
   }
   std::uint8_t* d = out.data + offset(3 * x, y, out.pitch);
-  for (int c = 0; c < 3; ++c) d[c] = saturate_round(acc[c]);
+  for (int c = 0; c < 3; ++c) d[c] = saturate_round(acc[c] * scale);
 }
 
 __global__ void sobel_naive_kernel(ConstAosView in, AosView out, BorderMode border) {
@@ -139,7 +139,8 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
 // optimized path runs <kRadius, false, true>.
 template <int kRadius, bool kGlobalTaps = false, bool kUniformBorder = true>
 __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
-    separable_kernel(ConstPlanesView in, PlanesView out, int slot, const float* global_taps, BorderMode border) {
+    separable_kernel(ConstPlanesView in, PlanesView out, int slot, const float* global_taps, float scale,
+                     BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kTileH + 2 * kRadius;
   constexpr int kInCols = kTileW + 2 * kRadius;
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
       float acc = 0.f;
 #pragma unroll
       for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], rows[r + k][c], acc);
-      dst[offset(x0 + c, y0 + r, out.pitch)] = saturate_round(acc);
+      dst[offset(x0 + c, y0 + r, out.pitch)] = saturate_round(acc * scale);
     }
 }
 
@@ -174,6 +175,7 @@ using Tile3x3 = std::uint8_t[kTileH + 2][kTileW + 2];
 // Output (r, c) of the tile from its 3x3 window tile[r..r+2][c..c+2].
 struct Taps3x3 {
   int slot;
+  float scale;
   __device__ std::uint8_t operator()(const Tile3x3& t, int r, int c) const {
     const float* taps = c_taps[slot];
     float acc = 0.f;
@@ -181,7 +183,7 @@ struct Taps3x3 {
     for (int j = 0; j < 3; ++j)
 #pragma unroll
       for (int i = 0; i < 3; ++i) acc = fmaf(taps[3 * j + i], t[r + j][c + i], acc);
-    return saturate_round(acc);
+    return saturate_round(acc * scale);
   }
 };
 
@@ -205,7 +207,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 }
 
 // One instantiation per radius; the launch picks it at run time.
-using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, const float*, BorderMode);
+using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, const float*, float, BorderMode);
 template <bool kGlobalTaps, bool kUniformBorder, int... R>
 std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequence<int, R...>) {
   return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder>...};
@@ -220,7 +222,8 @@ void require_filter(Extent in, Extent out, const char* what) {
 
 }  // namespace
 
-ConstantTaps::ConstantTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
+ConstantTaps::ConstantTaps(std::span<const float> taps, float scale)
+    : size_(static_cast<int>(taps.size())), scale_(scale) {
   require(!taps.empty() && taps.size() <= static_cast<std::size_t>(kMaxTaps),
           "ConstantTaps: 1 to " + std::to_string(kMaxTaps) + " taps");
   slot_ = TapSlot(tap_slots(), taps, [&](int slot) {
@@ -230,13 +233,13 @@ ConstantTaps::ConstantTaps(std::span<const float> taps) : size_(static_cast<int>
   });
 }
 
-void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, BorderMode border,
+void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, float scale, BorderMode border,
                     cudaStream_t stream) {
   require_filter(in.extent, out.extent, "filter2d_naive");
   require(ksize % 2 == 1 && ksize >= 1 && ksize <= kMaxTaps,
           "filter2d_naive: odd kernel size up to " + std::to_string(kMaxTaps));
   filter2d_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(
-      in, out, taps, ksize, border);
+      in, out, taps, ksize, scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("filter2d_naive_kernel", stream);
 }
 
@@ -253,8 +256,8 @@ void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& ta
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
           "separable_planes: odd tap count from 3 to " + std::to_string(kMaxTaps));
   static const auto kernels = separable_kernels<false, true>(std::make_integer_sequence<int, kMaxRadius>{});
-  kernels[taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, taps.slot(),
-                                                                                             nullptr, border);
+  kernels[taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
+      in, out, taps.slot(), nullptr, taps.scale(), border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel", stream);
 }
 
@@ -271,7 +274,7 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
       separable_kernels<true, true>(kRadii), separable_kernels<true, false>(kRadii)};
   const int variant = (source == TapSource::global ? 2 : 0) + (policy == BorderPolicy::per_element ? 1 : 0);
   kernels[variant][taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
-      in, out, taps.slot(), global_taps, border);
+      in, out, taps.slot(), global_taps, taps.scale(), border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel (variant)", stream);
 }
 
@@ -280,7 +283,7 @@ void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& ta
   require_filter(in.extent, out.extent, "filter3x3_planes");
   require(taps.size() == 9, "filter3x3_planes: nine taps");
   filter3x3_kernel<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, border,
-                                                                                Taps3x3{taps.slot()});
+                                                                                Taps3x3{taps.slot(), taps.scale()});
   IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_kernel (taps)", stream);
 }
 

@@ -5,8 +5,10 @@
 //              halo, separable filters as a row pass and a column pass in one kernel, 3x3 filters from the
 //              same kind of tile; only blocks whose halo leaves the frame run the border arithmetic.
 // Kernel sizes are odd, from 3 to kMaxTaps (radius 1 to kMaxRadius). Taps correlate: tap (i, j) weighs the
-// pixel at offset (i - r, j - r). Results are accumulated in float, rounded half up and saturated; integer taps
-// (sharpen, sobel) are therefore exact. All launches are asynchronous on `stream`; in and out extents are
+// pixel at offset (i - r, j - r). Results are accumulated in float, multiplied by the filter's scale (1 unless
+// given), rounded half up and saturated. Sums of integer taps (sharpen, sobel, and a box given taps of 1 and
+// scale 1 / K^2) and of taps in units of 1/256 (OpenCV's fixed-point Gaussian) are exact in float for 8-bit
+// input, so those filters give OpenCV's bytes. All launches are asynchronous on `stream`; in and out extents are
 // equal and the views must not overlap.
 #pragma once
 
@@ -26,18 +28,21 @@ namespace imgpipe::cuda {
 class ConstantTaps {
  public:
   // 1 to kMaxTaps values; throws std::invalid_argument otherwise, std::runtime_error when every slot is taken.
-  explicit ConstantTaps(std::span<const float> taps);
+  // `scale` multiplies the filtered sum before it is rounded.
+  explicit ConstantTaps(std::span<const float> taps, float scale = 1.f);
 
   int slot() const noexcept { return slot_.index(); }            // -1 once moved from
   int size() const noexcept { return slot_.held() ? size_ : 0; }  // 0 once moved from
+  float scale() const noexcept { return scale_; }
 
  private:
   TapSlot slot_;
   int size_ = 0;
+  float scale_ = 1.f;
 };
 
-// naive: `taps` is a device array of ksize * ksize floats, row-major.
-void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, BorderMode border,
+// naive: `taps` is a device array of ksize * ksize floats, row-major; `scale` multiplies the sum before rounding.
+void filter2d_naive(ConstAosView in, AosView out, const float* taps, int ksize, float scale, BorderMode border,
                     cudaStream_t stream);
 void sobel_naive(ConstAosView in, AosView out, BorderMode border, cudaStream_t stream);
 

@@ -1,5 +1,5 @@
-// Gray: BT.601 luma written to all three channels, in OpenCV's fixed point
-// (R * 4899 + G * 9617 + B * 1868 + 8192) >> 14, so it equals cv::cvtColor(RGB2GRAY) exactly.
+// Gray: BT.601 luma written to all three channels, in OpenCV's 15-bit fixed point
+// (R * 9798 + G * 19235 + B * 3735 + 16384) >> 15, so it equals cv::cvtColor(RGB2GRAY) exactly.
 //   naive:     on the interleaved frame, one thread per pixel.
 //   optimized: on planes, four pixels per thread with 32-bit loads and stores.
 // Extents must match; asynchronous on `stream`.

@@ -27,13 +27,20 @@ namespace {
 
 const dim3 kNaiveBlock(32, 8);
 
-// 255 / (max - min), or 0 for a constant channel.
-__device__ __forceinline__ float stretch_scale(unsigned lo, unsigned hi) {
-  return hi > lo ? 255.f / static_cast<float>(hi - lo) : 0.f;
+// The stretch of one channel as cv::normalize(NORM_MINMAX, 0..255) computes it for 8-bit data, so the bytes are
+// OpenCV's: scale = 255 * (1 / (hi - lo)) in double (0 for a constant channel), shift = -lo * scale, both rounded
+// to float, then cv::Mat::convertTo's fused multiply-add v * scale + shift, rounded half to even and saturated.
+struct Stretch {
+  float scale, shift;
+};
+
+__device__ __forceinline__ Stretch stretch_of(unsigned lo, unsigned hi) {
+  const double scale = 255.0 * (hi > lo ? 1.0 / static_cast<double>(hi - lo) : 0.0);
+  return {__double2float_rn(scale), __double2float_rn(-__dmul_rn(static_cast<double>(lo), scale))};
 }
 
-__device__ __forceinline__ std::uint8_t stretch(unsigned v, float lo, float scale) {
-  return saturate_round((static_cast<float>(v) - lo) * scale);
+__device__ __forceinline__ std::uint8_t stretch(unsigned v, Stretch k) {
+  return static_cast<std::uint8_t>(min(max(__float2int_rn(fmaf(static_cast<float>(v), k.scale, k.shift)), 0), 255));
 }
 
 // ---------------------------------------------------------------------------------------------- naive
@@ -57,7 +64,7 @@ __global__ void stretch_naive_kernel(ConstAosView in, AosView out, const unsigne
   const std::uint8_t* s = in.data + static_cast<std::size_t>(y) * in.pitch + 3 * static_cast<std::size_t>(x);
   std::uint8_t* d = out.data + static_cast<std::size_t>(y) * out.pitch + 3 * static_cast<std::size_t>(x);
   for (int c = 0; c < 3; ++c) {
-    d[c] = stretch(s[c], static_cast<float>(range[c]), stretch_scale(range[c], range[3 + c]));
+    d[c] = stretch(s[c], stretch_of(range[c], range[3 + c]));
   }
 }
 
@@ -89,25 +96,20 @@ struct MergeRanges {
 struct StretchOp {
   const ChannelRange* range;
 
-  struct Stretch {
-    float lo[3];
-    float scale[3];
+  struct Stretches {
+    Stretch channel[3];
     __device__ void operator()(std::uint8_t& r, std::uint8_t& g, std::uint8_t& b) const {
-      r = stretch(r, lo[0], scale[0]);
-      g = stretch(g, lo[1], scale[1]);
-      b = stretch(b, lo[2], scale[2]);
+      r = stretch(r, channel[0]);
+      g = stretch(g, channel[1]);
+      b = stretch(b, channel[2]);
     }
   };
 
-  __device__ Stretch prepare() const {
+  __device__ Stretches prepare() const {
     const ChannelRange cr = *range;
-    Stretch s;
+    Stretches s;
 #pragma unroll
-    for (int c = 0; c < 3; ++c) {
-      const unsigned lo = (cr.lo >> (8 * c)) & 0xFFu, hi = (cr.hi >> (8 * c)) & 0xFFu;
-      s.lo[c] = static_cast<float>(lo);
-      s.scale[c] = stretch_scale(lo, hi);
-    }
+    for (int c = 0; c < 3; ++c) s.channel[c] = stretch_of((cr.lo >> (8 * c)) & 0xFFu, (cr.hi >> (8 * c)) & 0xFFu);
     return s;
   }
 };

@@ -1,5 +1,5 @@
-// Normalize, per channel: out = round((v - min) * 255 / (max - min)), saturated; a constant
-// channel becomes 0 (cv::normalize NORM_MINMAX semantics).
+// Normalize, per channel: min..max stretched to 0..255 with cv::normalize(NORM_MINMAX)'s own arithmetic for
+// 8-bit data (normalize.cu), so the bytes are OpenCV's; a constant channel becomes 0.
 //   naive:     on the interleaved frame; the minima and maxima by atomicMin / atomicMax per pixel and
 //              channel, then a stretch kernel.
 //   optimized: on planes; the minima and maxima of all three planes in one CUB device reduction over a Thrust

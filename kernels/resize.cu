@@ -7,6 +7,9 @@
 // each fetch reads one channel's contiguous texels. The price is precision: the unit's weights carry 8
 // fractional bits, so results may differ from the exact bilinear by one level (the tests allow ±1).
 // Nearest needs no filtering: an exact integer index per row and column, one byte per plane.
+// The exact kernels follow OpenCV's own fixed-point INTER_LINEAR for 8-bit frames (modules/imgproc/src/resize.cpp)
+// step by step, so they give its bytes; the texture unit's 8-bit weight fractions cannot, so exact resize
+// interpolates by hand on both paths.
 // One thread per output pixel, handling all three planes, so the coordinate math is shared between them.
 #include "resize.cuh"
 
@@ -53,6 +56,41 @@ __device__ __forceinline__ std::uint8_t bilinear(const std::uint8_t* src, std::s
   return saturate_round(fmaf(ty.w1, bottom - top, top));
 }
 
+// One axis of OpenCV's fixed-point INTER_LINEAR: source indices and weights in units of 1/2048
+// (INTER_RESIZE_COEF_SCALE). The position is float((d + 0.5) * scale - 0.5), scale = 1 / (out / in) in double,
+// each step rounded on its own as the CPU does (no contraction into a fused multiply-add); the weights are
+// round-half-even((1 - t) * 2048) and (t * 2048). Columns reset s and t at the image's edges; rows keep their
+// weights and only clamp the indices they read.
+struct FixedTap {
+  int i0, i1;
+  int w0, w1;
+};
+
+__device__ __forceinline__ FixedTap fixed_tap(int dst, double scale, int src_len, bool reset_at_edges) {
+  float t = __double2float_rn(__dadd_rn(__dmul_rn(dst + 0.5, scale), -0.5));
+  int s = __float2int_rd(t);
+  t = __fsub_rn(t, static_cast<float>(s));
+  if (reset_at_edges) {
+    if (s < 0) s = 0, t = 0.f;
+    if (s >= src_len - 1) s = src_len - 1, t = 0.f;
+  }
+  return {min(max(s, 0), src_len - 1), min(max(s + 1, 0), src_len - 1),
+          __float2int_rn(__fmul_rn(__fsub_rn(1.f, t), 2048.f)), __float2int_rn(__fmul_rn(t, 2048.f))};
+}
+
+// OpenCV's two passes for one output value: each source row interpolated horizontally to an int in 1/2048, then
+// ((b0 * (h0 >> 4)) >> 16) + ((b1 * (h1 >> 4)) >> 16) + 2) >> 2, saturated. `src` points at the channel in pixel
+// (0, 0); `step` is the distance between horizontal neighbours.
+__device__ __forceinline__ std::uint8_t fixed_bilinear(const std::uint8_t* src, std::size_t pitch, int step,
+                                                       FixedTap tx, FixedTap ty) {
+  const std::uint8_t* r0 = src + static_cast<std::size_t>(ty.i0) * pitch;
+  const std::uint8_t* r1 = src + static_cast<std::size_t>(ty.i1) * pitch;
+  const int h0 = r0[tx.i0 * step] * tx.w0 + r0[tx.i1 * step] * tx.w1;
+  const int h1 = r1[tx.i0 * step] * tx.w0 + r1[tx.i1 * step] * tx.w1;
+  const int v = (((ty.w0 * (h0 >> 4)) >> 16) + ((ty.w1 * (h1 >> 4)) >> 16) + 2) >> 2;
+  return static_cast<std::uint8_t>(min(max(v, 0), 255));
+}
+
 // INTER_NEAREST_EXACT: floor((dst + 0.5) * src_len / dst_len) = ((2 dst + 1) src_len) / (2 dst_len), exactly.
 __device__ __forceinline__ int nearest_index(int dst, int src_len, int dst_len) {
   const unsigned long long i = ((2ull * dst + 1ull) * static_cast<unsigned>(src_len)) / (2ull * static_cast<unsigned>(dst_len));
@@ -76,6 +114,15 @@ __global__ void resize_linear_naive_kernel(ConstAosView in, AosView out, float2 
   const LinearTap ty = linear_tap(y, scale.y, in.extent.height);
   std::uint8_t* d = out.data + offset(3 * x, y, out.pitch);
   for (int c = 0; c < 3; ++c) d[c] = bilinear(in.data + c, in.pitch, 3, tx, ty);
+}
+
+__global__ void resize_exact_naive_kernel(ConstAosView in, AosView out, double2 scale) {
+  int x, y;
+  if (!pixel_of(out.extent, x, y)) return;
+  const FixedTap tx = fixed_tap(x, scale.x, in.extent.width, true);
+  const FixedTap ty = fixed_tap(y, scale.y, in.extent.height, false);
+  std::uint8_t* d = out.data + offset(3 * x, y, out.pitch);
+  for (int c = 0; c < 3; ++c) d[c] = fixed_bilinear(in.data + c, in.pitch, 3, tx, ty);
 }
 
 __global__ void resize_nearest_naive_kernel(ConstAosView in, AosView out) {
@@ -115,6 +162,15 @@ __global__ void resize_linear_hand_kernel(ConstPlanesView in, PlanesView out, fl
   for (int c = 0; c < 3; ++c) out.plane[c][o] = bilinear(in.plane[c], in.pitch, 1, tx, ty);
 }
 
+__global__ void resize_exact_planes_kernel(ConstPlanesView in, PlanesView out, double2 scale) {
+  int x, y;
+  if (!pixel_of(out.extent, x, y)) return;
+  const FixedTap tx = fixed_tap(x, scale.x, in.extent.width, true);
+  const FixedTap ty = fixed_tap(y, scale.y, in.extent.height, false);
+  const std::size_t o = offset(x, y, out.pitch);
+  for (int c = 0; c < 3; ++c) out.plane[c][o] = fixed_bilinear(in.plane[c], in.pitch, 1, tx, ty);
+}
+
 __global__ void resize_nearest_planes_kernel(ConstPlanesView in, PlanesView out) {
   int x, y;
   if (!pixel_of(out.extent, x, y)) return;
@@ -127,6 +183,11 @@ __global__ void resize_nearest_planes_kernel(ConstPlanesView in, PlanesView out)
 float2 scale_of(Extent in, Extent out) {
   return {static_cast<float>(static_cast<double>(in.width) / out.width),
           static_cast<float>(static_cast<double>(in.height) / out.height)};
+}
+
+// As cv::resize computes it: the inverse of out / in.
+double2 opencv_scale_of(Extent in, Extent out) {
+  return {1.0 / (static_cast<double>(out.width) / in.width), 1.0 / (static_cast<double>(out.height) / in.height)};
 }
 
 void require_frames(Extent in, Extent out) {
@@ -150,6 +211,13 @@ void resize_linear_naive(ConstAosView in, AosView out, cudaStream_t stream) {
   resize_linear_naive_kernel<<<cover(out.extent.width, out.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(
       in, out, scale_of(in.extent, out.extent));
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_linear_naive_kernel", stream);
+}
+
+void resize_linear_exact_naive(ConstAosView in, AosView out, cudaStream_t stream) {
+  require_frames(in.extent, out.extent);
+  resize_exact_naive_kernel<<<cover(out.extent.width, out.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(
+      in, out, opencv_scale_of(in.extent, out.extent));
+  IMGPIPE_CUDA_LAUNCH_CHECK("resize_exact_naive_kernel", stream);
 }
 
 void resize_nearest_naive(ConstAosView in, AosView out, cudaStream_t stream) {
@@ -205,6 +273,12 @@ void resize_linear_planes_hand(ConstPlanesView in, PlanesView out, cudaStream_t 
   require_frames(in.extent, out.extent);
   launch_over<&resize_linear_hand_kernel>(out.extent, stream, "resize_linear_hand_kernel", in, out,
                                           scale_of(in.extent, out.extent));
+}
+
+void resize_linear_exact_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
+  require_frames(in.extent, out.extent);
+  launch_over<&resize_exact_planes_kernel>(out.extent, stream, "resize_exact_planes_kernel", in, out,
+                                           opencv_scale_of(in.extent, out.extent));
 }
 
 void resize_nearest_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream) {

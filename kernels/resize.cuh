@@ -2,6 +2,8 @@
 // (INTER_NEAREST_EXACT: source = floor((dst + 0.5) * src / dst), computed exactly in integers).
 //   naive:     on the interleaved frame, bilinear weights computed by hand from global memory.
 //   optimized: on planes; bilinear through texture objects with hardware linear filtering.
+//   exact:     bilinear as OpenCV's fixed-point INTER_LINEAR computes it for 8-bit frames, byte for byte; by
+//              hand on both layouts (texture filtering cannot give OpenCV's rounding).
 // The output extent is the target size; all are asynchronous on `stream`; input and output must not overlap.
 #pragma once
 
@@ -16,6 +18,7 @@ namespace imgpipe::cuda {
 
 void resize_linear_naive(ConstAosView in, AosView out, cudaStream_t stream);
 void resize_nearest_naive(ConstAosView in, AosView out, cudaStream_t stream);
+void resize_linear_exact_naive(ConstAosView in, AosView out, cudaStream_t stream);
 
 // Three textures (one per plane, 8-bit texels read as normalised floats, linear filtering, clamp addressing,
 // unnormalised coordinates) over a whole plane buffer. They cover the allocation rather than one frame, so
@@ -41,5 +44,6 @@ void resize_linear_planes(const LinearPlaneTextures& in, Extent in_extent, Plane
 // Bilinear on planes by hand: for allocations the texture unit cannot cover (LinearPlaneTextures::fit false).
 void resize_linear_planes_hand(ConstPlanesView in, PlanesView out, cudaStream_t stream);
 void resize_nearest_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream);
+void resize_linear_exact_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

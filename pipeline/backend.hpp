@@ -8,6 +8,11 @@
 
 namespace imgpipe {
 
+// How the GPU paths round. exact: every op gives the bytes of the OpenCV function the cpu backend calls (OpenCV's
+// own 8-bit fixed-point arithmetic, docs/ops.md); fast: the fastest kernels, within one level of those bytes
+// (texture-filtered resize, float filter taps, the fused resize + filter head). The cpu backend is always exact.
+enum class Arithmetic { fast, exact };
+
 class Backend {
  public:
   virtual ~Backend() = default;

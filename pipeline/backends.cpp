@@ -107,7 +107,7 @@ BackendKind resolve_auto_backend(std::string* fallback_notice) {
   return BackendKind::cpu;
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind) {
+std::unique_ptr<Backend> make_backend(BackendKind kind, Arithmetic arithmetic) {
   if (kind == BackendKind::cpu) {
 #ifdef IMGPIPE_HAVE_CPU_BACKEND
     return make_cpu_backend();
@@ -116,11 +116,13 @@ std::unique_ptr<Backend> make_backend(BackendKind kind) {
 #endif
   }
   require_device(kind);
-  return make_gpu_backend(gpu_path(kind));
+  return make_gpu_backend(gpu_path(kind), arithmetic);
 }
 
 std::unique_ptr<Engine> make_engine(BackendKind kind, const Chain& chain, const EngineOptions& options) {
-  if (kind != BackendKind::optimized) return make_backend_engine(make_backend(kind), chain, options.slots);
+  if (kind != BackendKind::optimized) {
+    return make_backend_engine(make_backend(kind, options.arithmetic), chain, options.slots);
+  }
   require_device(kind);
   return make_gpu_engine(GpuPath::optimized, chain, options);
 }

@@ -36,7 +36,8 @@ std::vector<BackendInfo> available_backends();
 BackendKind resolve_auto_backend(std::string* fallback_notice);
 
 // Throws std::runtime_error with a clear reason when the kind is not compiled in or not usable here.
-std::unique_ptr<Backend> make_backend(BackendKind kind);
+// `arithmetic` picks how the GPU paths round; the cpu backend is OpenCV itself, exact either way.
+std::unique_ptr<Backend> make_backend(BackendKind kind, Arithmetic arithmetic = Arithmetic::fast);
 
 // The engine for a backend kind: cpu and naive run synchronously (the naive one is the baseline: pageable
 // memory, synchronous copies, one stream); optimized is the GPU ring with `options`.

@@ -256,6 +256,41 @@ std::vector<double> gaussian_weights(int ksize, double sigma) {
   return w;
 }
 
+std::vector<int> gaussian_fixed_point_taps(int ksize, double sigma) {
+  std::vector<double> k(static_cast<std::size_t>(ksize));
+  const int half = ksize / 2;
+  if (sigma <= 0 && ksize <= 7) {
+    static const std::vector<double> fixed[] = {{1.0},
+                                                {0.25, 0.5, 0.25},
+                                                {0.0625, 0.25, 0.375, 0.25, 0.0625},
+                                                {0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125}};
+    k = fixed[half];
+  } else {
+    const double s = sigma > 0 ? sigma : std::fma(ksize, 0.15, 0.35);
+    const double scale = -0.125 / (s * s);
+    double sum = 1.0;  // the centre, exp(0)
+    for (int i = 0, x = 1 - ksize; i < half; ++i, x += 2) {
+      k[i] = std::exp(static_cast<double>(x * x) * scale);
+      sum += 2 * k[i];
+    }
+    const double normalise = 1.0 / sum;
+    for (int i = 0; i < half; ++i) k[i] = k[ksize - 1 - i] = k[i] * normalise;
+    k[half] = normalise;
+  }
+  std::vector<int> taps(static_cast<std::size_t>(ksize));
+  double carried = 0;
+  int sum = 0;
+  for (int i = 0; i < half; ++i) {
+    const double wanted = k[i] * 256 + carried;
+    const int tap = static_cast<int>(std::nearbyint(wanted));
+    carried = wanted - tap;
+    taps[i] = taps[ksize - 1 - i] = tap;
+    sum += 2 * tap;
+  }
+  taps[half] = 256 - sum;
+  return taps;
+}
+
 std::string_view chain_help() {
   return R"(An op chain is ops separated by commas, applied left to right, e.g. "resize=1280x720,gaussian=5:1.0".
   resize=WxH[:linear|nearest]   bilinear (OpenCV INTER_LINEAR) or nearest (OpenCV INTER_NEAREST_EXACT)

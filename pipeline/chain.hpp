@@ -88,6 +88,11 @@ Size largest_frame(const Chain& chain, Size in);
 
 // The separable weights cv::getGaussianKernel(ksize, sigma, CV_64F) returns.
 std::vector<double> gaussian_weights(int ksize, double sigma);
+// The taps cv::GaussianBlur uses on 8-bit frames (its bit-exact path), in units of 1/256, summing to 256: the
+// Gaussian in double precision (sigma <= 0: the fixed 3-, 5- and 7-tap tables, else sigma 0.15 * ksize + 0.35),
+// normalised to sum 1, then rounded to 1/256 with the rounding error carried from tap to tap towards the centre,
+// whose tap takes what is left of 256.
+std::vector<int> gaussian_fixed_point_taps(int ksize, double sigma);
 
 // Help text for the chain language, shared by every command.
 std::string_view chain_help();

@@ -161,7 +161,7 @@ class GpuRingEngine final : public Engine {
     if (!cuda::device_available()) throw std::runtime_error("the GPU engine needs a CUDA device; none is usable here");
     set_chain(chain);
     IMGPIPE_CUDA_CHECK(cudaGetDevice(&device_));
-    for (int i = 0; i < options.slots; ++i) ring_.push_back(std::make_unique<Slot>(path, chain, options.memory));
+    for (int i = 0; i < options.slots; ++i) ring_.push_back(std::make_unique<Slot>(path, chain, options));
   }
 
   // Buffers must outlive the work queued on them.
@@ -174,7 +174,8 @@ class GpuRingEngine final : public Engine {
   std::string describe() const override {
     return std::string(path_ == GpuPath::naive ? "naive" : "optimized") + " GPU path, " +
            std::to_string(slots()) + " slots, " + std::string(to_string(options_.memory)) + " host memory" +
-           (options_.memory == MemoryMode::managed ? (options_.prefetch ? " with prefetch" : " without prefetch") : "");
+           (options_.memory == MemoryMode::managed ? (options_.prefetch ? " with prefetch" : " without prefetch") : "") +
+           (options_.arithmetic == Arithmetic::exact ? ", OpenCV-exact arithmetic" : "");
   }
 
  protected:
@@ -238,7 +239,8 @@ class GpuRingEngine final : public Engine {
 
  private:
   struct Slot : DeviceSlot {
-    Slot(GpuPath path, const Chain& chain, MemoryMode mode) : DeviceSlot(mode), chain(path, chain) {}
+    Slot(GpuPath path, const Chain& chain, const EngineOptions& options)
+        : DeviceSlot(options.memory), chain(path, chain, options.arithmetic) {}
     DeviceChain chain;
   };
 
@@ -246,7 +248,7 @@ class GpuRingEngine final : public Engine {
   // frames of ordinary size still find memory. The chain is planned afresh, without its scratch frames.
   void free_device_memory(Slot& s) {
     s.free_device_buffers();
-    s.chain = DeviceChain(path_, chain());
+    s.chain = DeviceChain(path_, chain(), options_.arithmetic);
   }
 
   cudaMemLocation device_location() const { return {cudaMemLocationTypeDevice, device_}; }

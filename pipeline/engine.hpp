@@ -38,6 +38,7 @@ struct EngineOptions {
   int slots = 3;                          // frames in flight, 1..kMaxSlots
   MemoryMode memory = MemoryMode::pinned;  // GPU ring engine only
   bool prefetch = true;                   // managed memory only
+  Arithmetic arithmetic = Arithmetic::fast;  // GPU paths only; the cpu backend is always exact
 };
 constexpr int kMaxSlots = 128;  // a GPU JPEG decoder batches as many files as there are frames in flight
 

@@ -53,9 +53,29 @@ cuda::Reorient reorient_of(const Flip& f) {
   return f.axis == Flip::Axis::horizontal ? cuda::Reorient::flip_h : cuda::Reorient::flip_v;
 }
 
-// 1-D weights of the separable filters, as the chain defines them.
-std::vector<double> weights_1d(const Gaussian& g) { return gaussian_weights(g.ksize, g.sigma); }
-std::vector<double> weights_1d(const Box& b) { return std::vector<double>(static_cast<std::size_t>(b.ksize), 1.0 / b.ksize); }
+// A separable filter's 1-D weights and the scale applied to its sum before rounding.
+// fast:  the chain's weights (Gaussian in double, box 1/K), scale 1.
+// exact: OpenCV's integer arithmetic, which float holds exactly for 8-bit input: Gaussian taps in units of
+//        1/256 (both passes' sums stay below 2^24 units of 1/65536), box taps of 1 with the sum scaled by
+//        1 / K^2 once (the rounded quotient is OpenCV's: K^2 is odd, so S / K^2 is never within float's error
+//        of a tie).
+struct Weights {
+  std::vector<double> taps;
+  double scale = 1.0;
+};
+
+Weights weights_1d(const Gaussian& g, Arithmetic arithmetic) {
+  if (arithmetic == Arithmetic::fast) return {gaussian_weights(g.ksize, g.sigma)};
+  Weights w;
+  for (int tap : gaussian_fixed_point_taps(g.ksize, g.sigma)) w.taps.push_back(tap / 256.0);
+  return w;
+}
+
+Weights weights_1d(const Box& b, Arithmetic arithmetic) {
+  const auto k = static_cast<std::size_t>(b.ksize);
+  if (arithmetic == Arithmetic::fast) return {std::vector<double>(k, 1.0 / b.ksize)};
+  return {std::vector<double>(k, 1.0), 1.0 / (b.ksize * b.ksize)};
+}
 
 const std::vector<double> kSharpen = {0, -1, 0, -1, 5, -1, 0, -1, 0};
 
@@ -81,19 +101,21 @@ void fill_sizes(const Chain& chain, Size in, std::vector<Size>& sizes) {
 
 class NaivePlan {
  public:
-  explicit NaivePlan(const Chain& chain) : chain_(chain) {
+  NaivePlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), arithmetic_(arithmetic) {
     for (const Op& op : chain.ops) {
       Step step;
-      const auto upload = [&step](const std::vector<double>& taps, int ksize) {
+      const auto upload = [&step](const std::vector<double>& taps, int ksize, double scale) {
         const std::vector<float> f = to_float(taps);
         step.taps.grow(f.size() * sizeof(float));
         IMGPIPE_CUDA_CHECK(cudaMemcpy(step.taps.data(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
         cuda::wait_for_uploads();
         step.ksize = ksize;
+        step.scale = static_cast<float>(scale);
       };
-      if (const auto* g = std::get_if<Gaussian>(&op)) upload(outer(weights_1d(*g)), g->ksize);
-      if (const auto* b = std::get_if<Box>(&op)) upload(outer(weights_1d(*b)), b->ksize);
-      if (std::holds_alternative<Sharpen>(op)) upload(kSharpen, 3);
+      const auto upload_separable = [&](const Weights& w) { upload(outer(w.taps), static_cast<int>(w.taps.size()), w.scale); };
+      if (const auto* g = std::get_if<Gaussian>(&op)) upload_separable(weights_1d(*g, arithmetic));
+      if (const auto* b = std::get_if<Box>(&op)) upload_separable(weights_1d(*b, arithmetic));
+      if (std::holds_alternative<Sharpen>(op)) upload(kSharpen, 3, 1.0);
       steps_.push_back(std::move(step));
     }
   }
@@ -121,18 +143,20 @@ class NaivePlan {
   struct Step {
     cuda::DeviceBuffer taps;  // KxK filter taps in global memory, uploaded at plan time
     int ksize = 0;
+    float scale = 1.f;
   };
 
   void run_op(std::size_t i, cuda::ConstAosView in, cuda::AosView out, cudaStream_t stream) {
     const Step& step = steps_[i];
     const auto filter = [&](Border border) {
-      cuda::filter2d_naive(in, out, reinterpret_cast<const float*>(step.taps.data()), step.ksize, border_of(border),
-                           stream);
+      cuda::filter2d_naive(in, out, reinterpret_cast<const float*>(step.taps.data()), step.ksize, step.scale,
+                           border_of(border), stream);
     };
     std::visit(Overloaded{
                    [&](const Resize& r) {
-                     if (r.interp == Interp::linear) cuda::resize_linear_naive(in, out, stream);
-                     else cuda::resize_nearest_naive(in, out, stream);
+                     if (r.interp == Interp::nearest) cuda::resize_nearest_naive(in, out, stream);
+                     else if (arithmetic_ == Arithmetic::exact) cuda::resize_linear_exact_naive(in, out, stream);
+                     else cuda::resize_linear_naive(in, out, stream);
                    },
                    [&](const Gaussian& g) { filter(g.border); },
                    [&](const Box& b) { filter(b.border); },
@@ -148,6 +172,7 @@ class NaivePlan {
   }
 
   Chain chain_;
+  Arithmetic arithmetic_;
   std::vector<Step> steps_;
   std::vector<Size> sizes_;
   cuda::DeviceBuffer frames_[2];
@@ -180,6 +205,12 @@ struct ResizeLinearStage {
     } else {
       cuda::resize_linear_planes_hand(cuda::as_const(in.view(extent)), out, stream);
     }
+  }
+};
+
+struct ResizeExactStage {  // OpenCV's fixed-point bilinear, by hand
+  void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
+    cuda::resize_linear_exact_planes(cuda::as_const(in.view(extent)), out, stream);
   }
 };
 
@@ -232,22 +263,23 @@ struct NormalizeStage {
   }
 };
 
-using Stage = std::variant<ResizeLinearStage, ResizeNearestStage, SeparableStage, SharpenStage, SobelStage,
-                           ReorientStage, GrayStage, NormalizeStage>;
+using Stage = std::variant<ResizeLinearStage, ResizeExactStage, ResizeNearestStage, SeparableStage, SharpenStage,
+                           SobelStage, ReorientStage, GrayStage, NormalizeStage>;
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
-Stage make_stage(const Op& op) {
-  const auto separable = [](const std::vector<double>& w, Border border) -> Stage {
-    return SeparableStage{cuda::ConstantTaps(to_float(w)), border_of(border)};
+Stage make_stage(const Op& op, Arithmetic arithmetic) {
+  const auto separable = [](const Weights& w, Border border) -> Stage {
+    return SeparableStage{cuda::ConstantTaps(to_float(w.taps), static_cast<float>(w.scale)), border_of(border)};
   };
   return std::visit(
       Overloaded{
-          [](const Resize& r) -> Stage {
-            if (r.interp == Interp::linear) return ResizeLinearStage{};
-            return ResizeNearestStage{};
+          [&](const Resize& r) -> Stage {
+            if (r.interp == Interp::nearest) return ResizeNearestStage{};
+            if (arithmetic == Arithmetic::exact) return ResizeExactStage{};
+            return ResizeLinearStage{};
           },
-          [&](const Gaussian& g) { return separable(weights_1d(g), g.border); },
-          [&](const Box& b) { return separable(weights_1d(b), b.border); },
+          [&](const Gaussian& g) { return separable(weights_1d(g, arithmetic), g.border); },
+          [&](const Box& b) { return separable(weights_1d(b, arithmetic), b.border); },
           [](const Sharpen& s) -> Stage { return SharpenStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(s.border)}; },
           [](const Sobel& s) -> Stage { return SobelStage{border_of(s.border)}; },
           [](const Transpose&) -> Stage { return ReorientStage{cuda::Reorient::transpose}; },
@@ -274,8 +306,8 @@ std::optional<FusedHead> fused_head(const Chain& chain) {
   const auto head = [](const std::vector<double>& w, Border border) -> std::optional<FusedHead> {
     return FusedHead{cuda::ResizeFilterTaps(to_float(w)), border_of(border), static_cast<int>(w.size())};
   };
-  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g), g->border);
-  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b), b->border);
+  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g, Arithmetic::fast).taps, g->border);
+  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b, Arithmetic::fast).taps, b->border);
   return std::nullopt;
 }
 
@@ -287,8 +319,10 @@ class OptimizedPlan {
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
   // writes `out`, or an AoS scratch frame that the deinterleave then starts from. The fused kernel refuses
   // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames.
-  explicit OptimizedPlan(const Chain& chain) : chain_(chain), head_(fused_head(chain)) {
-    for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i]), i, 1});
+  // The fused head rounds its own way, so exact arithmetic runs the plane stages instead.
+  OptimizedPlan(const Chain& chain, Arithmetic arithmetic)
+      : chain_(chain), head_(arithmetic == Arithmetic::fast ? fused_head(chain) : std::nullopt) {
+    for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
   }
 
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
@@ -402,16 +436,16 @@ class OptimizedPlan {
 
 using Plan = std::variant<NaivePlan, OptimizedPlan>;
 
-Plan make_plan(GpuPath path, const Chain& chain) {
-  if (path == GpuPath::naive) return Plan(std::in_place_type<NaivePlan>, chain);
-  return Plan(std::in_place_type<OptimizedPlan>, chain);
+Plan make_plan(GpuPath path, const Chain& chain, Arithmetic arithmetic) {
+  if (path == GpuPath::naive) return Plan(std::in_place_type<NaivePlan>, chain, arithmetic);
+  return Plan(std::in_place_type<OptimizedPlan>, chain, arithmetic);
 }
 
 // ---------------------------------------------------------------------------------------------- backend
 
 class GpuBackend final : public Backend {
  public:
-  explicit GpuBackend(GpuPath path) : path_(path) {
+  GpuBackend(GpuPath path, Arithmetic arithmetic) : path_(path), arithmetic_(arithmetic) {
     if (path == GpuPath::optimized) stream_ = cuda::Stream::create();
   }
 
@@ -419,7 +453,7 @@ class GpuBackend final : public Backend {
 
   void set_chain(const Chain& chain) override {
     chain_.reset();  // release the old plan's constant-memory slots first
-    chain_.emplace(path_, chain);
+    chain_.emplace(path_, chain, arithmetic_);
   }
 
   void process(ConstFrameView in, FrameView out) override {
@@ -450,6 +484,7 @@ class GpuBackend final : public Backend {
 
  private:
   GpuPath path_;
+  Arithmetic arithmetic_;
   cuda::Stream stream_;  // optimized only: its own non-blocking stream
   std::optional<DeviceChain> chain_;
   cuda::DeviceBuffer device_in_, device_out_;
@@ -458,18 +493,21 @@ class GpuBackend final : public Backend {
 }  // namespace
 
 struct DeviceChain::Impl {
-  Impl(GpuPath p, const Chain& c) : path(p), chain(c), plan(make_plan(p, c)) {}
+  Impl(GpuPath p, const Chain& c, Arithmetic a) : path(p), arithmetic(a), chain(c), plan(make_plan(p, c, a)) {}
   GpuPath path;
+  Arithmetic arithmetic;
   Chain chain;
   Plan plan;
 };
 
-DeviceChain::DeviceChain(GpuPath path, const Chain& chain) : impl_(std::make_unique<Impl>(path, chain)) {}
+DeviceChain::DeviceChain(GpuPath path, const Chain& chain, Arithmetic arithmetic)
+    : impl_(std::make_unique<Impl>(path, chain, arithmetic)) {}
 DeviceChain::~DeviceChain() = default;
 DeviceChain::DeviceChain(DeviceChain&&) noexcept = default;
 DeviceChain& DeviceChain::operator=(DeviceChain&&) noexcept = default;
 
 GpuPath DeviceChain::path() const { return impl_->path; }
+Arithmetic DeviceChain::arithmetic() const { return impl_->arithmetic; }
 const Chain& DeviceChain::chain() const { return impl_->chain; }
 
 void DeviceChain::run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
@@ -493,12 +531,12 @@ void DeviceChain::run_batch(const std::uint8_t* in, Size in_size, int frames, st
              impl_->plan);
 }
 
-std::unique_ptr<Backend> make_gpu_backend(GpuPath path) {
+std::unique_ptr<Backend> make_gpu_backend(GpuPath path, Arithmetic arithmetic) {
   if (!cuda::device_available()) {
     throw std::runtime_error(std::string("the ") + (path == GpuPath::naive ? "naive" : "optimized") +
                              " GPU backend needs a CUDA device, and the CUDA runtime sees none here");
   }
-  return std::make_unique<GpuBackend>(path);
+  return std::make_unique<GpuBackend>(path, arithmetic);
 }
 
 }  // namespace imgpipe

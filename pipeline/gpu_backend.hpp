@@ -4,6 +4,9 @@
 //   optimized: one coalesced pass to SoA planes, texture-filtered resize, padded shared-memory transpose,
 //              separable filters with taps in __constant__ memory and warp-uniform borders, stages fused where
 //              intermediates can stay on chip, launch shapes from occupancy; nothing allocated per frame.
+// With Arithmetic::exact both give the cpu backend's bytes: resize by OpenCV's fixed-point bilinear (by hand,
+// not through textures), Gaussian taps in OpenCV's units of 1/256, box as an integer sum divided once, and no
+// fused resize + filter head.
 #pragma once
 
 #include "backend.hpp"
@@ -22,12 +25,13 @@ enum class GpuPath { naive, optimized };
 // Scratch buffers grow to the largest frame seen, then stay; taps are uploaded once, at construction.
 class DeviceChain {
  public:
-  DeviceChain(GpuPath path, const Chain& chain);
+  DeviceChain(GpuPath path, const Chain& chain, Arithmetic arithmetic = Arithmetic::fast);
   ~DeviceChain();
   DeviceChain(DeviceChain&&) noexcept;
   DeviceChain& operator=(DeviceChain&&) noexcept;
 
   GpuPath path() const;
+  Arithmetic arithmetic() const;
   const Chain& chain() const;
   // `in` and `out` are device pointers to packed interleaved RGB8 (pitch 3 * width).
   // Asynchronous, enqueued on `stream`; `in` must stay valid and `out` untouched until the stream reaches here.
@@ -44,6 +48,6 @@ class DeviceChain {
 };
 
 // Throws std::runtime_error when no CUDA device is usable.
-std::unique_ptr<Backend> make_gpu_backend(GpuPath path);
+std::unique_ptr<Backend> make_gpu_backend(GpuPath path, Arithmetic arithmetic = Arithmetic::fast);
 
 }  // namespace imgpipe

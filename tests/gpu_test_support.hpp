@@ -102,12 +102,13 @@ inline ::testing::AssertionResult within(const Image& actual, const Image& expec
 }
 
 // Uploads `in`, runs `chain` on the device with `path` into a poisoned buffer, downloads.
-inline Image run_device_chain(GpuPath path, const Chain& chain, const Image& in) {
+inline Image run_device_chain(GpuPath path, const Chain& chain, const Image& in,
+                              Arithmetic arithmetic = Arithmetic::fast) {
   const Device device;
   const Size out_size = output_size(chain, in.size());
   const cuda::DeviceBuffer d_in = device.upload(in);
   const cuda::DeviceBuffer d_out = device.poisoned(out_size.rgb_bytes());
-  DeviceChain device_chain(path, chain);
+  DeviceChain device_chain(path, chain, arithmetic);
   device_chain.run(d_in.data(), in.size(), d_out.data(), device.stream());
   return device.download(d_out.data(), out_size);
 }

@@ -1,8 +1,12 @@
 #include "opencv_exact.hpp"
 
+#include "overloaded.hpp"
+#include "reference.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <variant>
 
 namespace imgpipe::opencv_exact {
 namespace {
@@ -90,43 +94,8 @@ int border_index(int p, int n, Border border) {
 
 }  // namespace
 
-std::vector<int> gaussian_taps(int ksize, double sigma) {
-  std::vector<double> k(static_cast<std::size_t>(ksize));
-  const int half = ksize / 2;
-  if (sigma <= 0 && ksize <= 7) {
-    static const std::vector<double> fixed[] = {{1.0},
-                                                {0.25, 0.5, 0.25},
-                                                {0.0625, 0.25, 0.375, 0.25, 0.0625},
-                                                {0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125}};
-    k = fixed[half];
-  } else {
-    const double s = sigma > 0 ? sigma : std::fma(ksize, 0.15, 0.35);
-    const double scale = -0.125 / (s * s);
-    double sum = 1.0;  // the centre, exp(0)
-    for (int i = 0, x = 1 - ksize; i < half; ++i, x += 2) {
-      k[i] = std::exp(static_cast<double>(x * x) * scale);
-      sum += 2 * k[i];
-    }
-    const double normalise = 1.0 / sum;
-    for (int i = 0; i < half; ++i) k[i] = k[ksize - 1 - i] = k[i] * normalise;
-    k[half] = normalise;
-  }
-  std::vector<int> taps(static_cast<std::size_t>(ksize));
-  double carried = 0;
-  int sum = 0;
-  for (int i = 0; i < half; ++i) {
-    const double wanted = k[i] * 256 + carried;
-    const int tap = static_cast<int>(std::nearbyint(wanted));
-    carried = wanted - tap;
-    taps[i] = taps[ksize - 1 - i] = tap;
-    sum += 2 * tap;
-  }
-  taps[half] = 256 - sum;
-  return taps;
-}
-
 Image gaussian_blur(const Image& in, int ksize, double sigma, Border border) {
-  const std::vector<int> taps = gaussian_taps(ksize, sigma);
+  const std::vector<int> taps = gaussian_fixed_point_taps(ksize, sigma);
   const int half = ksize / 2, w = in.width(), h = in.height();
   std::vector<int> rows(static_cast<std::size_t>(w) * h * 3);
   for (int y = 0; y < h; ++y)
@@ -231,6 +200,36 @@ Image normalize(const Image& in) {
     }
   }
   return out;
+}
+
+Image apply(const Chain& chain, const Image& in) {
+  Image frame = in;
+  for (const Op& op : chain.ops) {
+    frame = std::visit(Overloaded{
+                           [&](const Resize& r) {
+                             return r.interp == Interp::linear ? resize_linear(frame, r.size) : reference::apply(op, frame);
+                           },
+                           [&](const Gaussian& g) { return gaussian_blur(frame, g.ksize, g.sigma, g.border); },
+                           [&](const Box& b) { return box_blur(frame, b.ksize, b.border); },
+                           [&](const Sharpen& s) { return sharpen(frame, s.border); },
+                           [&](const Sobel& s) { return sobel(frame, s.border); },
+                           [&](const Gray&) { return gray(frame); },
+                           [&](const Normalize&) { return normalize(frame); },
+                           [&](const auto&) { return reference::apply(op, frame); },
+                       },
+                       op);
+  }
+  return frame;
+}
+
+std::vector<Size> scale_classes(Size in) {
+  const auto scaled = [&](double fx, double fy) {
+    return Size{std::max(1, static_cast<int>(in.width * fx)), std::max(1, static_cast<int>(in.height * fy))};
+  };
+  return {scaled(0.5, 0.5), scaled(1.0 / 3, 1.0 / 3), scaled(2.0 / 3, 2.0 / 3), scaled(0.37, 0.61),
+          scaled(0.9, 1.13), scaled(1.5, 1.5),          scaled(2, 2),             scaled(3, 2.7),
+          scaled(1, 1),      Size{in.width, 1},        Size{1, in.height},       Size{1, 1},
+          Size{1280, 720},   Size{97, 1001}};
 }
 
 }  // namespace imgpipe::opencv_exact

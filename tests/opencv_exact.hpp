@@ -34,13 +34,10 @@ LinearAxis row_axis(int in, int out);
 Image resize_linear(const Image& in, Size out);
 
 // cv::GaussianBlur on 8-bit frames (bit-exact since OpenCV 4.0), as integer sums:
-//   taps       the Gaussian in double precision (sigma <= 0: the fixed 3-, 5- and 7-tap tables, else sigma
-//              0.15 * ksize + 0.35), normalised to sum 1, then to units of 1/256 with the rounding error carried
-//              from tap to tap towards the centre, whose tap takes what is left of 256
+//   taps       gaussian_fixed_point_taps (chain.hpp), units of 1/256
 //   rows       H = sum of source * tap, exact (units of 1/256)
 //   columns    out = (sum of H * tap + 2^15) >> 16, saturated to 0..255
 // Borders as the chain names them (reflect101: cv::BORDER_REFLECT_101, replicate: cv::BORDER_REPLICATE).
-std::vector<int> gaussian_taps(int ksize, double sigma);
 Image gaussian_blur(const Image& in, int ksize, double sigma, Border border);
 
 // cv::blur on 8-bit frames: the exact integer sum S of the ksize x ksize window, then
@@ -67,5 +64,15 @@ Image sobel(const Image& in, Border border);
 //   out   = round-half-even(fma(v, float(scale), float(shift))), saturated: cv::Mat::convertTo's single-precision
 //           multiply-add, fused as OpenCV's AVX2 code runs it.
 Image normalize(const Image& in);
+
+// A chain with the models above for the ops OpenCV computes (linear resize, gaussian, box, gray, sharpen, sobel,
+// normalize), and the reference (reference.hpp) for the exact ones (nearest resize, transpose, rotate, flip): the
+// bytes the cpu backend gives.
+Image apply(const Chain& chain, const Image& in);
+
+// Output sizes of every resize class for an input of `in`: halves and thirds (exact ratios), 3:2 and 2:3, down and
+// up by non-integer factors, doubling and tripling, the same size, one row, one column, one pixel, and two fixed
+// sizes.
+std::vector<Size> scale_classes(Size in);
 
 }  // namespace imgpipe::opencv_exact

@@ -43,20 +43,8 @@ std::string first_difference(const Image& ours, const Image& theirs) {
   return "";
 }
 
-// Output sizes of every class for an input of `in`: halves and thirds (exact ratios), 3:2 and 2:3, down and up by
-// non-integer factors, doubling and tripling, one row, one column, one pixel.
-std::vector<Size> targets(Size in) {
-  const auto scaled = [&](double fx, double fy) {
-    return Size{std::max(1, static_cast<int>(in.width * fx)), std::max(1, static_cast<int>(in.height * fy))};
-  };
-  return {scaled(0.5, 0.5), scaled(1.0 / 3, 1.0 / 3), scaled(2.0 / 3, 2.0 / 3), scaled(0.37, 0.61),
-          scaled(0.9, 1.13), scaled(1.5, 1.5),          scaled(2, 2),             scaled(3, 2.7),
-          scaled(1, 1),      Size{in.width, 1},        Size{1, in.height},       Size{1, 1},
-          Size{1280, 720},   Size{97, 1001}};
-}
-
 void expect_equal_to_opencv(const Image& in, const std::string& name) {
-  for (const Size out : targets(in.size())) {
+  for (const Size out : opencv_exact::scale_classes(in.size())) {
     SCOPED_TRACE(name + " " + to_string(in.size()) + " -> " + to_string(out));
     const Image ours = opencv_exact::resize_linear(in, out);
     const Image theirs = opencv_resize(in, out);

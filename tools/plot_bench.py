@@ -9,7 +9,7 @@ Writes into DIR (default: beside the JSON):
   ablation.png    each ablation row's speedup over its twin, grouped by technique
   stages.png      each op of the chain alone, naive against optimized (microseconds per frame)
   matrix.png      imgpipe bench --matrix: per frame size, every chain's fraction of its floor for naive,
-                  optimized (one frame per launch and batched) and NPP
+                  optimized (one frame per launch, with fast and exact arithmetic, and batched) and NPP
 A chart whose rows were all skipped (e.g. the GPU rows of a run without a CUDA device) is not written; the
 script says so. Needs matplotlib: Debian's python3-matplotlib (scripts/setup.sh installs it) serves
 /usr/bin/python3, the interpreter named above; another Python needs its own (pip install matplotlib).
@@ -147,15 +147,16 @@ def plot_matrix(plt, doc, path):
     rows = ok_rows(doc, "matrix")
     if not rows:
         return "no matrix row was measured (imgpipe bench --matrix makes them)"
-    paths = ["naive", "optimized", next((r["name"] for r in rows if r["name"].startswith("optimized x")), None), "npp"]
-    paths = [p for p in paths if p]
+    batched = next((r["name"] for r in rows if r["name"].startswith("optimized x") and "exact" not in r["name"]), None)
+    paths = ["naive", "optimized", "optimized exact", batched, "npp"]
+    paths = [p for p in paths if p and any(r["name"] == p for r in rows)]
     sizes = []
     for r in rows:
         size = r["group"].split(" ", 1)[0]
         if size not in sizes:
             sizes.append(size)
     fig, axes = plt.subplots(1, len(sizes), figsize=(7.5 * len(sizes), 9), squeeze=False)
-    colors = {"naive": "tab:gray", "optimized": "tab:green", "npp": "tab:orange"}
+    colors = {"naive": "tab:gray", "optimized": "tab:green", "optimized exact": "tab:olive", "npp": "tab:orange"}
     for ax, size in zip(axes[0], sizes):
         chains = []
         for r in rows:

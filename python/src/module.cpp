@@ -139,8 +139,8 @@ Frames import_frames(const nb::object& frames, const nb::object& stream) {
 
 class Pipeline {
  public:
-  Pipeline(const std::string& ops, const std::string& backend, int slots)
-      : chain_(parse_chain(ops)), slots_(slots) {
+  Pipeline(const std::string& ops, const std::string& backend, int slots, bool exact)
+      : chain_(parse_chain(ops)), slots_(slots), arithmetic_(exact ? Arithmetic::exact : Arithmetic::fast) {
     if (slots < 1 || slots > kMaxSlots) {
       throw nb::value_error(("slots: from 1 to " + std::to_string(kMaxSlots)).c_str());
     }
@@ -154,6 +154,8 @@ class Pipeline {
   std::string backend() const { return std::string(to_string(kind_)); }
   const Chain& parsed_chain() const { return chain_; }
   BackendKind kind() const { return kind_; }
+  Arithmetic arithmetic() const { return arithmetic_; }
+  bool exact() const { return arithmetic_ == Arithmetic::exact; }
   const std::string& fallback_notice() const { return fallback_notice_; }
   std::pair<int, int> output_size(std::pair<int, int> size) const {
     const Size out = imgpipe::output_size(chain_, {size.first, size.second});
@@ -186,12 +188,12 @@ class Pipeline {
       std::lock_guard lock(mutex_);
       if (in.frames == 1) {
         if (!backend_) {
-          backend_ = make_backend(kind_);
+          backend_ = make_backend(kind_, arithmetic_);
           backend_->set_chain(chain_);
         }
         backend_->process({data, in.size}, {result, out_size});
       } else {
-        if (!engine_) engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true});
+        if (!engine_) engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true, arithmetic_});
         ArrayFrames array(data, in.size, result, out_size, in.frames);
         const JobSummary summary = run_job(array, *engine_, array, JobOptions{slots_, true, {}});
         if (summary.first_failure) std::rethrow_exception(summary.first_failure->error);
@@ -230,7 +232,7 @@ class Pipeline {
       nb::gil_scoped_release released;
       std::lock_guard lock(mutex_);
       if (!device_chain_) {
-        device_chain_.emplace(kind_ == BackendKind::naive ? GpuPath::naive : GpuPath::optimized, chain_);
+        device_chain_.emplace(kind_ == BackendKind::naive ? GpuPath::naive : GpuPath::optimized, chain_, arithmetic_);
       }
       if (in.batch) {
         device_chain_->run_batch(data, in.size, in.frames, result, stream);
@@ -247,6 +249,7 @@ class Pipeline {
   Chain chain_;
   BackendKind kind_ = BackendKind::cpu;
   int slots_;
+  Arithmetic arithmetic_;
   std::string fallback_notice_;
   std::mutex mutex_;  // one call at a time per Pipeline: backends, engines and device chains are not re-entrant
   std::unique_ptr<Backend> backend_;
@@ -276,7 +279,8 @@ nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std:
   {
     nb::gil_scoped_release released;
     std::filesystem::create_directories(output_dir);
-    const std::unique_ptr<Engine> engine = make_engine(pipeline.kind(), chain, EngineOptions{job_slots(workers)});
+    const std::unique_ptr<Engine> engine = make_engine(
+        pipeline.kind(), chain, EngineOptions{job_slots(workers), MemoryMode::pinned, true, pipeline.arithmetic()});
     io::ImageFolderSource source(folder, chain, max_pixels);
     io::ImageFolderSink sink(folder, quality, overwrite ? io::Existing::replace : io::Existing::keep);
     summary = run_job(source, *engine, sink, JobOptions{workers, false, {}}, [&](const ItemResult& result) {
@@ -369,11 +373,13 @@ NB_MODULE(_imgpipe, m) {
   });
 
   nb::class_<Pipeline>(m, "Pipeline", "An op chain planned once for a backend, run on frame after frame")
-      .def(nb::init<const std::string&, const std::string&, int>(), nb::arg("ops"), nb::arg("backend") = "auto",
-           nb::arg("slots") = 3,
+      .def(nb::init<const std::string&, const std::string&, int, bool>(), nb::arg("ops"), nb::arg("backend") = "auto",
+           nb::arg("slots") = 3, nb::kw_only(), nb::arg("exact") = false,
            "ops: the chain, as the command takes it, e.g. \"resize=1280x720,gaussian=5:1.0\". backend: auto "
            "(optimized with a CUDA device, else cpu), cpu, naive or optimized. slots: frames in flight when a "
-           "host batch runs through the engine.")
+           "host batch runs through the engine. exact: the GPU backends give the cpu backend's (OpenCV's) bytes "
+           "exactly, as the command's --exact; otherwise the fastest kernels, within one level of them.")
+      .def_prop_ro("exact", &Pipeline::exact, "Whether the GPU backends round exactly as OpenCV does")
       .def_prop_ro("chain", &Pipeline::chain, "The chain as parsed")
       .def_prop_ro("backend", &Pipeline::backend, "The backend it runs on (auto resolved)")
       .def_prop_ro("fallback_notice", &Pipeline::fallback_notice,

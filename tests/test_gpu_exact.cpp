@@ -1,0 +1,146 @@
+// Exact arithmetic on both GPU paths: every op and the usual chains give OpenCV's bytes, compared byte for byte
+// with opencv_exact's models (each proved memcmp-equal to OpenCV itself by test_opencv_exact, in the builds that
+// have OpenCV) into poisoned outputs: on the photographs, sizes no tile divides and random bytes, at every resize
+// scale class, every kernel size class and both borders; single frames, batches, and one plan over changing sizes.
+#include "chain.hpp"
+#include "gpu_backend.hpp"
+#include "gpu_test_support.hpp"
+#include "opencv_exact.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace imgpipe::testing {
+namespace {
+
+// The photographs, the odd sizes (synthetic) up to 200k pixels, and random bytes at a few odd sizes.
+std::vector<NamedImage> exact_images() {
+  std::vector<NamedImage> images = photos();
+  std::uint32_t seed = 7;
+  for (const Size size : odd_sizes()) {
+    if (size.pixels() > 200000) continue;
+    images.push_back({"synthetic " + to_string(size), synthetic_image(size, seed++)});
+    images.push_back({"random " + to_string(size), random_image(size, seed++)});
+  }
+  return images;
+}
+
+class GpuExactTest : public GpuPathTest {
+ protected:
+  // The chain on the device with exact arithmetic equals the models, byte for byte.
+  void expect_exact(const std::string& text, const NamedImage& sample) {
+    const Chain chain = parse_chain(text);
+    EXPECT_TRUE(within(run_device_chain(GetParam(), chain, sample.image, Arithmetic::exact),
+                       opencv_exact::apply(chain, sample.image), 0))
+        << path_name(GetParam()) << " path, '" << text << "' on " << describe(sample);
+  }
+};
+
+TEST_P(GpuExactTest, LinearResizeAtEveryScaleClass) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    for (const Size out : opencv_exact::scale_classes(sample.image.size())) expect_exact("resize=" + to_string(out), sample);
+  }
+}
+
+TEST_P(GpuExactTest, GaussianAtEveryKernelSizeSigmaAndBorder) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    for (const char* g : {"3", "3:0.8", "5", "5:1.0", "7", "7:2.0", "9", "11:1.7", "15:3.0", "31:6.0"}) {
+      expect_exact(std::string("gaussian=") + g, sample);
+      expect_exact(std::string("gaussian=") + g + ":replicate", sample);
+    }
+  }
+}
+
+TEST_P(GpuExactTest, BoxAtEveryKernelSizeAndBorder) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    for (const int k : {3, 5, 7, 9, 15, 17, 31}) {
+      expect_exact("box=" + std::to_string(k), sample);
+      expect_exact("box=" + std::to_string(k) + ":replicate", sample);
+    }
+  }
+}
+
+TEST_P(GpuExactTest, PointAndThreeByThreeOpsAndGeometry) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    for (const char* op : {"gray", "normalize", "sharpen", "sharpen=replicate", "sobel", "sobel=replicate",
+                           "transpose", "rotate=90", "rotate=180", "rotate=270", "flip=h", "flip=v"}) {
+      expect_exact(op, sample);
+    }
+  }
+}
+
+// Channel ranges whose stretch lands exactly on a half, where the rounding of cv::normalize shows.
+TEST_P(GpuExactTest, NormalizeRoundsTiesAsOpenCv) {
+  SKIP_WITHOUT_DEVICE();
+  const int channel_values[3][5] = {{1, 37, 7, 31, 20}, {1, 51, 6, 26, 46}, {1, 79, 14, 40, 79}};
+  Image in({53, 7});
+  for (int y = 0; y < in.height(); ++y)
+    for (int x = 0; x < in.width(); ++x)
+      for (int c = 0; c < 3; ++c) in.at(x, y, c) = static_cast<std::uint8_t>(channel_values[c][(x + y) % 5]);
+  expect_exact("normalize", {"tie ranges", in});
+}
+
+// The chains users run, the headline one first: on the optimized path a resize followed by a filter is no
+// longer one fused pass, since that pass rounds its own way.
+TEST_P(GpuExactTest, Chains) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    const Size in = sample.image.size();
+    const auto dims = [](int w, int h) { return std::to_string(std::max(1, w)) + "x" + std::to_string(std::max(1, h)); };
+    for (const std::string& chain :
+         {std::string("resize=1280x720,gaussian=5:1.0"), "resize=" + dims(in.width * 2 / 3, in.height / 2) + ",box=3",
+          "resize=" + dims(in.width / 3 + 1, in.height * 3 / 2) + ",gaussian=7:2.0:replicate,transpose",
+          std::string("gray,sobel,normalize"), std::string("rotate=90,flip=h,sharpen"),
+          "gaussian=9:2.0,transpose,resize=" + dims(in.height / 3, in.width * 5 / 4) + ":nearest"}) {
+      expect_exact(chain, sample);
+    }
+  }
+}
+
+// run_batch gives the same bytes as the models frame by frame, and one plan keeps them across changing sizes.
+TEST_P(GpuExactTest, BatchesAndChangingSizes) {
+  SKIP_WITHOUT_DEVICE();
+  const Device device;
+  const Chain chain = parse_chain("resize=301x207,gaussian=5:1.0");
+  DeviceChain device_chain(GetParam(), chain, Arithmetic::exact);
+  EXPECT_EQ(device_chain.arithmetic(), Arithmetic::exact);
+  const Size in_size{641, 479};
+  constexpr int kFrames = 5;
+  Image frames({in_size.width, in_size.height * kFrames});  // frame f at rows f * height, packed
+  std::vector<Image> inputs;
+  for (int f = 0; f < kFrames; ++f) {
+    inputs.push_back(random_image(in_size, 100 + f));
+    std::copy_n(inputs.back().data(), in_size.rgb_bytes(), frames.data() + f * in_size.rgb_bytes());
+  }
+  const Size out_size = output_size(chain, in_size);
+  const cuda::DeviceBuffer d_in = device.upload(frames);
+  const cuda::DeviceBuffer d_out = device.poisoned(out_size.rgb_bytes() * kFrames);
+  device_chain.run_batch(d_in.data(), in_size, kFrames, d_out.data(), device.stream());
+  const Image out = device.download(d_out.data(), {out_size.width, out_size.height * kFrames});
+  for (int f = 0; f < kFrames; ++f) {
+    Image frame(out_size);
+    std::copy_n(out.data() + f * out_size.rgb_bytes(), out_size.rgb_bytes(), frame.data());
+    EXPECT_TRUE(within(frame, opencv_exact::apply(chain, inputs[f]), 0)) << "frame " << f;
+  }
+  for (const Size size : {Size{97, 1001}, Size{1920, 1080}, Size{33, 17}}) {
+    const Image image = random_image(size, 7);
+    const Size resized = output_size(chain, size);
+    const cuda::DeviceBuffer in = device.upload(image);
+    const cuda::DeviceBuffer result = device.poisoned(resized.rgb_bytes());
+    device_chain.run(in.data(), size, result.data(), device.stream());
+    EXPECT_TRUE(within(device.download(result.data(), resized), opencv_exact::apply(chain, image), 0))
+        << to_string(size);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, GpuExactTest, ::testing::Values(GpuPath::naive, GpuPath::optimized),
+                         [](const auto& info) { return path_name(info.param); });
+
+}  // namespace
+}  // namespace imgpipe::testing
