@@ -95,3 +95,24 @@ def test_run_folder_shards_cover_the_folder_once(tmp_path):
 
 def photos_dir():
     return DATA / "ppm"
+
+
+# What exact=True promises, checked against OpenCV's Python module where it is installed: the same bytes as
+# OpenCV's own functions, on every backend.
+EXACT_CASES = {
+    "resize=301x199,gaussian=5:1.0": lambda cv2, f: cv2.GaussianBlur(cv2.resize(f, (301, 199)), (5, 5), 1.0),
+    "resize=97x301,box=5:replicate": lambda cv2, f: cv2.blur(cv2.resize(f, (97, 301)), (5, 5),
+                                                             borderType=cv2.BORDER_REPLICATE),
+    "gray": lambda cv2, f: np.repeat(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY)[:, :, None], 3, axis=2),
+}
+
+
+@pytest.mark.parametrize("backend", usable_backends())
+@pytest.mark.parametrize("chain", list(EXACT_CASES))
+def test_exact_gives_opencvs_bytes(backend, chain):
+    cv2 = pytest.importorskip("cv2", reason="OpenCV's Python module is not installed")
+    cv2.ipp.setUseIPP(False)  # IPP rounds its own way; imgpipe follows OpenCV's own code, as Debian's build runs it
+    p = imgpipe.Pipeline(chain, backend=backend, exact=True)
+    assert p.exact
+    for name, frame in photos().items():
+        assert np.array_equal(p(frame), EXACT_CASES[chain](cv2, frame)), name
