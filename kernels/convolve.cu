@@ -17,6 +17,7 @@
 #include "convolve.cuh"
 
 #include "cuda_check.hpp"
+#include "fixed_linear.cuh"
 #include "launch.cuh"
 #include "pixel.cuh"
 #include "tap_slots.hpp"
@@ -134,6 +135,32 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
   }
 }
 
+// The separable filter over a staged tile, the row pass for every tile row (halo rows included) into `rows`, then
+// the column pass; `write(r, c, value)` stores output (r, c) of the tile, for those inside the frame (`extent`
+// from tile origin x0, y0). Called by every thread of the block after the tile is staged and a barrier.
+template <int kRadius, class Write>
+__device__ __forceinline__ void filter_staged_tile(const std::uint8_t (&tile)[kTileH + 2 * kRadius][kTileW + 2 * kRadius],
+                                                   float (&rows)[kTileH + 2 * kRadius][kTileW], const float* taps,
+                                                   float scale, Extent extent, int x0, int y0, Write write) {
+  constexpr int kTaps = 2 * kRadius + 1;
+  constexpr int kInRows = kTileH + 2 * kRadius;
+  for (int r = threadIdx.y; r < kInRows; r += kBlockY)
+    for (int c = threadIdx.x; c < kTileW; c += kBlockX) {
+      float acc = 0.f;
+#pragma unroll
+      for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], tile[r][c + k], acc);
+      rows[r][c] = acc;
+    }
+  __syncthreads();
+  for (int r = threadIdx.y; r < kTileH && y0 + r < extent.height; r += kBlockY)
+    for (int c = threadIdx.x; c < kTileW && x0 + c < extent.width; c += kBlockX) {
+      float acc = 0.f;
+#pragma unroll
+      for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], rows[r + k][c], acc);
+      write(r, c, saturate_round(acc * scale));
+    }
+}
+
 // Two resident blocks per SM at least; without the hint ptxas squeezes the 31-tap version into 40 registers
 // and spills. kGlobalTaps and kUniformBorder select the ablation twins (separable_planes_variant); the
 // optimized path runs <kRadius, false, true>.
@@ -141,7 +168,6 @@ template <int kRadius, bool kGlobalTaps = false, bool kUniformBorder = true>
 __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
     separable_kernel(ConstPlanesView in, PlanesView out, int slot, const float* global_taps, float scale,
                      BorderMode border) {
-  constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kTileH + 2 * kRadius;
   constexpr int kInCols = kTileW + 2 * kRadius;
   __shared__ std::uint8_t tile[kInRows][kInCols];
@@ -152,22 +178,46 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
   load_tile<kInRows, kInCols, kUniformBorder>(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - kRadius,
                                               y0 - kRadius, border);
   __syncthreads();
-  for (int r = threadIdx.y; r < kInRows; r += kBlockY)
-    for (int c = threadIdx.x; c < kTileW; c += kBlockX) {
-      float acc = 0.f;
-#pragma unroll
-      for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], tile[r][c + k], acc);
-      rows[r][c] = acc;
-    }
-  __syncthreads();
   std::uint8_t* dst = plane_of(out, blockIdx.z);
-  for (int r = threadIdx.y; r < kTileH && y0 + r < out.extent.height; r += kBlockY)
-    for (int c = threadIdx.x; c < kTileW && x0 + c < out.extent.width; c += kBlockX) {
-      float acc = 0.f;
-#pragma unroll
-      for (int k = 0; k < kTaps; ++k) acc = fmaf(taps[k], rows[r + k][c], acc);
-      dst[offset(x0 + c, y0 + r, out.pitch)] = saturate_round(acc * scale);
-    }
+  filter_staged_tile<kRadius>(tile, rows, taps, scale, out.extent, x0, y0, [&](int r, int c, std::uint8_t v) {
+    dst[offset(x0 + c, y0 + r, out.pitch)] = v;
+  });
+}
+
+// The exact fused resize + filter: one channel of one frame per block (blockIdx.z = 3 * frame + channel). The
+// tile is the resized frame's pixels under the output tile and its halo, each computed by OpenCV's fixed-point
+// bilinear straight from the interleaved input (the halo's positions mapped into the resized frame by the
+// filter's border rule first, as filtering the resized frame would read them); the coefficients of the tile's
+// columns and rows are computed once per block. Then the separable filter as separable_kernel's, written into
+// the interleaved output.
+template <int kRadius>
+__global__ void __launch_bounds__(kBlockX* kBlockY, 2)
+    resize_separable_exact_kernel(ConstAosView in, std::size_t in_stride, AosView out, std::size_t out_stride,
+                                  double2 scale, int slot, float filter_scale, BorderMode border) {
+  constexpr int kInRows = kTileH + 2 * kRadius;
+  constexpr int kInCols = kTileW + 2 * kRadius;
+  __shared__ std::uint8_t tile[kInRows][kInCols];
+  __shared__ float rows[kInRows][kTileW];
+  __shared__ FixedTap col_taps[kInCols];
+  __shared__ FixedTap row_taps[kInRows];
+  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
+  const unsigned frame = blockIdx.z / 3, channel = blockIdx.z % 3;
+  const int tid = threadIdx.y * kBlockX + threadIdx.x;
+
+  for (int i = tid; i < kInCols; i += kBlockX * kBlockY) {
+    col_taps[i] = fixed_tap(border_index(x0 - kRadius + i, out.extent.width, border), scale.x, in.extent.width, true);
+  }
+  for (int i = tid; i < kInRows; i += kBlockX * kBlockY) {
+    row_taps[i] = fixed_tap(border_index(y0 - kRadius + i, out.extent.height, border), scale.y, in.extent.height, false);
+  }
+  __syncthreads();
+  const std::uint8_t* src = in.data + frame * in_stride + channel;
+  for (int r = threadIdx.y; r < kInRows; r += kBlockY)
+    for (int c = threadIdx.x; c < kInCols; c += kBlockX) tile[r][c] = fixed_bilinear(src, in.pitch, 3, col_taps[c], row_taps[r]);
+  __syncthreads();
+  std::uint8_t* dst = out.data + frame * out_stride + channel;
+  filter_staged_tile<kRadius>(tile, rows, c_taps[slot], filter_scale, out.extent, x0, y0,
+                              [&](int r, int c, std::uint8_t v) { dst[offset(3 * (x0 + c), y0 + r, out.pitch)] = v; });
 }
 
 using Tile3x3 = std::uint8_t[kTileH + 2][kTileW + 2];
@@ -211,6 +261,12 @@ using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, const float*,
 template <bool kGlobalTaps, bool kUniformBorder, int... R>
 std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequence<int, R...>) {
   return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder>...};
+}
+
+using ResizeSeparableKernel = void (*)(ConstAosView, std::size_t, AosView, std::size_t, double2, int, float, BorderMode);
+template <int... R>
+std::array<ResizeSeparableKernel, sizeof...(R)> resize_separable_kernels(std::integer_sequence<int, R...>) {
+  return {&resize_separable_exact_kernel<R + 1>...};
 }
 
 dim3 tile_grid(Extent e) { return cover(e.width, e.height, dim3(kTileW, kTileH), 3); }
@@ -276,6 +332,26 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
   kernels[variant][taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
       in, out, taps.slot(), global_taps, taps.scale(), border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel (variant)", stream);
+}
+
+void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                                std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
+                                cudaStream_t stream) {
+  require(first_in.extent.width > 0 && first_in.extent.height > 0 && first_out.extent.width > 0 &&
+              first_out.extent.height > 0,
+          "resize_separable_exact_aos: empty frame");
+  require(frames >= 1 && frames <= kMaxFramesPerLaunch / 3,
+          "resize_separable_exact_aos: 1 to " + std::to_string(kMaxFramesPerLaunch / 3) + " frames per launch");
+  require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
+          "resize_separable_exact_aos: odd tap count from 3 to " + std::to_string(kMaxTaps));
+  static const auto kernels = resize_separable_kernels(std::make_integer_sequence<int, kMaxRadius>{});
+  dim3 grid = cover(first_out.extent.width, first_out.extent.height, dim3(kTileW, kTileH));
+  grid.z = 3 * static_cast<unsigned>(frames);
+  kernels[taps.size() / 2 - 1]<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
+      first_in, in_frame_stride, first_out, out_frame_stride,
+      opencv_scale(first_in.extent.width, first_in.extent.height, first_out.extent.width, first_out.extent.height),
+      taps.slot(), taps.scale(), border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("resize_separable_exact_kernel", stream);
 }
 
 void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,

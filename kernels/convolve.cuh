@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <span>
 
 namespace imgpipe::cuda {
@@ -60,6 +61,15 @@ enum class TapSource { constant, global };
 enum class BorderPolicy { block_uniform, per_element };
 void separable_planes_variant(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, const float* global_taps,
                               TapSource source, BorderPolicy policy, BorderMode border, cudaStream_t stream);
+
+// The exact fused resize + separable filter on interleaved frames, `frames` per launch (1 to
+// kMaxFramesPerLaunch / 3): frame f read at first_in.data + f * in_frame_stride, written at first_out.data + f *
+// out_frame_stride (bytes). Each frame is resized to first_out.extent by OpenCV's fixed-point INTER_LINEAR
+// (fixed_linear.cuh), then filtered by `taps` (3 to kMaxTaps) with `border` on the resized frame: the bytes of
+// resize_linear_exact_* followed by separable_planes, with the resized frame never leaving the chip.
+void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                                std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
+                                cudaStream_t stream);
 
 // `taps`: nine values, row-major (sharpen).
 void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,

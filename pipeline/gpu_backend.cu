@@ -291,23 +291,51 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
       op);
 }
 
-// A linear resize directly followed by gaussian or box: one resize_filter_aos pass (kernels/resize_filter.cuh)
-// on the interleaved frame, its taps in that kernel's constant bank from plan time on.
+// A linear resize directly followed by gaussian or box: one pass on the interleaved frame, for one frame or a
+// batch. fast: resize_filter_aos (kernels/resize_filter.cuh), its taps in that kernel's constant bank; exact:
+// resize_separable_exact_aos (kernels/convolve.cuh), OpenCV's arithmetic, its taps in the filters' bank.
+// Taps are uploaded at plan time.
 struct FusedHead {
-  cuda::ResizeFilterTaps taps;
+  std::variant<cuda::ResizeFilterTaps, cuda::ConstantTaps> taps;
   cuda::BorderMode border;
   int ksize;
+
+  // Whether it takes these sizes: the fast kernel refuses extreme horizontal downscales.
+  bool fits(Size in, Size resized) const {
+    return std::holds_alternative<cuda::ConstantTaps>(taps) || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
+  }
+
+  // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`.
+  void run(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, Size resized,
+           cudaStream_t stream) const {
+    if (const auto* exact = std::get_if<cuda::ConstantTaps>(&taps)) {
+      cuda::resize_separable_exact_aos(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
+                                       frames, *exact, border, stream);
+      return;
+    }
+    const auto& fast = std::get<cuda::ResizeFilterTaps>(taps);
+    if (frames == 1) {
+      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), fast, border, stream);
+    } else {
+      cuda::resize_filter_aos_batch(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
+                                    frames, fast, border, stream);
+    }
+  }
 };
 
-std::optional<FusedHead> fused_head(const Chain& chain) {
+std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
   if (chain.ops.size() < 2) return std::nullopt;
   const auto* resize = std::get_if<Resize>(&chain.ops[0]);
   if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
-  const auto head = [](const std::vector<double>& w, Border border) -> std::optional<FusedHead> {
-    return FusedHead{cuda::ResizeFilterTaps(to_float(w)), border_of(border), static_cast<int>(w.size())};
+  const auto head = [arithmetic](const Weights& w, Border border) -> std::optional<FusedHead> {
+    const int ksize = static_cast<int>(w.taps.size());
+    if (arithmetic == Arithmetic::exact) {
+      return FusedHead{cuda::ConstantTaps(to_float(w.taps), static_cast<float>(w.scale)), border_of(border), ksize};
+    }
+    return FusedHead{cuda::ResizeFilterTaps(to_float(w.taps)), border_of(border), ksize};
   };
-  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g, Arithmetic::fast).taps, g->border);
-  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b, Arithmetic::fast).taps, b->border);
+  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g, arithmetic), g->border);
+  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b, arithmetic), b->border);
   return std::nullopt;
 }
 
@@ -318,10 +346,9 @@ class OptimizedPlan {
   // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input, replacing the
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
   // writes `out`, or an AoS scratch frame that the deinterleave then starts from. The fused kernel refuses
-  // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames.
-  // The fused head rounds its own way, so exact arithmetic runs the plane stages instead.
-  OptimizedPlan(const Chain& chain, Arithmetic arithmetic)
-      : chain_(chain), head_(arithmetic == Arithmetic::fast ? fused_head(chain) : std::nullopt) {
+  // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames. With
+  // exact arithmetic the head is resize_separable_exact_aos instead, which takes every size.
+  OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
   }
 
@@ -333,11 +360,11 @@ class OptimizedPlan {
     }
     const Size resized = sizes_[kHeadOps];
     if (stages_.size() == kHeadOps) {
-      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), head_->taps, head_->border, stream);
+      head_->run(in, in_size, 1, out, resized, stream);
       return;
     }
     head_frames_.grow(resized.rgb_bytes());
-    cuda::resize_filter_aos(aos(in, in_size), aos(head_frames_.data(), resized), head_->taps, head_->border, stream);
+    head_->run(in, in_size, 1, head_frames_.data(), resized, stream);
     run_planes(head_frames_.data(), kHeadOps, out, stream);
   }
 
@@ -359,9 +386,7 @@ class OptimizedPlan {
         head_frames_.grow(resized.rgb_bytes() * static_cast<std::size_t>(count));
         head_out = head_frames_.data();
       }
-      cuda::resize_filter_aos_batch(aos(in + frame_offset(in_size, first), in_size), in_size.rgb_bytes(),
-                                    aos(head_out, resized), resized.rgb_bytes(), count, head_->taps, head_->border,
-                                    stream);
+      head_->run(in + frame_offset(in_size, first), in_size, count, head_out, resized, stream);
       if (alone) continue;
       for (int f = 0; f < count; ++f) {
         run_planes(head_frames_.data() + frame_offset(resized, f), kHeadOps, out + frame_offset(out_size, first + f),
@@ -386,7 +411,7 @@ class OptimizedPlan {
   bool fuses(Size in_size) {
     if (!head_) return false;
     if (in_size != fits_for_) {
-      fits_ = cuda::resize_filter_fits(extent_of(in_size), extent_of(sizes_[kHeadOps]), head_->ksize);
+      fits_ = head_->fits(in_size, sizes_[kHeadOps]);
       fits_for_ = in_size;
     }
     return fits_;

@@ -5,8 +5,8 @@
 //              separable filters with taps in __constant__ memory and warp-uniform borders, stages fused where
 //              intermediates can stay on chip, launch shapes from occupancy; nothing allocated per frame.
 // With Arithmetic::exact both give the cpu backend's bytes: resize by OpenCV's fixed-point bilinear (by hand,
-// not through textures), Gaussian taps in OpenCV's units of 1/256, box as an integer sum divided once, and no
-// fused resize + filter head.
+// not through textures), Gaussian taps in OpenCV's units of 1/256, box as an integer sum divided once, and the
+// optimized path's fused resize + filter head as its exact twin.
 #pragma once
 
 #include "backend.hpp"

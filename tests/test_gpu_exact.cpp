@@ -86,8 +86,21 @@ TEST_P(GpuExactTest, NormalizeRoundsTiesAsOpenCv) {
   expect_exact("normalize", {"tie ranges", in});
 }
 
-// The chains users run, the headline one first: on the optimized path a resize followed by a filter is no
-// longer one fused pass, since that pass rounds its own way.
+// A linear resize followed by gaussian or box, which the optimized path runs as one exact fused pass, at every
+// scale class, kernel size class and border.
+TEST_P(GpuExactTest, ResizeThenFilterAtEveryScaleClass) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    if (sample.image.size().pixels() > 100000 && sample.name.rfind("random", 0) == 0) continue;
+    for (const Size out : opencv_exact::scale_classes(sample.image.size())) {
+      for (const char* filter : {",gaussian=5:1.0", ",box=3:replicate", ",gaussian=31:6.0:replicate", ",box=17"}) {
+        expect_exact("resize=" + to_string(out) + filter, sample);
+      }
+    }
+  }
+}
+
+// The chains users run, the headline one first.
 TEST_P(GpuExactTest, Chains) {
   SKIP_WITHOUT_DEVICE();
   for (const NamedImage& sample : exact_images()) {
