@@ -93,7 +93,7 @@ TEST_P(GpuExactTest, ResizeThenFilterAtEveryScaleClass) {
   for (const NamedImage& sample : exact_images()) {
     if (sample.image.size().pixels() > 100000 && sample.name.rfind("random", 0) == 0) continue;
     for (const Size out : opencv_exact::scale_classes(sample.image.size())) {
-      for (const char* filter : {",gaussian=5:1.0", ",box=3:replicate", ",gaussian=31:6.0:replicate", ",box=17"}) {
+      for (const char* filter : {",gaussian=5:1.0", ",box=3:replicate", ",gaussian=31:6.0:replicate", ",box=9"}) {
         expect_exact("resize=" + to_string(out) + filter, sample);
       }
     }
