@@ -184,24 +184,23 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
   });
 }
 
-// The exact fused resize + filter: one channel of one frame per block (blockIdx.z = 3 * frame + channel). The
-// tile is the resized frame's pixels under the output tile and its halo, each computed by OpenCV's fixed-point
-// bilinear straight from the interleaved input (the halo's positions mapped into the resized frame by the
-// filter's border rule first, as filtering the resized frame would read them); the coefficients of the tile's
-// columns and rows are computed once per block. Then the separable filter as separable_kernel's, written into
-// the interleaved output.
+// The exact fused resize + filter: one frame per block row of the grid's z. The tile is the resized frame's pixels
+// under the output tile and its halo, all three channels, each computed by OpenCV's fixed-point bilinear straight
+// from the interleaved input (the three bytes of a source pixel share their loads' sectors, and the columns' and
+// rows' coefficients are computed once per block). The halo's positions are mapped into the resized frame by the
+// filter's border rule first, as filtering the resized frame reads them. Then the separable filter as
+// separable_kernel's, channel by channel through one row-pass buffer, written into the interleaved output.
 template <int kRadius>
 __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
     resize_separable_exact_kernel(ConstAosView in, std::size_t in_stride, AosView out, std::size_t out_stride,
                                   double2 scale, int slot, float filter_scale, BorderMode border) {
   constexpr int kInRows = kTileH + 2 * kRadius;
   constexpr int kInCols = kTileW + 2 * kRadius;
-  __shared__ std::uint8_t tile[kInRows][kInCols];
+  __shared__ std::uint8_t tiles[3][kInRows][kInCols];
   __shared__ float rows[kInRows][kTileW];
   __shared__ FixedTap col_taps[kInCols];
   __shared__ FixedTap row_taps[kInRows];
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
-  const unsigned frame = blockIdx.z / 3, channel = blockIdx.z % 3;
   const int tid = threadIdx.y * kBlockX + threadIdx.x;
 
   for (int i = tid; i < kInCols; i += kBlockX * kBlockY) {
@@ -211,13 +210,22 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
     row_taps[i] = fixed_tap(border_index(y0 - kRadius + i, out.extent.height, border), scale.y, in.extent.height, false);
   }
   __syncthreads();
-  const std::uint8_t* src = in.data + frame * in_stride + channel;
+  const std::uint8_t* src = in.data + blockIdx.z * in_stride;
   for (int r = threadIdx.y; r < kInRows; r += kBlockY)
-    for (int c = threadIdx.x; c < kInCols; c += kBlockX) tile[r][c] = fixed_bilinear(src, in.pitch, 3, col_taps[c], row_taps[r]);
+    for (int c = threadIdx.x; c < kInCols; c += kBlockX) {
+      const FixedTap tx = col_taps[c], ty = row_taps[r];
+#pragma unroll
+      for (int channel = 0; channel < 3; ++channel) tiles[channel][r][c] = fixed_bilinear(src + channel, in.pitch, 3, tx, ty);
+    }
   __syncthreads();
-  std::uint8_t* dst = out.data + frame * out_stride + channel;
-  filter_staged_tile<kRadius>(tile, rows, c_taps[slot], filter_scale, out.extent, x0, y0,
-                              [&](int r, int c, std::uint8_t v) { dst[offset(3 * (x0 + c), y0 + r, out.pitch)] = v; });
+  std::uint8_t* dst = out.data + blockIdx.z * out_stride;
+  for (int channel = 0; channel < 3; ++channel) {
+    filter_staged_tile<kRadius>(tiles[channel], rows, c_taps[slot], filter_scale, out.extent, x0, y0,
+                                [&](int r, int c, std::uint8_t v) {
+                                  dst[offset(3 * (x0 + c) + channel, y0 + r, out.pitch)] = v;
+                                });
+    __syncthreads();  // the next channel's row pass overwrites `rows`
+  }
 }
 
 using Tile3x3 = std::uint8_t[kTileH + 2][kTileW + 2];
@@ -340,13 +348,13 @@ void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stri
   require(first_in.extent.width > 0 && first_in.extent.height > 0 && first_out.extent.width > 0 &&
               first_out.extent.height > 0,
           "resize_separable_exact_aos: empty frame");
-  require(frames >= 1 && frames <= kMaxFramesPerLaunch / 3,
-          "resize_separable_exact_aos: 1 to " + std::to_string(kMaxFramesPerLaunch / 3) + " frames per launch");
+  require(frames >= 1 && frames <= kMaxFramesPerLaunch,
+          "resize_separable_exact_aos: 1 to " + std::to_string(kMaxFramesPerLaunch) + " frames per launch");
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
           "resize_separable_exact_aos: odd tap count from 3 to " + std::to_string(kMaxTaps));
   static const auto kernels = resize_separable_kernels(std::make_integer_sequence<int, kMaxRadius>{});
   dim3 grid = cover(first_out.extent.width, first_out.extent.height, dim3(kTileW, kTileH));
-  grid.z = 3 * static_cast<unsigned>(frames);
+  grid.z = static_cast<unsigned>(frames);
   kernels[taps.size() / 2 - 1]<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
       first_in, in_frame_stride, first_out, out_frame_stride,
       opencv_scale(first_in.extent.width, first_in.extent.height, first_out.extent.width, first_out.extent.height),

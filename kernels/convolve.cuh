@@ -63,7 +63,7 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
                               TapSource source, BorderPolicy policy, BorderMode border, cudaStream_t stream);
 
 // The exact fused resize + separable filter on interleaved frames, `frames` per launch (1 to
-// kMaxFramesPerLaunch / 3): frame f read at first_in.data + f * in_frame_stride, written at first_out.data + f *
+// kMaxFramesPerLaunch): frame f read at first_in.data + f * in_frame_stride, written at first_out.data + f *
 // out_frame_stride (bytes). Each frame is resized to first_out.extent by OpenCV's fixed-point INTER_LINEAR
 // (fixed_linear.cuh), then filtered by `taps` (3 to kMaxTaps) with `border` on the resized frame: the bytes of
 // resize_linear_exact_* followed by separable_planes, with the resized frame never leaving the chip.
