@@ -48,6 +48,8 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
   c->add_option("--matrix-sizes", o.matrix_sizes, "The matrix's frame sizes")
       ->delimiter(',')
       ->capture_default_str();
+  c->add_flag("--exact", o.exact,
+              "GPU rows with exact arithmetic (OpenCV's bytes for every op); the matrix has exact rows either way");
   c->add_option("--matrix-batch", o.matrix_batch, "Frames per launch in the matrix's batched rows")
       ->check(CLI::Range(2, 64))
       ->capture_default_str();

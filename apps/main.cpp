@@ -54,8 +54,8 @@ int list_backends() {
 void add_engine_options(CLI::App& command, std::string& memory, int& slots, const std::string& slots_default,
                         bool& exact) {
   command.add_flag("--exact", exact,
-                   "GPU backends give the cpu backend's bytes exactly (OpenCV's 8-bit arithmetic); without it they "
-                   "run the fastest kernels, within one level of those bytes");
+                   "GPU backends give the cpu backend's bytes for every op (OpenCV's 8-bit arithmetic); without it "
+                   "linear resize runs the fastest kernels, within one level of those bytes");
   command.add_option("--memory", memory, "GPU engine host buffers: pageable, pinned or managed (unified memory)")
       ->check(CLI::IsMember({"pageable", "pinned", "managed"}))
       ->capture_default_str();

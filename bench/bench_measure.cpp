@@ -302,7 +302,7 @@ void measure_end_to_end(const Settings& s, Report& report) {
                   kind == BackendKind::cpu ? "the cpu backend is " + info.detail : gpu_missing_reason(report));
       continue;
     }
-    const EngineOptions options{s.slots, MemoryMode::pinned, true};
+    const EngineOptions options{s.slots, MemoryMode::pinned, true, s.arithmetic};
     measure_engine_row(report, s, std::move(row), [&] { return make_engine(kind, s.chain, options); }, false);
   }
 
@@ -364,7 +364,7 @@ void measure_kernels(const Settings& s, Report& report) {
     const double bytes = frame_bytes(s);
     for (const std::string& p : paths) {
       add_row(report, make_row(kKernel, "", p, path_detail(p), bytes, kDeviceCopy), [&](Row& r) {
-        DeviceChain chain(path_of(p), s.chain);
+        DeviceChain chain(path_of(p), s.chain, s.arithmetic);
         finish(r, s, time_stream(s, stream, [&](int first, int count) {
                  for (int i = first; i < first + count; ++i) chain.run(in.frame(i), s.size, out.frame(i), stream);
                }));
@@ -395,7 +395,7 @@ void measure_kernels(const Settings& s, Report& report) {
     const Chain one{{s.chain.ops[i]}};
     const double bytes = static_cast<double>(sizes[i].rgb_bytes() + sizes[i + 1].rgb_bytes());
     try {
-      DeviceChain make(GpuPath::optimized, one);
+      DeviceChain make(GpuPath::optimized, one, s.arithmetic);
       for (int f = 0; f < pool; ++f) make.run(from.frame(f), sizes[i], to->frame(f), stream);
       IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
     } catch (const std::exception& e) {
@@ -412,7 +412,7 @@ void measure_kernels(const Settings& s, Report& report) {
     for (const std::string& p : paths) {
       const std::string detail = path_detail(p) + "; " + to_string(sizes[i]) + " -> " + to_string(sizes[i + 1]);
       add_row(report, make_row(kStage, stage_group(i), p, detail, bytes, kDeviceCopy), [&](Row& r) {
-        DeviceChain chain(path_of(p), one);
+        DeviceChain chain(path_of(p), one, s.arithmetic);
         finish(r, s, time_stream(s, stream, [&](int first, int count) {
                  for (int f = first; f < first + count; ++f) chain.run(from.frame(f), sizes[i], to->frame(f), stream);
                }));
@@ -622,13 +622,13 @@ void measure_ablations(const Settings& s, Report& report) {
        {std::tuple{"pageable", MemoryMode::pageable, false}, std::tuple{"pinned", MemoryMode::pinned, false},
         std::tuple{"managed, no prefetch", MemoryMode::managed, false},
         std::tuple{"managed + prefetch", MemoryMode::managed, true}}) {
-    const EngineOptions options{s.slots, mode, prefetch};
+    const EngineOptions options{s.slots, mode, prefetch, s.arithmetic};
     measure_engine_row(report, s, take(kGroupMemory, name),
                        [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); },
                        mode == MemoryMode::managed);
   }
   for (int streams = 1; streams <= 4; ++streams) {
-    const EngineOptions options{streams, MemoryMode::pinned, true};
+    const EngineOptions options{streams, MemoryMode::pinned, true, s.arithmetic};
     const std::string name = std::to_string(streams) + (streams == 1 ? " stream" : " streams");
     measure_engine_row(report, s, take(kGroupStreams, name.c_str()),
                        [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); }, false);
@@ -637,7 +637,7 @@ void measure_ablations(const Settings& s, Report& report) {
   // CUDA graph replay of the per-frame chain, against launching it.
   {
     const AosPool out(s.out_size.rgb_bytes(), pool);
-    DeviceChain chain(GpuPath::optimized, s.chain);
+    DeviceChain chain(GpuPath::optimized, s.chain, s.arithmetic);
     device_row(kGroupGraph, "launches",
                [&](int i) { chain.run(aos_in.frame(i), s.size, out.frame(i), stream); });
     add_row(report, take(kGroupGraph, "graph replay"), [&](Row& r) {
@@ -667,7 +667,7 @@ void record_trace(const Settings& s, const std::filesystem::path& path, Report& 
   const NvtxRange range("trace");
   BenchRing ring(s.slots, s.size, s.out_size);
   std::vector<DeviceChain> chains;
-  for (int i = 0; i < s.slots; ++i) chains.emplace_back(GpuPath::optimized, s.chain);
+  for (int i = 0; i < s.slots; ++i) chains.emplace_back(GpuPath::optimized, s.chain, s.arithmetic);
   ring.set_work([&](int slot, const std::uint8_t* in, std::uint8_t* out, cudaStream_t stream) {
     chains[static_cast<std::size_t>(slot)].run(in, s.size, out, stream);
   });

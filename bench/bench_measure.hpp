@@ -3,6 +3,7 @@
 // every row means.
 #pragma once
 
+#include "backend.hpp"
 #include "bench_report.hpp"
 #include "chain.hpp"
 #include "image.hpp"
@@ -30,6 +31,7 @@ struct Settings {
   std::set<std::string> sections;  // e2e, kernel, stage, ablation, matrix
   std::vector<Size> matrix_sizes;  // the matrix's input sizes
   int matrix_batch = 16;           // frames per launch in the matrix's batched rows
+  Arithmetic arithmetic = Arithmetic::fast;  // how the e2e, kernel, stage and ablation GPU rows round
 };
 
 // The device imgpipe would run on, the driver's and the runtime's CUDA versions; available false (with the

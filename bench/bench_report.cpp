@@ -134,9 +134,10 @@ void print_matrix(const Report& report, std::FILE* out) {
 
 void print_table(const Report& report, std::FILE* out) {
   const Parameters& p = report.parameters;
-  std::fprintf(out, "\nimgpipe bench %s | %s | %s -> %s | %s | %d frames x %d repeats (median) | %s\n",
-               report.version.c_str(), p.chain.c_str(), to_string(p.size).c_str(), to_string(p.output_size).c_str(),
-               p.input.c_str(), p.frames, p.repeats, report.date.c_str());
+  std::fprintf(out, "\nimgpipe bench %s | %s%s | %s -> %s | %s | %d frames x %d repeats (median) | %s\n",
+               report.version.c_str(), p.chain.c_str(), p.exact ? " (exact arithmetic)" : "",
+               to_string(p.size).c_str(), to_string(p.output_size).c_str(), p.input.c_str(), p.frames, p.repeats,
+               report.date.c_str());
   if (report.device.available) {
     const Device& d = report.device;
     std::fprintf(out, "device: %s (sm_%d%d, %d SMs, %.0f MB L2), driver CUDA %s, runtime %s; host %d threads\n",
@@ -227,7 +228,8 @@ void write_json(const Report& report, const std::filesystem::path& path) {
                        {"device_pool_frames", p.device_pool},
                        {"ceiling_copy_bytes", p.ceiling_bytes},
                        {"backends", p.backends},
-                       {"sections", p.sections}};
+                       {"sections", p.sections},
+                       {"exact", p.exact}};
 
   Json ceilings = Json::array();
   for (const Ceiling& c : report.ceilings) {

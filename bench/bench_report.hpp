@@ -77,6 +77,7 @@ struct Parameters {
   double ceiling_bytes = 0;
   std::vector<std::string> backends;
   std::vector<std::string> sections;
+  bool exact = false;  // the GPU rows outside the matrix with exact arithmetic
 };
 
 struct Report {

@@ -48,6 +48,7 @@ std::string command_line(const Options& o) {
   c += " --frames " + std::to_string(o.frames) + " --repeats " + std::to_string(o.repeats) + " --warmup " +
        std::to_string(o.warmup) + " --slots " + std::to_string(o.slots) + " --backends " + join(o.backends);
   if (!o.matrix) c += " --sections " + join(o.sections);
+  if (o.exact) c += " --exact";
   c += " --ceiling-mib " + std::to_string(o.ceiling_mib);
   if (!o.input.empty()) c += " --input " + o.input;
   if (!o.json.empty()) c += " --json " + o.json;
@@ -81,6 +82,7 @@ Outcome run(const Options& o) {
     s.matrix_sizes.push_back(*matrix_size);
   }
   s.matrix_batch = o.matrix_batch;
+  s.arithmetic = o.exact ? Arithmetic::exact : Arithmetic::fast;
   std::optional<Size> size;
   if (!o.size.empty()) {
     size = parse_size(o.size);
@@ -128,6 +130,7 @@ Outcome run(const Options& o) {
   p.ceiling_bytes = static_cast<double>(s.ceiling_bytes);
   p.backends = o.backends;
   p.sections = {s.sections.begin(), s.sections.end()};
+  p.exact = o.exact;
 
   if (o.matrix) {
     std::fprintf(stderr, "imgpipe bench: the matrix at %s; ceilings with %s frames\n", join(o.matrix_sizes).c_str(),

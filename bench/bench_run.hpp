@@ -24,6 +24,7 @@ struct Options {
   bool matrix = false;  // the benchmark matrix instead of the sections (its own chains; ops not needed)
   std::vector<std::string> matrix_sizes = {"1280x720", "1920x1080", "3840x2160"};
   int matrix_batch = 16;
+  bool exact = false;  // the GPU rows with exact arithmetic (the matrix has both kinds of row anyway)
   std::string input;
   std::string json;
   std::string trace;

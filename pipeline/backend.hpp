@@ -8,9 +8,10 @@
 
 namespace imgpipe {
 
-// How the GPU paths round. exact: every op gives the bytes of the OpenCV function the cpu backend calls (OpenCV's
-// own 8-bit fixed-point arithmetic, docs/ops.md); fast: the fastest kernels, within one level of those bytes
-// (texture-filtered resize, float filter taps, the fused resize + filter head). The cpu backend is always exact.
+// How the GPU paths round a linear resize. exact: every op gives the bytes of the OpenCV function the cpu backend
+// calls (OpenCV's own 8-bit fixed-point arithmetic, docs/ops.md); fast: a linear resize, alone or in the optimized
+// path's fused resize + filter head, runs the fastest kernels (texture filtering, float weights), within one level
+// of those bytes. Every other op gives OpenCV's bytes either way, at no cost; the cpu backend is OpenCV itself.
 enum class Arithmetic { fast, exact };
 
 class Backend {

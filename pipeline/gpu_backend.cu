@@ -53,28 +53,29 @@ cuda::Reorient reorient_of(const Flip& f) {
   return f.axis == Flip::Axis::horizontal ? cuda::Reorient::flip_h : cuda::Reorient::flip_v;
 }
 
-// A separable filter's 1-D weights and the scale applied to its sum before rounding.
-// fast:  the chain's weights (Gaussian in double, box 1/K), scale 1.
-// exact: OpenCV's integer arithmetic, which float holds exactly for 8-bit input: Gaussian taps in units of
-//        1/256 (both passes' sums stay below 2^24 units of 1/65536), box taps of 1 with the sum scaled by
-//        1 / K^2 once (the rounded quotient is OpenCV's: K^2 is odd, so S / K^2 is never within float's error
-//        of a tie).
+// A separable filter's 1-D weights and the scale applied to its sum before rounding: OpenCV's integer arithmetic,
+// which float holds exactly for 8-bit input, so every path gives OpenCV's bytes at no cost: Gaussian taps in
+// units of 1/256 (both passes' sums stay below 2^24 units of 1/65536), box taps of 1 with the sum scaled by
+// 1 / K^2 once (the rounded quotient is OpenCV's: K^2 is odd, so S / K^2 is never within float's error of a
+// tie). Only the fast fused head takes the chain's own weights (gaussian_weights, 1/K), in its own arithmetic.
 struct Weights {
   std::vector<double> taps;
   double scale = 1.0;
 };
 
-Weights weights_1d(const Gaussian& g, Arithmetic arithmetic) {
-  if (arithmetic == Arithmetic::fast) return {gaussian_weights(g.ksize, g.sigma)};
+Weights weights_1d(const Gaussian& g) {
   Weights w;
   for (int tap : gaussian_fixed_point_taps(g.ksize, g.sigma)) w.taps.push_back(tap / 256.0);
   return w;
 }
 
-Weights weights_1d(const Box& b, Arithmetic arithmetic) {
-  const auto k = static_cast<std::size_t>(b.ksize);
-  if (arithmetic == Arithmetic::fast) return {std::vector<double>(k, 1.0 / b.ksize)};
-  return {std::vector<double>(k, 1.0), 1.0 / (b.ksize * b.ksize)};
+Weights weights_1d(const Box& b) {
+  return {std::vector<double>(static_cast<std::size_t>(b.ksize), 1.0), 1.0 / (b.ksize * b.ksize)};
+}
+
+std::vector<double> chain_weights(const Gaussian& g) { return gaussian_weights(g.ksize, g.sigma); }
+std::vector<double> chain_weights(const Box& b) {
+  return std::vector<double>(static_cast<std::size_t>(b.ksize), 1.0 / b.ksize);
 }
 
 const std::vector<double> kSharpen = {0, -1, 0, -1, 5, -1, 0, -1, 0};
@@ -113,8 +114,8 @@ class NaivePlan {
         step.scale = static_cast<float>(scale);
       };
       const auto upload_separable = [&](const Weights& w) { upload(outer(w.taps), static_cast<int>(w.taps.size()), w.scale); };
-      if (const auto* g = std::get_if<Gaussian>(&op)) upload_separable(weights_1d(*g, arithmetic));
-      if (const auto* b = std::get_if<Box>(&op)) upload_separable(weights_1d(*b, arithmetic));
+      if (const auto* g = std::get_if<Gaussian>(&op)) upload_separable(weights_1d(*g));
+      if (const auto* b = std::get_if<Box>(&op)) upload_separable(weights_1d(*b));
       if (std::holds_alternative<Sharpen>(op)) upload(kSharpen, 3, 1.0);
       steps_.push_back(std::move(step));
     }
@@ -278,8 +279,8 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
             if (arithmetic == Arithmetic::exact) return ResizeExactStage{};
             return ResizeLinearStage{};
           },
-          [&](const Gaussian& g) { return separable(weights_1d(g, arithmetic), g.border); },
-          [&](const Box& b) { return separable(weights_1d(b, arithmetic), b.border); },
+          [&](const Gaussian& g) { return separable(weights_1d(g), g.border); },
+          [&](const Box& b) { return separable(weights_1d(b), b.border); },
           [](const Sharpen& s) -> Stage { return SharpenStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(s.border)}; },
           [](const Sobel& s) -> Stage { return SobelStage{border_of(s.border)}; },
           [](const Transpose&) -> Stage { return ReorientStage{cuda::Reorient::transpose}; },
@@ -327,15 +328,16 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
   if (chain.ops.size() < 2) return std::nullopt;
   const auto* resize = std::get_if<Resize>(&chain.ops[0]);
   if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
-  const auto head = [arithmetic](const Weights& w, Border border) -> std::optional<FusedHead> {
-    const int ksize = static_cast<int>(w.taps.size());
+  const auto head = [arithmetic](const auto& filter) -> std::optional<FusedHead> {
+    const cuda::BorderMode border = border_of(filter.border);
     if (arithmetic == Arithmetic::exact) {
-      return FusedHead{cuda::ConstantTaps(to_float(w.taps), static_cast<float>(w.scale)), border_of(border), ksize};
+      const Weights w = weights_1d(filter);
+      return FusedHead{cuda::ConstantTaps(to_float(w.taps), static_cast<float>(w.scale)), border, filter.ksize};
     }
-    return FusedHead{cuda::ResizeFilterTaps(to_float(w.taps)), border_of(border), ksize};
+    return FusedHead{cuda::ResizeFilterTaps(to_float(chain_weights(filter))), border, filter.ksize};
   };
-  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(weights_1d(*g, arithmetic), g->border);
-  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(weights_1d(*b, arithmetic), b->border);
+  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(*g);
+  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(*b);
   return std::nullopt;
 }
 

@@ -4,8 +4,8 @@
 //   optimized: one coalesced pass to SoA planes, texture-filtered resize, padded shared-memory transpose,
 //              separable filters with taps in __constant__ memory and warp-uniform borders, stages fused where
 //              intermediates can stay on chip, launch shapes from occupancy; nothing allocated per frame.
-// With Arithmetic::exact both give the cpu backend's bytes: resize by OpenCV's fixed-point bilinear (by hand,
-// not through textures), Gaussian taps in OpenCV's units of 1/256, box as an integer sum divided once, and the
+// Filters, gray, normalize and the geometric ops give the cpu backend's (OpenCV's) bytes on both paths. With
+// Arithmetic::exact so does linear resize: OpenCV's fixed-point bilinear by hand (not through textures), and the
 // optimized path's fused resize + filter head as its exact twin.
 #pragma once
 

@@ -58,6 +58,7 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
   EXPECT_EQ(p.at("frames"), 3);
   EXPECT_EQ(p.at("repeats"), 1);
   EXPECT_EQ(p.at("chain"), "resize=32x24,gaussian=5:1");
+  EXPECT_EQ(p.at("exact"), false);
 
   // Ceilings: the host's always; the device's with a device. Every rate positive.
   std::set<std::string> ceilings;
@@ -130,8 +131,22 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
   }
 }
 
-// The matrix: every chain at every size, four rows each (naive, optimized, batched, NPP); with a device the
-// optimized rows name naive as their twin and NPP as their peer; without one, every row says it needs one.
+// The matrix: every chain at every size, seven rows each (naive, optimized, batched, each also with exact
+// arithmetic, and NPP); with a device the fast optimized rows name naive as their twin, the exact ones their fast
+// row, and all NPP as their peer; without one, every row says it needs one.
+// --exact runs the GPU rows with exact arithmetic and says so in the JSON, the command line and the table.
+TEST(BenchCommand, ExactIsRecordedWhereverTheRunIsDescribed) {
+  const testing::TempDir dir;
+  const fs::path json = dir.path() / "bench.json";
+  const CommandResult run =
+      imgpipe(std::string(kTinyRun) + " --sections kernel --exact --json '" + json.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("(exact arithmetic)"), std::string::npos) << run.output;
+  const Json doc = read_json(json);
+  EXPECT_EQ(doc.at("parameters").at("exact"), true);
+  EXPECT_NE(doc.at("command").get<std::string>().find(" --exact"), std::string::npos) << doc.at("command");
+}
+
 TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
   const testing::TempDir dir;
   const fs::path json = dir.path() / "matrix.json";

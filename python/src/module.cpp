@@ -378,8 +378,9 @@ NB_MODULE(_imgpipe, m) {
            "ops: the chain, as the command takes it, e.g. \"resize=1280x720,gaussian=5:1.0\". backend: auto "
            "(optimized with a CUDA device, else cpu), cpu, naive or optimized. slots: frames in flight when a "
            "host batch runs through the engine. exact: the GPU backends give the cpu backend's (OpenCV's) bytes "
-           "exactly, as the command's --exact; otherwise the fastest kernels, within one level of them.")
-      .def_prop_ro("exact", &Pipeline::exact, "Whether the GPU backends round exactly as OpenCV does")
+           "for every op, as the command's --exact; otherwise linear resize runs the fastest kernels, within one "
+           "level of them.")
+      .def_prop_ro("exact", &Pipeline::exact, "Whether the GPU backends resize exactly as OpenCV does")
       .def_prop_ro("chain", &Pipeline::chain, "The chain as parsed")
       .def_prop_ro("backend", &Pipeline::backend, "The backend it runs on (auto resolved)")
       .def_prop_ro("fallback_notice", &Pipeline::fallback_notice,
