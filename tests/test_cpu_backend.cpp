@@ -36,7 +36,7 @@ const OpCase kEveryOp[] = {
 };
 
 // Large kernels cost the reference O(K^2) per pixel, so they run on the odd sizes only. OpenCV's 8-bit
-// GaussianBlur rounds its taps to 8.8 fixed point; on images narrower than the kernel, reflection folds
+// GaussianBlur rounds its taps to 8.8 fixed point; on images smaller than the kernel, reflection folds
 // many rounded taps onto a few pixels and the difference from double precision reaches 2.
 const OpCase kLargeKernels[] = {{"gaussian=31:6.5", 2}, {"gaussian=31", 2}, {"box=31:replicate", 1}};
 
