@@ -1,6 +1,7 @@
 // The benchmark matrix: every op alone and the chains users run, at several frame sizes, one frame per launch
-// and batched, for the naive and optimized paths (each with fast and with exact arithmetic) and NPP. Every row is set against its floor: the bytes it must
-// move (the input read once, the output written once) at the device-to-device copy rate of the same run.
+// and batched, for the naive and optimized paths (each with fast and with exact arithmetic) and NPP. Every row
+// is set against its floor: the bytes it must move (the input read once, the output written once) at the
+// device-to-device copy rate of the same run.
 #include "bench_frames.hpp"
 #include "bench_measure.hpp"
 #include "bench_rows.hpp"
@@ -62,8 +63,9 @@ void measure_matrix(const Settings& s, Report& report) {
 
     if (!report.device.available) {
       for (const Chain& chain : chains) {
-        for (const std::string& name : {std::string("naive"), std::string("optimized"), batched, std::string("naive exact"),
-                                         std::string("optimized exact"), batched + " exact", std::string("npp")}) {
+        for (const std::string& name :
+             {std::string("naive"), std::string("optimized"), batched, std::string("naive exact"),
+              std::string("optimized exact"), batched + " exact", std::string("npp")}) {
           if (s.backends.contains(name.substr(0, name.find(' ')))) {
             add_skipped(report, make_row(kMatrixSection, group_of(chain), name, "", bytes_of(chain), kDeviceCopy),
                         gpu_missing_reason(report));

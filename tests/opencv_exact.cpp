@@ -207,7 +207,8 @@ Image apply(const Chain& chain, const Image& in) {
   for (const Op& op : chain.ops) {
     frame = std::visit(Overloaded{
                            [&](const Resize& r) {
-                             return r.interp == Interp::linear ? resize_linear(frame, r.size) : reference::apply(op, frame);
+                             return r.interp == Interp::linear ? resize_linear(frame, r.size)
+                                                               : reference::apply(op, frame);
                            },
                            [&](const Gaussian& g) { return gaussian_blur(frame, g.ksize, g.sigma, g.border); },
                            [&](const Box& b) { return box_blur(frame, b.ksize, b.border); },

@@ -87,6 +87,27 @@ TEST_F(Cli, BatchWritesEveryImageAtTheChainSizeAndLeavesInputsAlone) {
             static_cast<std::ptrdiff_t>(before.size() + 2));  // the files and two folders, no temporaries
 }
 
+// --exact: every usable backend writes the same bytes (the GPU ones compute OpenCV's arithmetic, the cpu one is
+// OpenCV), and both commands that run chains take the flag.
+TEST_F(Cli, ExactGivesTheSameBytesOnEveryUsableBackend) {
+  const fs::path in = make_input(dir.path());
+  std::map<std::string, std::map<fs::path, std::vector<std::uint8_t>>> outputs;
+  for (const BackendInfo& b : available_backends()) {
+    if (!b.usable) continue;
+    const std::string name(to_string(b.kind));
+    const fs::path out = dir.path() / ("out-" + name);
+    const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) +
+                                      " --ops 'resize=301x207,gaussian=5:1.0' --format ppm --exact --backend " + name);
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.output;
+    for (const auto& [path, bytes] : snapshot(out)) outputs[name][path.lexically_relative(out)] = bytes;
+  }
+  ASSERT_FALSE(outputs.empty());
+  for (const auto& [name, files] : outputs) {
+    EXPECT_EQ(files, outputs.begin()->second) << name << " against " << outputs.begin()->first;
+  }
+  EXPECT_TRUE(contains(imgpipe("stream --help").output, "--exact"));
+}
+
 TEST_F(Cli, FormatChangesTheExtension) {
   const fs::path in = make_input(dir.path()), out = dir.path() / "out";
   const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops rotate=90 --format ppm");

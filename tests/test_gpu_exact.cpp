@@ -41,7 +41,9 @@ class GpuExactTest : public GpuPathTest {
 TEST_P(GpuExactTest, LinearResizeAtEveryScaleClass) {
   SKIP_WITHOUT_DEVICE();
   for (const NamedImage& sample : exact_images()) {
-    for (const Size out : opencv_exact::scale_classes(sample.image.size())) expect_exact("resize=" + to_string(out), sample);
+    for (const Size out : opencv_exact::scale_classes(sample.image.size())) {
+      expect_exact("resize=" + to_string(out), sample);
+    }
   }
 }
 
@@ -105,7 +107,9 @@ TEST_P(GpuExactTest, Chains) {
   SKIP_WITHOUT_DEVICE();
   for (const NamedImage& sample : exact_images()) {
     const Size in = sample.image.size();
-    const auto dims = [](int w, int h) { return std::to_string(std::max(1, w)) + "x" + std::to_string(std::max(1, h)); };
+    const auto dims = [](int w, int h) {
+      return std::to_string(std::max(1, w)) + "x" + std::to_string(std::max(1, h));
+    };
     for (const std::string& chain :
          {std::string("resize=1280x720,gaussian=5:1.0"), "resize=" + dims(in.width * 2 / 3, in.height / 2) + ",box=3",
           "resize=" + dims(in.width / 3 + 1, in.height * 3 / 2) + ",gaussian=7:2.0:replicate,transpose",

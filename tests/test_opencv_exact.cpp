@@ -1,7 +1,7 @@
 // The OpenCV-exact arithmetic (opencv_exact.hpp) against OpenCV itself: memcmp-equal outputs on the
 // photographs, on odd sizes and on random bytes; resize at every scale class (down, up, exact ratios,
-// non-integer, one pixel), Gaussian and box at every kernel size class, gray, sharpen, sobel, normalize, both borders, and
-// the usual chains. Built where the build has OpenCV; runs everywhere there, no GPU involved.
+// non-integer, one pixel), Gaussian and box at every kernel size class, gray, sharpen, sobel, normalize, both
+// borders, and the usual chains. Built where the build has OpenCV; runs everywhere there, no GPU involved.
 #include "backends.hpp"
 #include "opencv_exact.hpp"
 #include "test_images.hpp"
@@ -153,7 +153,9 @@ TEST(OpenCvExactPointAndThreeByThree, GraySharpenSobelAndNormalizeEqualTheCpuBac
     // A narrow range, where the stretch's scale has many significant bits and the rounding is tested hardest.
     const Image narrow = cpu_backend(in, "gray");
     Image dim(in.size());
-    for (std::size_t i = 0; i < in.size().rgb_bytes(); ++i) dim.data()[i] = static_cast<std::uint8_t>(40 + narrow.data()[i] / 7);
+    for (std::size_t i = 0; i < in.size().rgb_bytes(); ++i) {
+      dim.data()[i] = static_cast<std::uint8_t>(40 + narrow.data()[i] / 7);
+    }
     EXPECT_EQ(first_difference(opencv_exact::normalize(dim), cpu_backend(dim, "normalize")), "");
   }
 }

@@ -193,7 +193,9 @@ class Pipeline {
         }
         backend_->process({data, in.size}, {result, out_size});
       } else {
-        if (!engine_) engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true, arithmetic_});
+        if (!engine_) {
+          engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true, arithmetic_});
+        }
         ArrayFrames array(data, in.size, result, out_size, in.frames);
         const JobSummary summary = run_job(array, *engine_, array, JobOptions{slots_, true, {}});
         if (summary.first_failure) std::rethrow_exception(summary.first_failure->error);
