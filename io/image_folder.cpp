@@ -34,14 +34,14 @@ void check_folders(const fs::path& input_dir, const fs::path& output_dir) {
   }
 }
 
-FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
-                        ExistingOutputs existing, bool follow_links) {
+namespace {
+
+// One plan per entry, appended to `plans` in the entries' order.
+void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& entries, const fs::path& output_dir,
+                  std::string_view format, ExistingOutputs existing, std::vector<FilePlan>& plans) {
   const fs::path output_root = resolved(output_dir);
-  const FolderListing listing = list_folder(input_dir, {follow_links, output_dir});
-  FolderPlan folder{{}, listing.unsupported, listing.links_not_followed};
-  std::vector<FilePlan>& plans = folder.files;
   std::map<fs::path, fs::path> first_input_for_output;
-  for (const FolderEntry& entry : listing.entries) {
+  for (const FolderEntry& entry : entries) {
     FilePlan plan{input_dir / entry.relative, output_dir / entry.relative, {}};
     if (!entry.problem.empty()) {
       plan.refusal = entry.problem;
@@ -64,6 +64,32 @@ FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, s
     }
     plans.push_back(std::move(plan));
   }
+}
+
+}  // namespace
+
+FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
+                        ExistingOutputs existing, bool follow_links) {
+  const FolderListing listing = list_folder(input_dir, {follow_links, output_dir});
+  FolderPlan folder{{}, listing.unsupported, listing.links_not_followed};
+  plan_entries(input_dir, listing.entries, output_dir, format, existing, folder.files);
+  return folder;
+}
+
+FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& relative_paths,
+                      const fs::path& output_dir, std::string_view format, ExistingOutputs existing) {
+  std::vector<FolderEntry> entries;
+  entries.reserve(relative_paths.size());
+  for (const fs::path& relative : relative_paths) {
+    FolderEntry entry{relative, {}};
+    const fs::path normal = relative.lexically_normal();
+    if (relative.is_absolute() || normal.empty() || normal == "." || *normal.begin() == "..") {
+      entry.problem = "not a path inside the input folder " + input_dir.string();
+    }
+    entries.push_back(std::move(entry));
+  }
+  FolderPlan folder;
+  plan_entries(input_dir, entries, output_dir, format, existing, folder.files);
   return folder;
 }
 

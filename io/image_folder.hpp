@@ -50,6 +50,12 @@ struct FolderPlan {
 FolderPlan plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
                         std::string_view format, ExistingOutputs existing, bool follow_links = false);
 
+// The same plans for a chosen list of files under input_dir, given relative to it (as list_folder lists them):
+// one batch of a distributed job whose driver listed the folder once. A path that is absolute or leads out of
+// input_dir is refused with the reason; a file that cannot be read fails when it is read, by name.
+FolderPlan plan_files(const std::filesystem::path& input_dir, const std::vector<std::filesystem::path>& relative_paths,
+                      const std::filesystem::path& output_dir, std::string_view format, ExistingOutputs existing);
+
 // One of `count` shards of a folder's files, for running a batch as N independent copies (a Slurm job array, a
 // Kubernetes Indexed Job) with no coordinator and no overlap: keeps the files whose relative path hashes
 // (64-bit FNV-1a) to `index` modulo `count`. A file's shard depends on its path alone, so adding files to the

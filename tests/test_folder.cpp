@@ -1,5 +1,6 @@
 // Walking an input folder: which files count as images, in what order, under which relative names.
 #include "folder.hpp"
+#include "image_folder.hpp"
 #include "io_error.hpp"
 #include "test_io_helpers.hpp"
 
@@ -39,6 +40,30 @@ TEST(Folder, FollowsLinksToFilesButNotToFolders) {
   fs::create_directory_symlink("..", dir.path() / "real/loop");  // would recurse forever if followed
   fs::create_symlink("missing.png", dir.path() / "dangling.png");
   EXPECT_EQ(list_images(dir.path()), (std::vector<fs::path>{"link.png", "real/a.png"}));
+}
+
+// A chosen list of files (one batch of a distributed job) is planned as the whole folder's files are: outputs
+// under the same relative paths with the format's extension, one output per input, existing outputs refused,
+// and paths that leave the input folder refused with the reason.
+TEST(Folder, PlanFilesMapsAChosenListAsTheFolderPlanDoes) {
+  TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  write_bytes(out / "sub/exists.png", "x");
+  const FolderPlan plan = plan_files(in, {"a.jpg", "sub/b.PPM", "a.png", "sub/exists.jpg", "../up.png", "/abs.png"},
+                                     out, "png", ExistingOutputs::refuse);
+  ASSERT_EQ(plan.files.size(), 6u);
+  EXPECT_EQ(plan.files[0].input, in / "a.jpg");
+  EXPECT_EQ(plan.files[0].output, out / "a.png");
+  EXPECT_TRUE(plan.files[0].refusal.empty());
+  EXPECT_EQ(plan.files[1].output, out / "sub/b.png");
+  EXPECT_NE(plan.files[2].refusal.find("already made from"), std::string::npos) << plan.files[2].refusal;
+  EXPECT_NE(plan.files[3].refusal.find("exists"), std::string::npos) << plan.files[3].refusal;
+  for (std::size_t i : {4u, 5u}) {
+    EXPECT_NE(plan.files[i].refusal.find("not a path inside the input folder"), std::string::npos)
+        << plan.files[i].refusal;
+  }
+  EXPECT_TRUE(plan_files(in, {"sub/exists.jpg"}, out, "png", ExistingOutputs::overwrite).files[0].refusal.empty());
+  EXPECT_TRUE(plan_files(in, {"sub/exists.jpg"}, out, "png", ExistingOutputs::skip).files[0].skip);
 }
 
 TEST(Folder, MissingFolderIsAnIoErrorNamingIt) {

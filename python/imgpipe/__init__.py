@@ -5,10 +5,11 @@
     out = p(frame)                  # NumPy (H, W, 3) or (N, H, W, 3) uint8 -> NumPy
     out = p(cupy_frames, stream=s)  # any DLPack device array -> device array, on the caller's stream
     p.run_folder("photos", "out")   # the batch job: {'done', 'failed', 'errors', ...}
+    p.run_files("photos", imgpipe.list_images("photos")[:100], "out")   # the job on chosen files
     imgpipe.backends()
     frame = imgpipe.decode(data); data = imgpipe.encode(frame, ".png")   # file bytes <-> frames
     imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """
-from ._imgpipe import Pipeline, backends, decode, encode
+from ._imgpipe import Pipeline, backends, decode, encode, list_images
 
-__all__ = ["Pipeline", "backends", "decode", "encode"]
+__all__ = ["Pipeline", "backends", "decode", "encode", "list_images"]

@@ -5,6 +5,7 @@
 #include "device_error.hpp"
 #include "engine.hpp"
 #include "file_bytes.hpp"
+#include "folder.hpp"
 #include "gpu_backend.hpp"
 #include "image_file.hpp"
 #include "image_folder.hpp"
@@ -259,21 +260,23 @@ class Pipeline {
   std::optional<DeviceChain> device_chain_;
 };
 
-// The batch job on a folder, as `imgpipe batch` runs it; per-file failures come back in the result, not raised.
-nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std::string& output_dir,
-                    const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
-                    std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard) {
+io::ExistingOutputs existing_outputs(bool overwrite, bool skip_existing) {
   if (overwrite && skip_existing) throw nb::value_error("overwrite and skip_existing contradict each other");
+  return overwrite ? io::ExistingOutputs::overwrite
+                   : (skip_existing ? io::ExistingOutputs::skip : io::ExistingOutputs::refuse);
+}
+
+void check_output_options(const std::string& format, int quality) {
   if (format != "same" && format != "ppm" && !io::has_opencv_codecs()) {
     throw nb::value_error(("format '" + format + "' needs a build with OpenCV; this build writes PPM only").c_str());
   }
   if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
-  io::check_folders(input_dir, output_dir);
-  const io::ExistingOutputs existing = overwrite       ? io::ExistingOutputs::overwrite
-                                       : skip_existing ? io::ExistingOutputs::skip
-                                                       : io::ExistingOutputs::refuse;
-  io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
-  if (shard) io::keep_shard(folder, input_dir, shard->first, shard->second);
+}
+
+// The planned files through the chain, as `imgpipe batch` runs them; per-file failures come back in the result,
+// not raised.
+nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::string& output_dir, int quality,
+                  int jobs, bool overwrite, std::uint64_t max_pixels) {
   const Chain& chain = pipeline.parsed_chain();
   const int workers = job_workers(jobs);
   JobSummary summary;
@@ -303,6 +306,40 @@ nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std:
   result["errors"] = errors;
   result["device_failure"] = summary.device_failure.empty() ? nb::none() : nb::cast(summary.device_failure);
   return result;
+}
+
+// The batch job on a folder, as `imgpipe batch` runs it.
+nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std::string& output_dir,
+                    const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
+                    std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard) {
+  const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
+  check_output_options(format, quality);
+  io::check_folders(input_dir, output_dir);
+  io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
+  if (shard) io::keep_shard(folder, input_dir, shard->first, shard->second);
+  return run_plan(pipeline, folder, output_dir, quality, jobs, overwrite, max_pixels);
+}
+
+// The batch job on chosen files of a folder (paths relative to it, as list_images gives them).
+nb::dict run_files(Pipeline& pipeline, const std::string& input_dir, const std::vector<std::string>& files,
+                   const std::string& output_dir, const std::string& format, int quality, int jobs, bool overwrite,
+                   bool skip_existing, std::uint64_t max_pixels) {
+  const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
+  check_output_options(format, quality);
+  io::check_folders(input_dir, output_dir);
+  const std::vector<std::filesystem::path> relative(files.begin(), files.end());
+  return run_plan(pipeline, io::plan_files(input_dir, relative, output_dir, format, existing), output_dir, quality,
+                  jobs, overwrite, max_pixels);
+}
+
+// The images under a folder, relative to it, sorted, as the batch job walks it (entries named like images that
+// cannot be read are listed too, so the job reports them).
+std::vector<std::string> list_images(const std::string& input_dir) {
+  std::vector<std::string> names;
+  for (const io::FolderEntry& entry : io::list_image_entries(input_dir)) {
+    names.push_back(entry.relative.string());
+  }
+  return names;
 }
 
 // An image file's bytes as an (H, W, 3) uint8 array, decoded as the batch job decodes files.
@@ -402,13 +439,21 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("shard") = nb::none(),
            "Every image under input_dir through the chain into output_dir, as `imgpipe batch` does. Returns "
            "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'errors': [(path, message)], "
-           "'device_failure'}; a bad file is reported there, not raised. shard=(k, n) keeps shard k of n.");
+           "'device_failure'}; a bad file is reported there, not raised. shard=(k, n) keeps shard k of n.")
+      .def("run_files", &imgpipe::python::run_files, nb::arg("input_dir"), nb::arg("files"), nb::arg("output_dir"),
+           nb::kw_only(), nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0,
+           nb::arg("overwrite") = false, nb::arg("skip_existing") = false,
+           nb::arg("max_pixels") = io::kDefaultMaxPixels,
+           "run_folder on chosen files of input_dir, given relative to it (as imgpipe.list_images lists them): "
+           "one batch of a distributed job whose driver listed the folder once. Same result dict.");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
         "An image file's bytes (PPM; PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
         "decoded as the batch job decodes files (grayscale to RGB, EXIF orientation applied)");
   m.def("encode", &imgpipe::python::encode, nb::arg("frame"), nb::arg("extension") = ".png", nb::kw_only(),
         nb::arg("quality") = 95, "The bytes of the image file the batch job would write for `extension`");
+  m.def("list_images", &imgpipe::python::list_images, nb::arg("input_dir"),
+        "The images under input_dir, relative to it and sorted, as the batch job walks it");
   m.def("backends", &imgpipe::python::backends,
         "What is compiled in and usable here: [{'name', 'compiled_in', 'usable', 'detail'}]");
 }

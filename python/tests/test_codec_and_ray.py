@@ -1,5 +1,5 @@
-"""decode/encode against the files the command reads and writes, and the Ray Data job on a local Ray cluster
-(skipped where Ray is not installed)."""
+"""decode/encode against the files the command reads and writes, run_files on chosen files of a folder, and the
+Ray Data job on a local Ray cluster, reading both ways (skipped where Ray is not installed)."""
 import os
 
 import numpy as np
@@ -31,7 +31,23 @@ def folder_with_a_bad_file(root):
     return source
 
 
-def test_a_ray_data_job_writes_what_the_command_writes(tmp_path):
+def test_run_files_is_the_batch_job_on_chosen_files(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    listed = imgpipe.list_images(str(source))
+    assert listed == sorted(listed) and "broken.ppm" in listed and "sub/p1.ppm" in listed
+    chosen = [f for f in listed if f != "sub/p1.ppm"] + ["../outside.ppm"]
+    p = imgpipe.Pipeline("rotate=90", backend=usable_backends()[0])
+    result = p.run_files(str(source), chosen, str(tmp_path / "out"), format="ppm")
+    assert (result["done"], result["failed"], result["files"]) == (len(listed) - 2, 2, len(chosen))
+    failed = dict(result["errors"])
+    assert "truncated raster" in failed[str(source / "broken.ppm")]
+    assert "not a path inside the input folder" in failed[str(source / "../outside.ppm")]
+    assert not (tmp_path / "out" / "sub" / "p1.ppm").exists()
+    assert (tmp_path / "out" / "p0.ppm").exists()
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_a_ray_data_job_writes_what_the_command_writes(tmp_path, read):
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[data]')")
     import imgpipe.ray
 
@@ -41,7 +57,7 @@ def test_a_ray_data_job_writes_what_the_command_writes(tmp_path):
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
     try:
         summary = imgpipe.ray.run_folder(str(source), str(tmp_path / "ray"), ops, backend=backend, format="ppm",
-                                         batch_size=2)
+                                         batch_size=2, read=read)
     finally:
         ray.shutdown()
     assert (summary["done"], summary["failed"]) == (len(photos()), 1)
