@@ -40,26 +40,26 @@ namespace {
 void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& entries, const fs::path& output_dir,
                   std::string_view format, ExistingOutputs existing, std::vector<FilePlan>& plans) {
   const fs::path output_root = resolved(output_dir);
-  std::map<fs::path, fs::path> first_input_for_output;
+  std::map<std::string, std::string> first_input_for_output;  // resolved output -> input
   for (const FolderEntry& entry : entries) {
-    FilePlan plan{input_dir / entry.relative, output_dir / entry.relative, {}};
+    fs::path relative_output = entry.relative;
+    if (format != "same") relative_output.replace_extension(format);
+    FilePlan plan{(input_dir / entry.relative).string(), (output_dir / relative_output).string(), {}};
     if (!entry.problem.empty()) {
       plan.refusal = entry.problem;
       plans.push_back(std::move(plan));
       continue;
     }
-    if (format != "same") plan.output.replace_extension(format);
-    const fs::path output_resolved = output_root / plan.output.lexically_relative(output_dir);
-
-    const auto [claimed, fresh] = first_input_for_output.emplace(output_resolved, plan.input);
+    const auto [claimed, fresh] =
+        first_input_for_output.emplace((output_root / relative_output).lexically_normal().string(), plan.input);
     std::error_code error;
     if (!fresh) {
-      plan.refusal = "its output " + plan.output.string() + " is already made from " + claimed->second.string();
+      plan.refusal = "its output " + plan.output + " is already made from " + claimed->second;
     } else if (existing != ExistingOutputs::overwrite && fs::exists(fs::symlink_status(plan.output, error))) {
       if (existing == ExistingOutputs::skip) {
         plan.skip = true;
       } else {
-        plan.refusal = "output " + plan.output.string() + " exists; --overwrite replaces it, --skip-existing skips it";
+        plan.refusal = "output " + plan.output + " exists; --overwrite replaces it, --skip-existing skips it";
       }
     }
     plans.push_back(std::move(plan));
@@ -100,7 +100,7 @@ void keep_shard(FolderPlan& plan, const fs::path& input_dir, int index, int coun
   }
   const auto shard_of = [&](const FilePlan& file) {
     std::uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
-    for (const unsigned char c : file.input.lexically_relative(input_dir).generic_string()) {
+    for (const unsigned char c : fs::path(file.input).lexically_relative(input_dir).generic_string()) {
       hash = (hash ^ c) * 1099511628211ull;
     }
     return static_cast<int>(hash % static_cast<std::uint64_t>(count));
@@ -115,7 +115,7 @@ ImageFolderSource::ImageFolderSource(const FolderPlan& plan, const Chain& chain,
 std::optional<Item> ImageFolderSource::next() {
   if (next_ == plan_.files.size()) return std::nullopt;
   const FilePlan& file = plan_.files[next_];
-  Item item{next_++, file.input.string(), {}, file.skip};
+  Item item{next_++, file.input, {}, file.skip};
   if (!file.refusal.empty()) item.refusal = "not processed: " + file.refusal;
   return item;
 }
@@ -130,7 +130,7 @@ void ImageFolderSource::check_chain_limit(Size size) const {
 }
 
 std::vector<std::string> ImageFolderSource::read(const Item& item, const FrameAllocator& allocate) {
-  const fs::path& path = plan_.files[item.index].input;
+  const fs::path path = plan_.files[item.index].input;
   const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels_));
   std::vector<std::string> warnings = decode_file_bytes(
       path, bytes,
@@ -146,7 +146,7 @@ std::vector<std::string> ImageFolderSource::read(const Item& item, const FrameAl
 std::vector<std::string> ImageFolderSource::read_on_device(const Item& item, const FrameAllocator& allocate,
                                                            const DeviceFrameAllocator& allocate_on_device) {
   if (!gpu_decoder_) return read(item, allocate);
-  const fs::path& path = plan_.files[item.index].input;
+  const fs::path path = plan_.files[item.index].input;
   const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels_));
   const auto on_host = [&](Size size) {
     check_chain_limit(size);
@@ -234,8 +234,8 @@ std::string failure_message(const ItemResult& result, std::string_view limit_hin
 ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing, GpuJpegEncoder* gpu_encoder)
     : plan_(plan), quality_(quality), existing_(existing), gpu_encoder_(gpu_encoder) {}
 
-const fs::path& ImageFolderSink::prepare_output(const Item& item) const {
-  const fs::path& output = plan_.files[item.index].output;
+fs::path ImageFolderSink::prepare_output(const Item& item) const {
+  const fs::path output = plan_.files[item.index].output;
   std::error_code error;
   fs::create_directories(output.parent_path(), error);
   if (error) throw IoError(output.parent_path(), "cannot create the folder: " + error.message());
@@ -253,7 +253,7 @@ bool ImageFolderSink::writes_from_device(const Item& item) const {
 }
 
 void ImageFolderSink::write_from_device(const Item& item, DeviceFrame frame) {
-  const fs::path& output = prepare_output(item);
+  const fs::path output = prepare_output(item);
   write_file_atomically(output, gpu_encoder_->encode(frame), existing_);
   gpu_encoded_.fetch_add(1);
 }

@@ -17,9 +17,11 @@
 
 namespace imgpipe::io {
 
+// Paths are kept as strings: a std::filesystem::path also keeps a list of its components, several times the
+// string's size, and a plan holds every file of the folder at once.
 struct FilePlan {
-  std::filesystem::path input;   // input folder / relative path
-  std::filesystem::path output;  // output folder / relative path, extension per format
+  std::string input;   // input folder / relative path
+  std::string output;  // output folder / relative path, extension per format
   std::string refusal;           // why this file will not be written (a failure), or empty
   bool skip = false;             // its output exists and existing outputs are skipped (not a failure)
 };
@@ -112,7 +114,7 @@ class ImageFolderSink final : public Sink {
 
  private:
   // The item's output path, its folder created.
-  const std::filesystem::path& prepare_output(const Item& item) const;
+  std::filesystem::path prepare_output(const Item& item) const;
 
   const FolderPlan& plan_;
   int quality_;

@@ -52,10 +52,10 @@ TEST(Folder, PlanFilesMapsAChosenListAsTheFolderPlanDoes) {
   const FolderPlan plan = plan_files(in, {"a.jpg", "sub/b.PPM", "a.png", "sub/exists.jpg", "../up.png", "/abs.png"},
                                      out, "png", ExistingOutputs::refuse);
   ASSERT_EQ(plan.files.size(), 6u);
-  EXPECT_EQ(plan.files[0].input, in / "a.jpg");
-  EXPECT_EQ(plan.files[0].output, out / "a.png");
+  EXPECT_EQ(plan.files[0].input, (in / "a.jpg").string());
+  EXPECT_EQ(plan.files[0].output, (out / "a.png").string());
   EXPECT_TRUE(plan.files[0].refusal.empty());
-  EXPECT_EQ(plan.files[1].output, out / "sub/b.png");
+  EXPECT_EQ(plan.files[1].output, (out / "sub/b.png").string());
   EXPECT_NE(plan.files[2].refusal.find("already made from"), std::string::npos) << plan.files[2].refusal;
   EXPECT_NE(plan.files[3].refusal.find("exists"), std::string::npos) << plan.files[3].refusal;
   for (std::size_t i : {4u, 5u}) {
