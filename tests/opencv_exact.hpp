@@ -64,6 +64,9 @@ Image sobel(const Image& in, Border border);
 //   out   = round-half-even(fma(v, float(scale), float(shift))), saturated: cv::Mat::convertTo's single-precision
 //           multiply-add, fused as OpenCV's AVX2 code runs it.
 Image normalize(const Image& in);
+// A 53x7 frame whose channel ranges put the stretch exactly on halves (lo 1, hi 37: 7 -> 42.5), which the fused
+// multiply-add rounds to even where a separate multiply and add would round up.
+Image normalize_ties();
 
 // A chain with the models above for the ops OpenCV computes (linear resize, gaussian, box, gray, sharpen, sobel,
 // normalize), and the reference (reference.hpp) for the exact ones (nearest resize, transpose, rotate, flip): the

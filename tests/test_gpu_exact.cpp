@@ -80,12 +80,7 @@ TEST_P(GpuExactTest, PointAndThreeByThreeOpsAndGeometry) {
 // Channel ranges whose stretch lands exactly on a half, where the rounding of cv::normalize shows.
 TEST_P(GpuExactTest, NormalizeRoundsTiesAsOpenCv) {
   SKIP_WITHOUT_DEVICE();
-  const int channel_values[3][5] = {{1, 37, 7, 31, 20}, {1, 51, 6, 26, 46}, {1, 79, 14, 40, 79}};
-  Image in({53, 7});
-  for (int y = 0; y < in.height(); ++y)
-    for (int x = 0; x < in.width(); ++x)
-      for (int c = 0; c < 3; ++c) in.at(x, y, c) = static_cast<std::uint8_t>(channel_values[c][(x + y) % 5]);
-  expect_exact("normalize", {"tie ranges", in});
+  expect_exact("normalize", {"tie ranges", opencv_exact::normalize_ties()});
 }
 
 // A linear resize followed by gaussian or box, which the optimized path runs as one exact fused pass, at every
@@ -107,9 +102,7 @@ TEST_P(GpuExactTest, Chains) {
   SKIP_WITHOUT_DEVICE();
   for (const NamedImage& sample : exact_images()) {
     const Size in = sample.image.size();
-    const auto dims = [](int w, int h) {
-      return std::to_string(std::max(1, w)) + "x" + std::to_string(std::max(1, h));
-    };
+    const auto dims = [](int w, int h) { return to_string(Size{std::max(1, w), std::max(1, h)}); };
     for (const std::string& chain :
          {std::string("resize=1280x720,gaussian=5:1.0"), "resize=" + dims(in.width * 2 / 3, in.height / 2) + ",box=3",
           "resize=" + dims(in.width / 3 + 1, in.height * 3 / 2) + ",gaussian=7:2.0:replicate,transpose",

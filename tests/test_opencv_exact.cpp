@@ -160,14 +160,9 @@ TEST(OpenCvExactPointAndThreeByThree, GraySharpenSobelAndNormalizeEqualTheCpuBac
   }
 }
 
-// Channel ranges and values where the stretch lands exactly on a half (lo 1, hi 37: 7 -> 42.5), which a fused
-// multiply-add rounds to even and a separate multiply and add pushes up: across the SIMD body and the scalar tail.
+// The stretch's ties (opencv_exact::normalize_ties), across OpenCV's SIMD body and its scalar tail.
 TEST(OpenCvExactNormalize, RoundsTiesAsTheFusedMultiplyAddOnCraftedRanges) {
-  const int channel_values[3][5] = {{1, 37, 7, 31, 20}, {1, 51, 6, 26, 46}, {1, 79, 14, 40, 79}};
-  Image in({53, 7});
-  for (int y = 0; y < in.height(); ++y)
-    for (int x = 0; x < in.width(); ++x)
-      for (int c = 0; c < 3; ++c) in.at(x, y, c) = static_cast<std::uint8_t>(channel_values[c][(x + y) % 5]);
+  const Image in = opencv_exact::normalize_ties();
   EXPECT_EQ(first_difference(opencv_exact::normalize(in), cpu_backend(in, "normalize")), "");
 }
 
