@@ -139,9 +139,9 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
 // the column pass; `write(r, c, value)` stores output (r, c) of the tile, for those inside the frame (`extent`
 // from tile origin x0, y0). Called by every thread of the block after the tile is staged and a barrier.
 template <int kRadius, class Write>
-__device__ __forceinline__ void filter_staged_tile(
-    const std::uint8_t (&tile)[kTileH + 2 * kRadius][kTileW + 2 * kRadius], float (&rows)[kTileH + 2 * kRadius][kTileW],
-    const float* taps, float scale, Extent extent, int x0, int y0, Write write) {
+__device__ __forceinline__ void filter_staged_tile(const std::uint8_t (&tile)[kTileH + 2 * kRadius][kTileW + 2 * kRadius],
+                                                   float (&rows)[kTileH + 2 * kRadius][kTileW], const float* taps,
+                                                   float scale, Extent extent, int x0, int y0, Write write) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kTileH + 2 * kRadius;
   for (int r = threadIdx.y; r < kInRows; r += kBlockY)
@@ -204,12 +204,10 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
   const int tid = threadIdx.y * kBlockX + threadIdx.x;
 
   for (int i = tid; i < kInCols; i += kBlockX * kBlockY) {
-    const int resized_column = border_index(x0 - kRadius + i, out.extent.width, border);
-    col_taps[i] = fixed_tap(resized_column, scale.x, in.extent.width, true);
+    col_taps[i] = fixed_tap(border_index(x0 - kRadius + i, out.extent.width, border), scale.x, in.extent.width, true);
   }
   for (int i = tid; i < kInRows; i += kBlockX * kBlockY) {
-    const int resized_row = border_index(y0 - kRadius + i, out.extent.height, border);
-    row_taps[i] = fixed_tap(resized_row, scale.y, in.extent.height, false);
+    row_taps[i] = fixed_tap(border_index(y0 - kRadius + i, out.extent.height, border), scale.y, in.extent.height, false);
   }
   __syncthreads();
   const std::uint8_t* src = in.data + blockIdx.z * in_stride;
@@ -217,9 +215,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
     for (int c = threadIdx.x; c < kInCols; c += kBlockX) {
       const FixedTap tx = col_taps[c], ty = row_taps[r];
 #pragma unroll
-      for (int channel = 0; channel < 3; ++channel) {
-        tiles[channel][r][c] = fixed_bilinear(src + channel, in.pitch, 3, tx, ty);
-      }
+      for (int channel = 0; channel < 3; ++channel) tiles[channel][r][c] = fixed_bilinear(src + channel, in.pitch, 3, tx, ty);
     }
   __syncthreads();
   std::uint8_t* dst = out.data + blockIdx.z * out_stride;
@@ -275,8 +271,7 @@ std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequenc
   return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder>...};
 }
 
-using ResizeSeparableKernel = void (*)(ConstAosView, std::size_t, AosView, std::size_t, double2, int, float,
-                                      BorderMode);
+using ResizeSeparableKernel = void (*)(ConstAosView, std::size_t, AosView, std::size_t, double2, int, float, BorderMode);
 template <int... R>
 std::array<ResizeSeparableKernel, sizeof...(R)> resize_separable_kernels(std::integer_sequence<int, R...>) {
   return {&resize_separable_exact_kernel<R + 1>...};

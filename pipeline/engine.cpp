@@ -174,8 +174,7 @@ class GpuRingEngine final : public Engine {
   std::string describe() const override {
     return std::string(path_ == GpuPath::naive ? "naive" : "optimized") + " GPU path, " +
            std::to_string(slots()) + " slots, " + std::string(to_string(options_.memory)) + " host memory" +
-           (options_.memory == MemoryMode::managed ? (options_.prefetch ? " with prefetch" : " without prefetch")
-                                                   : "") +
+           (options_.memory == MemoryMode::managed ? (options_.prefetch ? " with prefetch" : " without prefetch") : "") +
            (options_.arithmetic == Arithmetic::exact ? ", OpenCV-exact arithmetic" : "");
   }
 

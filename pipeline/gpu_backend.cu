@@ -113,9 +113,7 @@ class NaivePlan {
         step.ksize = ksize;
         step.scale = static_cast<float>(scale);
       };
-      const auto upload_separable = [&](const Weights& w) {
-        upload(outer(w.taps), static_cast<int>(w.taps.size()), w.scale);
-      };
+      const auto upload_separable = [&](const Weights& w) { upload(outer(w.taps), static_cast<int>(w.taps.size()), w.scale); };
       if (const auto* g = std::get_if<Gaussian>(&op)) upload_separable(weights_1d(*g));
       if (const auto* b = std::get_if<Box>(&op)) upload_separable(weights_1d(*b));
       if (std::holds_alternative<Sharpen>(op)) upload(kSharpen, 3, 1.0);
@@ -305,8 +303,7 @@ struct FusedHead {
 
   // Whether it takes these sizes: the fast kernel refuses extreme horizontal downscales.
   bool fits(Size in, Size resized) const {
-    return std::holds_alternative<cuda::ConstantTaps>(taps) ||
-           cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
+    return std::holds_alternative<cuda::ConstantTaps>(taps) || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
   }
 
   // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`.
