@@ -25,7 +25,9 @@
 //      store per 4 outputs in step 4), the tile is interleaved on the way out into 16-byte stores.
 // Exact ratios (2:1 or 3:2 across, a vertical scale of k/2, K <= 9) replace steps 2-3 with step 2x
 // (resize_filter_exact_ratio.cuh), which reads the source straight from global memory; the ratio is a template
-// parameter, as is the filter radius.
+// parameter, as is the filter radius. At those ratios a third parameter gives OpenCV's own arithmetic instead
+// (ResizeFilterArithmetic::opencv): its fixed-point row weights and rounding in steps 1 and 2x, and a column pass
+// without the row sums' bias in step 4, with the same loads, layout and barriers.
 //
 // Launched as a programmatic dependent (resize_filter_launch.cu), the kernel starts while the previous kernel in
 // its stream completes, builds its tables (step 1, no global memory) meanwhile, and waits for that kernel's
@@ -94,7 +96,7 @@ void upload_taps(int slot, std::span<const float> taps) {
   wait_for_uploads();
 }
 
-template <int R, Ratio kRatio>
+template <int R, Ratio kRatio, bool kOpenCv>
 __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize_filter_kernel(const Params p) {
   constexpr int kTileH = tile_h(R);
   constexpr int kColRows = col_rows(R);
@@ -113,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   const Tile tile{x0, y0, x_last, y_last, in_frame};
 
   // ---- 1. Source tables (resize_filter_tables.cuh).
-  const bool in_fast_run = build_source_tables<R, kRatio>(p, tile, shared, tid);
+  const bool in_fast_run = build_source_tables<R, kRatio, kOpenCv>(p, tile, shared, tid);
   // The exact-ratio path counts its fast words here; its slow ones lie before them (columns left of the frame)
   // or after them.
   int fast_words = 0;
@@ -132,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
 
   if constexpr (kRatio != Ratio::any) {
     // ---- 2x. Exact ratio: steps 2-3 in one, straight from global memory (resize_filter_exact_ratio.cuh).
-    resize_exact_ratio<R, kRatio>(p, tile, shared, fast_words, tid);
+    resize_exact_ratio<R, kRatio, kOpenCv>(p, tile, shared, fast_words, tid);
     __syncthreads();
   } else {
     const int first_byte = shared.span->x;
@@ -255,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   }
 
   // ---- 4. Filter: row pass, column pass -> the output planes (resize_filter_passes.cuh).
-  filter_tile<R>(shared, TapBanks{c_taps, c_row_pairs, c_col_start}, p.slot, tid);
+  filter_tile<R, kOpenCv>(shared, TapBanks{c_taps, c_row_pairs, c_col_start}, p.slot, tid);
   __syncthreads();
 
   // ---- 5. Copy-out: 16 pixels of one row per item, interleaved from the three planes into three 16-byte stores.
@@ -284,23 +286,27 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   }
 }
 
-template <Ratio kRatio, int... R>
+template <Ratio kRatio, bool kOpenCv, int... R>
 constexpr std::array<Kernel, sizeof...(R)> make_kernels(std::integer_sequence<int, R...>) {
-  return {&resize_filter_kernel<R, kRatio>...};
+  return {&resize_filter_kernel<R, kRatio, kOpenCv>...};
 }
-constexpr auto kKernels = make_kernels<Ratio::any>(std::make_integer_sequence<int, kMaxRadius + 1>{});
-// The exact-ratio paths for the radii whose filter runs in registers (their shared memory holds no row sums).
-constexpr auto kTwoKernels = make_kernels<Ratio::two>(std::make_integer_sequence<int, kMaxRadiusInRegisters + 1>{});
-constexpr auto kThreeHalvesKernels =
-    make_kernels<Ratio::three_halves>(std::make_integer_sequence<int, kMaxRadiusInRegisters + 1>{});
+constexpr auto kKernels = make_kernels<Ratio::any, false>(std::make_integer_sequence<int, kMaxRadius + 1>{});
+// The exact-ratio paths for the radii whose filter runs in registers (their shared memory holds no row sums), in
+// both arithmetics.
+constexpr auto kInRegisters = std::make_integer_sequence<int, kMaxRadiusInRegisters + 1>{};
+constexpr auto kTwoKernels = make_kernels<Ratio::two, false>(kInRegisters);
+constexpr auto kThreeHalvesKernels = make_kernels<Ratio::three_halves, false>(kInRegisters);
+constexpr auto kTwoOpenCvKernels = make_kernels<Ratio::two, true>(kInRegisters);
+constexpr auto kThreeHalvesOpenCvKernels = make_kernels<Ratio::three_halves, true>(kInRegisters);
 
 }  // namespace
 
-Kernel kernel_for(Ratio ratio, int radius) {
+Kernel kernel_for(Ratio ratio, int radius, ResizeFilterArithmetic arithmetic) {
   const auto r = static_cast<std::size_t>(radius);
+  const bool opencv = arithmetic == ResizeFilterArithmetic::opencv;
   switch (ratio) {
-    case Ratio::two: return kTwoKernels[r];
-    case Ratio::three_halves: return kThreeHalvesKernels[r];
+    case Ratio::two: return opencv ? kTwoOpenCvKernels[r] : kTwoKernels[r];
+    case Ratio::three_halves: return opencv ? kThreeHalvesOpenCvKernels[r] : kThreeHalvesKernels[r];
     case Ratio::any: break;
   }
   return kKernels[r];
@@ -308,15 +314,18 @@ Kernel kernel_for(Ratio ratio, int radius) {
 
 }  // namespace resize_filter
 
-ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps) : size_(static_cast<int>(taps.size())) {
+ResizeFilterTaps::ResizeFilterTaps(std::span<const float> taps, ResizeFilterArithmetic arithmetic)
+    : size_(static_cast<int>(taps.size())), arithmetic_(arithmetic) {
   require(taps.size() % 2 == 1 && taps.size() <= static_cast<std::size_t>(kMaxTaps),
           "resize_filter: an odd number of taps from 1 to " + std::to_string(kMaxTaps));
   double sum = 0;
   for (float t : taps) {
     require(std::isfinite(t) && t >= 0.f, "resize_filter: taps must be finite and >= 0");
+    require(arithmetic == ResizeFilterArithmetic::fast || std::nearbyint(t * 256.f) == t * 256.f,
+            "resize_filter: OpenCV's arithmetic takes taps in whole 1/256");
     sum += t;
   }
-  require(std::abs(sum - 1.0) <= 1e-3, "resize_filter: taps must sum to 1");
+  require(std::abs(sum - 1.0) <= 1e-3, "resize_filter: taps must sum to 1");  // exactly, in whole 1/256
   slot_ = TapSlot(resize_filter::tap_slots(), taps, [&](int slot) { resize_filter::upload_taps(slot, taps); });
 }
 

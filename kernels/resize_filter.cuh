@@ -13,27 +13,38 @@
 
 namespace imgpipe::cuda {
 
+// How the fused kernel rounds. fast: its own fixed point, within +-1 of resize-then-filter. opencv: OpenCV's
+// bytes, as cv::resize (INTER_LINEAR, 8-bit fixed point) then cv::GaussianBlur (8-bit taps, bit-exact) compute
+// them; only at the exact ratios, for taps in units of 1/256 (see resize_filter_opencv_fits).
+enum class ResizeFilterArithmetic { fast, opencv };
+
 // The filter's 1-D taps (used for rows and for columns), held in a __constant__ slot of resize_filter.cu (a
-// TapSlot). Uploaded once here (cudaMemcpyToSymbol to the current device); kernels receive the slot index only.
-// Taps: an odd count from 1 to kMaxTaps (31), each >= 0, summing to 1 within 1e-3 (Gaussian or box weights), so
-// a filtered value never leaves [0, 255] and needs no clamp. Throws std::invalid_argument otherwise, and
-// std::runtime_error when every slot is taken. Move-only. The destructor synchronises the device before
-// freeing the slot, so a later owner cannot overwrite taps that a queued kernel still reads (see TapSlot).
+// TapSlot), and the arithmetic the kernel runs them with. Uploaded once here (cudaMemcpyToSymbol to the current
+// device); kernels receive the slot index only. Taps: an odd count from 1 to kMaxTaps (31), each >= 0, summing
+// to 1 within 1e-3 (Gaussian or box weights), so a filtered value never leaves [0, 255] and needs no clamp; for
+// the opencv arithmetic each a whole number of 1/256 and summing to exactly 1 (OpenCV's 8-bit Gaussian taps).
+// Throws std::invalid_argument otherwise, and std::runtime_error when every slot is taken. Move-only. The
+// destructor synchronises the device before freeing the slot, so a later owner cannot overwrite taps that a
+// queued kernel still reads (see TapSlot).
 class ResizeFilterTaps {
  public:
-  explicit ResizeFilterTaps(std::span<const float> taps);
+  explicit ResizeFilterTaps(std::span<const float> taps,
+                            ResizeFilterArithmetic arithmetic = ResizeFilterArithmetic::fast);
 
   int size() const noexcept { return slot_.held() ? size_ : 0; }  // 0 once moved from
   int slot() const noexcept { return slot_.index(); }            // -1 once moved from
+  ResizeFilterArithmetic arithmetic() const noexcept { return arithmetic_; }
 
  private:
   TapSlot slot_;
   int size_ = 0;
+  ResizeFilterArithmetic arithmetic_ = ResizeFilterArithmetic::fast;
 };
 
 // out = filter(resize(in)): bilinear resize to out.extent with OpenCV INTER_LINEAR semantics (half-pixel
 // centres, clamped edges), the resized value rounded to 8 bits, then the separable filter with `border`
-// applied to the resized image. Equals resize-then-filter within +-1 per 8-bit value.
+// applied to the resized image. Equals resize-then-filter within +-1 per 8-bit value, or exactly OpenCV's bytes
+// with taps of the opencv arithmetic (which take only what resize_filter_opencv_fits accepts).
 // Asynchronous, enqueued on `stream`. `in` and `out` must not overlap.
 // Any size from 1x1 to kMaxDimension (65535) a side, up or down. Throws std::invalid_argument for empty or
 // larger extents, a pitch below 3 * width (or an input pitch of 4 GiB or more), a moved-from `taps`, or a
@@ -54,6 +65,12 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
 // with std::invalid_argument: sizes out of range, an even or too large ksize, too wide a downscale). Callers
 // with a fallback ask this first; it touches no device.
 bool resize_filter_fits(Extent in, Extent out, int ksize);
+
+// Whether a launch with taps of the opencv arithmetic takes these frames: 2:1 or 3:2 across with a vertical
+// scale of 1/2, 1, 3/2 or 2 (every OpenCV weight a multiple of 1/4), ksize <= 9, and 16-byte aligned input
+// rows. Touches no device.
+bool resize_filter_opencv_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
+                               int ksize);
 
 // How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes), for frames
 // whose rows are 16-byte aligned.

@@ -92,7 +92,10 @@ __device__ __forceinline__ void load_words(unsigned (&w)[N], const std::uint8_t*
 // pixels of one row (one word of each plane), from a window of 18 (3:2) or 24 (2:1) bytes of each of its two
 // source rows, read in 8-byte loads, consecutive lanes on consecutive items. Per pixel two PRMTs per row put each
 // channel's two bytes side by side, and dp4a weighs them (the rounding constant rides in as the accumulator).
-template <int R, Ratio kRatio>
+// With OpenCV's arithmetic (kOpenCv) the rows are weighed one at a time, as OpenCV's fixed point does: with every
+// weight a multiple of 512 / 2048, its ((w * (h >> 4)) >> 16) per row is floor(q * H / 4) for the row weight q
+// and the horizontal sum H in quarters, and the value is (floor(qa * Ha / 4) + floor(qb * Hb / 4) + 2) >> 2.
+template <int R, Ratio kRatio, bool kOpenCv>
 __device__ __forceinline__ void resize_exact_ratio(const Params& p, const Tile& tile, const SharedTile<R>& shared,
                                                    int fast_words, int tid) {
   using Items = ExactRatioItems<R, kRatio>;
@@ -105,16 +108,35 @@ __device__ __forceinline__ void resize_exact_ratio(const Params& p, const Tile& 
   const int x0 = tile.x0;
   const uint2* const row_table = shared.row_table;
 
-  // Item (row i, word u) -> its 4 pixels x 3 channels, each 16 * S + 128, then its word of each plane.
+  // Item (row i, word u) -> its 4 pixels x 3 channels, each value in byte 1, then its word of each plane.
   const auto store = [&](int i, int u, const unsigned (&v)[3][4]) {
 #pragma unroll
     for (int c = 0; c < 3; ++c) {
       shared.resized[(c * kRows + i) * kStride + u] = pack_bytes<1>(v[c][0], v[c][1], v[c][2], v[c][3]);
     }
   };
+  // A row entry's weights in quarters (step 1 stores OpenCV's as quarters, the general path's in 1/65536).
+  const auto row_quarters = [](uint2 rt) {
+    return kOpenCv ? make_uint2(rt.y & 0xFFFFu, rt.y >> 16) : make_uint2((rt.y & 0xFFFFu) >> 14, rt.y >> 30);
+  };
+  // A resized value as the store reads it (byte 1) from its two rows' products: pa = qa * Ha, pb = qb * Hb, in
+  // sixteenths for the general path's rounding, plain for OpenCV's.
+  constexpr unsigned kPairUnit = kOpenCv ? 1u : 16u;
+  const auto resized_value = [](unsigned pa, unsigned pb) {
+    return kOpenCv ? ((pa >> 2) + (pb >> 2) + 2u) << 6 : pa + pb + 128u;
+  };
+  // The same from a channel's byte pairs of both rows and their dp4a weights.
+  const auto weigh = [&](unsigned a, unsigned b, unsigned a_weights, unsigned b_weights) {
+    if constexpr (kOpenCv) {
+      return resized_value(dp4a(a, a_weights, 0u), dp4a(b, b_weights, 0u));
+    } else {
+      return dp4a(a, a_weights, dp4a(b, b_weights, 128u));  // the general rounding in one accumulator
+    }
+  };
   const auto fast_item = [&](int i, int u) {
     const uint2 rt = row_table[i];
-    const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;  // row weights in quarters
+    const uint2 q = row_quarters(rt);
+    const unsigned wa = q.x, wb = q.y;
     const int2 window = Items::window_of(x0 - R + 4 * u);
     const int load_start = window.y;
     unsigned v[3][4];
@@ -138,7 +160,7 @@ __device__ __forceinline__ void resize_exact_ratio(const Params& p, const Tile& 
 #pragma unroll
     for (int phase = 0; phase < 2; ++phase) {
       const unsigned left = Items::quarters(phase);
-      const unsigned pair = 16u * left | 16u * (4u - left) << 8;
+      const unsigned pair = kPairUnit * left | kPairUnit * (4u - left) << 8;
       a_lo[phase] = wa * pair;
       b_lo[phase] = wb * pair;
     }
@@ -150,9 +172,9 @@ __device__ __forceinline__ void resize_exact_ratio(const Params& p, const Tile& 
       const unsigned b01 = gather_bytes(b, src, src + 3, src + 1, src + 4);
       const unsigned a2 = gather_bytes(a, src + 2, src + 5, src + 2, src + 5);  // channel 2 (twice)
       const unsigned b2 = gather_bytes(b, src + 2, src + 5, src + 2, src + 5);
-      v[0][q] = dp4a(a01, wa_lo, dp4a(b01, wb_lo, 128u));
-      v[1][q] = dp4a(a01, wa_lo << 16, dp4a(b01, wb_lo << 16, 128u));
-      v[2][q] = dp4a(a2, wa_lo, dp4a(b2, wb_lo, 128u));
+      v[0][q] = weigh(a01, b01, wa_lo, wb_lo);
+      v[1][q] = weigh(a01, b01, wa_lo << 16, wb_lo << 16);
+      v[2][q] = weigh(a2, b2, wa_lo, wb_lo);
     }
     store(i, u, v);
   };
@@ -160,7 +182,7 @@ __device__ __forceinline__ void resize_exact_ratio(const Params& p, const Tile& 
   // clamped and with the border applied as in step 1 (the general path's columns), from byte loads.
   const auto slow_item = [&](int i, int u) {
     const uint2 rt = row_table[i];
-    const unsigned wa = (rt.y & 0xFFFFu) >> 14, wb = rt.y >> 30;
+    const uint2 quarters = row_quarters(rt);
     const int x = x0 - R + 4 * u;
     unsigned v[3][4];
     const bool edge = x0 - R < 0 || x0 + kTileW + R > p.out_w;
@@ -176,7 +198,7 @@ __device__ __forceinline__ void resize_exact_ratio(const Params& p, const Tile& 
       for (int c = 0; c < 3; ++c) {
         const unsigned sum_a = __ldg(a + c) * left + __ldg(a + c + 3) * (4u - left);
         const unsigned sum_b = __ldg(b + c) * left + __ldg(b + c + 3) * (4u - left);
-        v[c][q] = (sum_a * wa + sum_b * wb) * 16u + 128u;  // as dp4a computes it above
+        v[c][q] = resized_value(kPairUnit * sum_a * quarters.x, kPairUnit * sum_b * quarters.y);  // as above
       }
     }
     store(i, u, v);

@@ -159,7 +159,10 @@ void launch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_ou
   set_frame_batch(p, first_in, in_frame_stride, first_out, out_frame_stride, frames);  // checked below
   const Plan plan = make_plan(first_in.extent, first_out.extent, radius, frames,
                               p.vec_in ? ratio_for(first_in.extent, first_out.extent, radius) : Ratio::any);
-  const Kernel kernel = kernel_for(plan.ratio, radius);
+  require(taps.arithmetic() == ResizeFilterArithmetic::fast || plan.ratio != Ratio::any,
+          "resize_filter: OpenCV's arithmetic takes 2:1 or 3:2 across, a vertical scale of k/2 up to 2, up to 9 "
+          "taps and 16-byte aligned input rows (resize_filter_opencv_fits)");
+  const Kernel kernel = kernel_for(plan.ratio, radius, taps.arithmetic());
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), "resize_filter: " + problem);
   require(first_in.pitch <= 0xFFFFFFFFu, "resize_filter: input pitch of 4 GiB or more");
@@ -199,7 +202,7 @@ ResizeFilterLaunch describe_launch(Extent in, Extent out, int ksize, int frames)
   require(ksize % 2 == 1, "resize_filter: odd filter size");
   const int radius = ksize / 2;
   const Plan plan = make_plan(in, out, radius, frames, ratio_for(in, out, radius));  // aligned frames
-  const Kernel kernel = kernel_for(plan.ratio, radius);
+  const Kernel kernel = kernel_for(plan.ratio, radius, ResizeFilterArithmetic::fast);
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
   allow_shared(kernel, shared_bytes);
   ResizeFilterLaunch shape;
@@ -228,6 +231,13 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
 bool resize_filter_fits(Extent in, Extent out, int ksize) {
   return ksize % 2 == 1 &&
          resize_filter::plan_or_refusal(in, out, ksize / 2, 1, resize_filter::Ratio::any).refusal.empty();
+}
+
+bool resize_filter_opencv_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
+                               int ksize) {
+  return resize_filter_fits(first_in.extent, out, ksize) &&
+         resize_filter::ratio_for(first_in.extent, out, ksize / 2) != resize_filter::Ratio::any &&
+         frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
 }
 
 void resize_filter_aos(ConstAosView in, AosView out, const ResizeFilterTaps& taps, BorderMode border,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "planes.hpp"
+#include "resize_filter.cuh"
 #include "resize_filter_geometry.cuh"
 
 #include <cstddef>
@@ -37,8 +38,9 @@ struct Tile {
 
 using Kernel = void (*)(Params);
 
-// The kernel for filters of `radius` (0 to kMaxRadius) on the path for `ratio`; the exact-ratio paths exist up
-// to kMaxRadiusInRegisters (the plan picks Ratio::any beyond).
-Kernel kernel_for(Ratio ratio, int radius);
+// The kernel for filters of `radius` (0 to kMaxRadius) on the path for `ratio` with `arithmetic`; the exact-ratio
+// paths exist up to kMaxRadiusInRegisters (the plan picks Ratio::any beyond), and the opencv arithmetic only on
+// them.
+Kernel kernel_for(Ratio ratio, int radius, ResizeFilterArithmetic arithmetic);
 
 }  // namespace imgpipe::cuda::resize_filter

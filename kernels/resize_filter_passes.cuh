@@ -51,7 +51,12 @@ __device__ __forceinline__ unsigned floor_to_byte(float v) { return __float_as_u
 // shared memory and no barrier between the passes, for the halo rows' row pass done twice (by each of the two
 // items they touch). Larger radii would spill there; they run the row pass over the tile into shared memory
 // first (4a), then the column pass reads it (4b). The taps are slot `slot` of the banks.
-template <int R>
+// With OpenCV's arithmetic (kOpenCv: taps in units of 1/256, summing to 1) the row sums lose their 2^23 bias
+// before the column pass, which then adds exact products: a row sum is 128 * S (S = the row's taps in 1/256
+// times its bytes, < 2^16) and its product with a tap t / 2^23 is t * S / 2^16, both passes' sum a whole number
+// of 1/2^16 below 2^24 of them, so float holds every step exactly and the result is OpenCV's fixed point,
+// rounded half up as it rounds.
+template <int R, bool kOpenCv>
 __device__ __forceinline__ void filter_tile(const SharedTile<R>& shared, const TapBanks& banks, int slot, int tid) {
   constexpr int K = 2 * R + 1;
   constexpr int kColRows = col_rows(R);
@@ -113,7 +118,7 @@ __device__ __forceinline__ void filter_tile(const SharedTile<R>& shared, const T
   float taps[K];
 #pragma unroll
   for (int t = 0; t < K; ++t) taps[t] = banks.taps[slot][t] * (1.f / static_cast<float>(1 << kRowTapBits));
-  const float start = banks.col_start[slot];
+  const float start = kOpenCv ? 0.5f : banks.col_start[slot];
   const int q = tid % kQuads;
   const int c = tid / kQuads % 3;
   const int g = tid / (3 * kQuads);
@@ -128,6 +133,10 @@ __device__ __forceinline__ void filter_tile(const SharedTile<R>& shared, const T
       h = row_pass(resized + (first_row + k) * kStride + q);
     } else {  // 4b. Each float4 row read once for all the outputs it reaches.
       h = *reinterpret_cast<const float4*>(rows_out + (first_row + k) * kRowsStride + 4 * q);
+    }
+    if constexpr (kOpenCv) {
+      constexpr float kBias = 8388608.f;
+      h = make_float4(h.x - kBias, h.y - kBias, h.z - kBias, h.w - kBias);
     }
 #pragma unroll
     for (int o = 0; o < kColRows; ++o) {

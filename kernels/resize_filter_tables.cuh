@@ -12,6 +12,7 @@
 // the returned flags is the number of fast words (fast_word).
 #pragma once
 
+#include "fixed_linear.cuh"
 #include "pixel.cuh"
 #include "resize_filter_exact_ratio.cuh"
 #include "resize_filter_geometry.cuh"
@@ -24,7 +25,10 @@ constexpr unsigned kSameRowWeights = 0x80008000u;  // 1/2 + 1/2 of one source ro
 // Resized row y0 - r + i (column x0 - r + j), clamped to the last one an in-frame output reads, with the border
 // applied only where the halo leaves the frame (a block-uniform test). The tile's span (tile_span) as its first
 // staged byte and its 16-byte chunks. Returns, on the exact-ratio path, whether this thread's word is fast.
-template <int R, Ratio kRatio>
+// With OpenCV's arithmetic (kOpenCv, exact ratios only) a row's entry holds OpenCV's own row weights in quarters
+// (OpenCV keeps them at the frame's top and bottom edges and only clamps the rows it reads, where the general
+// path moves the position onto the edge row); p.scale_y is then k/2, the double scale OpenCV computes.
+template <int R, Ratio kRatio, bool kOpenCv>
 __device__ __forceinline__ bool build_source_tables(const Params& p, const Tile& tile, const SharedTile<R>& shared,
                                                     int tid) {
   constexpr int kTileH = tile_h(R);
@@ -41,18 +45,24 @@ __device__ __forceinline__ bool build_source_tables(const Params& p, const Tile&
     if (tid < kRows) {
       int ry = min(y0 - R + tid, y_last + R);
       if (y0 - R < 0 || y0 + kTileH + R > p.out_h) ry = border_index(ry, p.out_h, p.border);
-      const LinearTaps t = linear_taps(ry, p.scale_y, p.in_h);
-      const unsigned beta = __float2uint_rn(t.w * 65536.f);
-      int ya = t.i0, yb = t.i1;
-      unsigned weights = (kUnitWeight - beta) | beta << 16;
-      if (beta == 0) {  // each weight must fit 16 bits: weigh row a twice by 1/2 instead of by 1 and 0
-        yb = ya;
-        weights = kSameRowWeights;
-      } else if (beta == kUnitWeight) {
-        ya = yb;
-        weights = kSameRowWeights;
+      if constexpr (kOpenCv) {
+        const FixedTap t = fixed_tap(ry, static_cast<double>(p.scale_y), p.in_h, false);
+        shared.row_table[tid] = make_uint2(static_cast<unsigned>(t.i0) | static_cast<unsigned>(t.i1) << 16,
+                                           static_cast<unsigned>(t.w0 >> 9) | static_cast<unsigned>(t.w1 >> 9) << 16);
+      } else {
+        const LinearTaps t = linear_taps(ry, p.scale_y, p.in_h);
+        const unsigned beta = __float2uint_rn(t.w * 65536.f);
+        int ya = t.i0, yb = t.i1;
+        unsigned weights = (kUnitWeight - beta) | beta << 16;
+        if (beta == 0) {  // each weight must fit 16 bits: weigh row a twice by 1/2 instead of by 1 and 0
+          yb = ya;
+          weights = kSameRowWeights;
+        } else if (beta == kUnitWeight) {
+          ya = yb;
+          weights = kSameRowWeights;
+        }
+        shared.row_table[tid] = make_uint2(static_cast<unsigned>(ya) | static_cast<unsigned>(yb) << 16, weights);
       }
-      shared.row_table[tid] = make_uint2(static_cast<unsigned>(ya) | static_cast<unsigned>(yb) << 16, weights);
     }
     if (kRatio == Ratio::any && tid == 0) *shared.span = span_of();
   } else if (kRatio == Ratio::any && tid < kTableThreads + 4 * kWords) {

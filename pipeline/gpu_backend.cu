@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -293,33 +294,34 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
 }
 
 // A linear resize directly followed by gaussian or box: one pass on the interleaved frame, for one frame or a
-// batch. fast: resize_filter_aos (kernels/resize_filter.cuh), its taps in that kernel's constant bank; exact:
-// resize_separable_exact_aos (kernels/convolve.cuh), OpenCV's arithmetic, its taps in the filters' bank.
-// Taps are uploaded at plan time.
+// batch, its taps uploaded at plan time. fast: resize_filter_aos (kernels/resize_filter.cuh), its taps in that
+// kernel's constant bank. exact: the same kernel with OpenCV's arithmetic where it takes the frames (exact
+// ratios, Gaussian up to 9 taps), else resize_separable_exact_aos (kernels/convolve.cuh), OpenCV's arithmetic at
+// every size, its taps in the filters' bank.
 struct FusedHead {
-  std::variant<cuda::ResizeFilterTaps, cuda::ConstantTaps> taps;
+  std::optional<cuda::ResizeFilterTaps> fused;  // fast, or exact at the exact ratios
+  std::optional<cuda::ConstantTaps> exact;      // exact at every size
   cuda::BorderMode border;
   int ksize;
 
   // Whether it takes these sizes: the fast kernel refuses extreme horizontal downscales.
   bool fits(Size in, Size resized) const {
-    return std::holds_alternative<cuda::ConstantTaps>(taps) || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
+    return exact.has_value() || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
   }
 
   // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`.
   void run(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, Size resized,
            cudaStream_t stream) const {
-    if (const auto* exact = std::get_if<cuda::ConstantTaps>(&taps)) {
-      cuda::resize_separable_exact_aos(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
-                                       frames, *exact, border, stream);
-      return;
-    }
-    const auto& fast = std::get<cuda::ResizeFilterTaps>(taps);
-    if (frames == 1) {
-      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), fast, border, stream);
+    const auto source = aos(in, in_size);
+    if (exact && !(fused && cuda::resize_filter_opencv_fits(source, in_size.rgb_bytes(), frames,
+                                                            extent_of(resized), ksize))) {
+      cuda::resize_separable_exact_aos(source, in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(), frames,
+                                       *exact, border, stream);
+    } else if (frames == 1) {
+      cuda::resize_filter_aos(source, aos(out, resized), *fused, border, stream);
     } else {
-      cuda::resize_filter_aos_batch(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
-                                    frames, fast, border, stream);
+      cuda::resize_filter_aos_batch(source, in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(), frames,
+                                    *fused, border, stream);
     }
   }
 };
@@ -329,12 +331,18 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
   const auto* resize = std::get_if<Resize>(&chain.ops[0]);
   if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
   const auto head = [arithmetic](const auto& filter) -> std::optional<FusedHead> {
-    const cuda::BorderMode border = border_of(filter.border);
-    if (arithmetic == Arithmetic::exact) {
-      const Weights w = weights_1d(filter);
-      return FusedHead{cuda::ConstantTaps(to_float(w.taps), static_cast<float>(w.scale)), border, filter.ksize};
+    FusedHead head{std::nullopt, std::nullopt, border_of(filter.border), filter.ksize};
+    if (arithmetic == Arithmetic::fast) {
+      head.fused.emplace(to_float(chain_weights(filter)));
+      return head;
     }
-    return FusedHead{cuda::ResizeFilterTaps(to_float(chain_weights(filter))), border, filter.ksize};
+    const Weights w = weights_1d(filter);
+    head.exact.emplace(to_float(w.taps), static_cast<float>(w.scale));
+    // OpenCV's Gaussian taps are whole 1/256 (box taps are not), which the fused kernel's exact path needs.
+    if constexpr (std::is_same_v<std::decay_t<decltype(filter)>, Gaussian>) {
+      head.fused.emplace(to_float(w.taps), cuda::ResizeFilterArithmetic::opencv);
+    }
+    return head;
   };
   if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(*g);
   if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(*b);
@@ -349,7 +357,7 @@ class OptimizedPlan {
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
   // writes `out`, or an AoS scratch frame that the deinterleave then starts from. The fused kernel refuses
   // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames. With
-  // exact arithmetic the head is resize_separable_exact_aos instead, which takes every size.
+  // exact arithmetic the head takes every size (FusedHead).
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
   }

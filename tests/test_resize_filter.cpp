@@ -8,6 +8,7 @@
 #include "chain.hpp"
 #include "cuda_check.hpp"
 #include "cuda_resources.hpp"
+#include "opencv_exact.hpp"
 #include "reference.hpp"
 #include "skip_without_device.hpp"
 #include "test_images.hpp"
@@ -428,6 +429,71 @@ TEST(ResizeFilter, ExactRatiosGiveTheGeneralPathsBytes) {
   }
 }
 
+// OpenCV's 8-bit Gaussian taps, in the filter's form for the opencv arithmetic.
+Filter opencv_gaussian(int ksize, double sigma, Border border) {
+  Filter f{Gaussian{ksize, sigma, border}, {}, mode_of(border)};
+  for (int tap : gaussian_fixed_point_taps(ksize, sigma)) f.taps.push_back(static_cast<float>(tap) / 256.f);
+  return f;
+}
+
+// Rows padded to 16 bytes, which the opencv arithmetic needs.
+Layout aligned_rows(Size s, int frames = 1) {
+  return Layout::packed(s, (16 - 3 * static_cast<std::size_t>(s.width) % 16) % 16, 0, frames);
+}
+
+// With OpenCV's arithmetic the exact-ratio path gives OpenCV's bytes: cv::resize (INTER_LINEAR) then
+// cv::GaussianBlur, as opencv_exact models them (test_opencv_exact proves the models against OpenCV). Photos,
+// random bytes and sizes no tile divides, at 2:1 and 3:2 across with every vertical scale the path takes, every
+// radius of the path, both borders; one frame, and a batch.
+TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<std::pair<Image, Size>> cases;
+  for (const auto& photo : testing::photos()) {
+    const Size by_two{photo.image.width() / 2, photo.image.height() / 2};
+    const Size by_three{photo.image.width() / 3, photo.image.height() / 3};
+    cases.emplace_back(crop(photo.image, {2 * by_two.width, 2 * by_two.height}), by_two);
+    cases.emplace_back(crop(photo.image, {3 * by_three.width, 3 * by_three.height}),
+                       Size{2 * by_three.width, 2 * by_three.height});
+    cases.emplace_back(crop(photo.image, {2 * by_two.width, by_two.height}), Size{by_two.width, 2 * by_two.height});
+  }
+  std::uint32_t seed = 90;
+  const std::vector<std::pair<Size, Size>> sizes{
+      {{2, 2}, {1, 1}},         {{6, 1}, {3, 1}},         {{2, 97}, {1, 97}},        {{226, 24}, {113, 12}},
+      {{66, 31}, {33, 31}},     {{518, 131}, {259, 262}}, {{518, 393}, {259, 262}},  {{3, 3}, {2, 2}},
+      {{3, 97}, {2, 97}},       {{339, 18}, {226, 12}},   {{195, 131}, {130, 262}},  {{201, 9}, {134, 6}},
+      {{1920, 1080}, {1280, 720}}, {{1920, 1080}, {960, 540}}, {{1920, 1080}, {1280, 1080}}, {{1920, 540}, {960, 1080}}};
+  for (const auto& [in, out] : sizes) {
+    cases.emplace_back(testing::synthetic_image(in, seed++), out);
+    if (in.pixels() < 100000) cases.emplace_back(testing::random_image(in, seed++), out);
+  }
+  for (const auto& [in, out] : cases) {
+    for (const auto& [k, sigma] : std::vector<std::pair<int, double>>{{3, 0.0}, {5, 1.0}, {7, 2.0}, {9, 0.0}}) {
+      for (const Border border : {Border::reflect101, Border::replicate}) {
+        const Filter f = opencv_gaussian(k, sigma, border);
+        SCOPED_TRACE(describe(in.size(), out, f));
+        const Layout in_layout = aligned_rows(in.size());
+        ASSERT_TRUE(cuda::resize_filter_opencv_fits({nullptr, extent_of(in.size()), in_layout.pitch},
+                                                    in_layout.stride, 1, extent_of(out), k));
+        const cuda::ResizeFilterTaps taps(f.taps, cuda::ResizeFilterArithmetic::opencv);
+        const Image fused = run_fused({in}, in_layout, Layout::packed(out), taps, f.border).front();
+        EXPECT_TRUE(same_bytes(fused, opencv_exact::apply(Chain{{Resize{out}, f.op}}, in)));
+      }
+    }
+  }
+  constexpr int kFrames = 3;
+  const Size in_size{1920, 1080}, out_size{1280, 720};
+  std::vector<Image> frames;
+  for (int i = 0; i < kFrames; ++i) frames.push_back(testing::random_image(in_size, 200u + i));
+  const Filter f = opencv_gaussian(5, 1.0, Border::reflect101);
+  const cuda::ResizeFilterTaps taps(f.taps, cuda::ResizeFilterArithmetic::opencv);
+  const std::vector<Image> batched =
+      run_fused(frames, aligned_rows(in_size, kFrames), Layout::packed(out_size, 0, 0, kFrames), taps, f.border);
+  for (int i = 0; i < kFrames; ++i) {
+    EXPECT_TRUE(same_bytes(batched[i], opencv_exact::apply(Chain{{Resize{out_size}, f.op}}, frames[i])))
+        << "frame " << i;
+  }
+}
+
 // Two filters planned at once hold two constant-memory slots; neither overwrites the other's taps.
 TEST(ResizeFilter, TapSlotsAreIndependent) {
   SKIP_WITHOUT_DEVICE();
@@ -482,6 +548,22 @@ TEST(ResizeFilterArguments, BadTapsAreRejected) {
   EXPECT_THROW(cuda::ResizeFilterTaps(Taps(33, 1.f / 33)), std::invalid_argument);          // K > 31
   EXPECT_THROW(cuda::ResizeFilterTaps(Taps{-0.25f, 1.5f, -0.25f}), std::invalid_argument);  // negative
   EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.5f, 0.5f, 0.5f}), std::invalid_argument);      // sum 1.5
+}
+
+TEST(ResizeFilterArguments, OpenCvArithmeticTakesOnlyWhatItComputesExactly) {
+  using Taps = std::vector<float>;
+  const auto opencv = cuda::ResizeFilterArithmetic::opencv;
+  EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.2f, 0.6f, 0.2f}, opencv), std::invalid_argument);  // not in 1/256
+  const auto fits = [](Size in, std::size_t pitch, Size out, int k) {
+    return cuda::resize_filter_opencv_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1, extent_of(out), k);
+  };
+  EXPECT_TRUE(fits({1920, 1080}, 5760, {1280, 720}, 5));
+  EXPECT_TRUE(fits({1920, 1080}, 5760, {960, 2160}, 9));
+  EXPECT_FALSE(fits({1920, 1080}, 5760, {1280, 720}, 11));   // beyond the path's radii
+  EXPECT_FALSE(fits({1920, 1080}, 5760, {1000, 700}, 5));    // not an exact ratio
+  EXPECT_FALSE(fits({1920, 1080}, 5760, {1280, 700}, 5));    // vertical scale not k/2
+  EXPECT_FALSE(fits({1920, 1080}, 5761, {1280, 720}, 5));    // rows not 16-byte aligned
+  EXPECT_FALSE(fits({1920, 1080}, 5760, {1280, 360}, 5));    // vertical scale 3
 }
 
 TEST(ResizeFilterArguments, TooWideADownscaleIsRejected) {
