@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <string>
 
@@ -70,6 +71,24 @@ void unregister_temporary(int slot) {
   if (slot >= 0) g_registry[slot].state.store(kFree);
 }
 
+// Temporaries are created fenced against an abort: the abort first sets g_aborting, then waits for the creations
+// in progress (g_creating) before it unlinks, and a creation that starts later sees g_aborting and never
+// happens. Without the fence a writer thread could create its temporary just after the abort had unlinked the
+// live ones, and leave it behind.
+std::atomic<bool> g_aborting{false};
+std::atomic<int> g_creating{0};
+
+int create_temporary(const std::filesystem::path& name) {
+  g_creating.fetch_add(1);
+  if (g_aborting.load()) {
+    g_creating.fetch_sub(1);
+    for (;;) ::pause();  // the aborting thread is about to _exit
+  }
+  const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  g_creating.fetch_sub(1);
+  return fd;
+}
+
 }  // namespace
 
 std::filesystem::path temporary_name_for(const std::filesystem::path& path) {
@@ -119,6 +138,13 @@ void TemporaryFile::commit(Existing existing) {
 }
 
 void remove_unfinished_temporaries() noexcept {
+  g_aborting.store(true);
+  // At most 100 ms: the signal may have interrupted a creation on this very thread, which then never ends (its
+  // temporary, if already created, is registered and unlinked below).
+  for (int i = 0; i < 1000 && g_creating.load() != 0; ++i) {
+    timespec tick{0, 100000};
+    ::nanosleep(&tick, nullptr);
+  }
   for (RegistrySlot& slot : g_registry) {
     if (slot.state.load() == kLive) ::unlink(slot.name);
   }
@@ -160,7 +186,7 @@ std::uint64_t max_image_file_bytes(std::uint64_t max_pixels) {
 void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
                            Existing existing) {
   TemporaryFile temporary(path);
-  FileDescriptor file(::open(temporary.name().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  FileDescriptor file(create_temporary(temporary.name()));
   if (file.get() < 0) throw IoError(path, system_reason("cannot create a temporary file in its folder"));
   std::size_t done = 0;
   while (done < bytes.size()) {

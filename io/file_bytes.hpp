@@ -50,8 +50,9 @@ class TemporaryFile {
   bool committed_ = false;
 };
 
-// Removes every TemporaryFile not yet committed or destroyed. Async-signal-safe (unlink(2) only): a second
-// SIGINT calls it before _exit, so an aborted run leaves no partial output behind.
+// Removes every TemporaryFile not yet committed or destroyed, for an abort: a second SIGINT calls it before
+// _exit, so an aborted run leaves no partial output behind. From then on write_file_atomically creates no
+// temporary (its threads wait for the exit). Async-signal-safe (atomics, nanosleep(2), unlink(2)).
 void remove_unfinished_temporaries() noexcept;
 
 // Writes `bytes` to a TemporaryFile beside `path`, then commits it, so a crash or a full disk never leaves a
