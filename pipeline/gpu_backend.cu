@@ -293,45 +293,59 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
       op);
 }
 
-// A linear resize directly followed by gaussian or box: one pass on the interleaved frame, for one frame or a
-// batch, its taps uploaded at plan time. fast: resize_filter_aos (kernels/resize_filter.cuh), its taps in that
-// kernel's constant bank. exact: the same kernel with OpenCV's arithmetic where it takes the frames (exact
-// ratios, Gaussian up to 9 taps), else resize_separable_exact_aos (kernels/convolve.cuh), OpenCV's arithmetic at
-// every size, its taps in the filters' bank.
+// A linear resize at the head of the chain, with the gaussian or box directly after it or alone (one tap): one
+// pass on the interleaved frame, for one frame or a batch, its taps uploaded at plan time. fast:
+// resize_filter_aos (kernels/resize_filter.cuh), its taps in that kernel's constant bank. exact: the same kernel
+// with OpenCV's arithmetic where it takes the frames (exact ratios, one tap or a Gaussian of up to 9), else, for
+// a filter, resize_separable_exact_aos (kernels/convolve.cuh), OpenCV's arithmetic at every size, its taps in
+// the filters' bank.
 struct FusedHead {
   std::optional<cuda::ResizeFilterTaps> fused;  // fast, or exact at the exact ratios
-  std::optional<cuda::ConstantTaps> exact;      // exact at every size
+  std::optional<cuda::ConstantTaps> exact;      // exact at every size (a filter only)
   cuda::BorderMode border;
   int ksize;
+  std::size_t ops;  // the chain's ops it covers: the resize, and the filter where there is one
 
   // Whether it takes these sizes: the fast kernel refuses extreme horizontal downscales.
   bool fits(Size in, Size resized) const {
     return exact.has_value() || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
   }
 
-  // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`.
+  // Whether it takes these frames (fits() holds for their sizes): OpenCV's arithmetic in the fused kernel needs
+  // aligned rows, and a lone resize has no other exact head.
+  bool takes(const std::uint8_t* in, Size in_size, int frames, Size resized) const {
+    return fused_takes(in, in_size, frames, resized) || exact.has_value();
+  }
+
+  // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`; takes() holds.
   void run(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, Size resized,
            cudaStream_t stream) const {
-    const auto source = aos(in, in_size);
-    if (exact && !(fused && cuda::resize_filter_opencv_fits(source, in_size.rgb_bytes(), frames,
-                                                            extent_of(resized), ksize))) {
-      cuda::resize_separable_exact_aos(source, in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(), frames,
-                                       *exact, border, stream);
+    if (!fused_takes(in, in_size, frames, resized)) {
+      cuda::resize_separable_exact_aos(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
+                                       frames, *exact, border, stream);
     } else if (frames == 1) {
-      cuda::resize_filter_aos(source, aos(out, resized), *fused, border, stream);
+      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), *fused, border, stream);
     } else {
-      cuda::resize_filter_aos_batch(source, in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(), frames,
-                                    *fused, border, stream);
+      cuda::resize_filter_aos_batch(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
+                                    frames, *fused, border, stream);
     }
+  }
+
+ private:
+  bool fused_takes(const std::uint8_t* in, Size in_size, int frames, Size resized) const {
+    if (!fused) return false;
+    return fused->arithmetic() == cuda::ResizeFilterArithmetic::fast ||
+           cuda::resize_filter_opencv_fits(aos(in, in_size), in_size.rgb_bytes(), frames, extent_of(resized), ksize);
   }
 };
 
 std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
-  if (chain.ops.size() < 2) return std::nullopt;
+  if (chain.ops.empty()) return std::nullopt;
   const auto* resize = std::get_if<Resize>(&chain.ops[0]);
   if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
-  const auto head = [arithmetic](const auto& filter) -> std::optional<FusedHead> {
-    FusedHead head{std::nullopt, std::nullopt, border_of(filter.border), filter.ksize};
+  const auto opencv = cuda::ResizeFilterArithmetic::opencv;
+  const auto head = [&](const auto& filter) -> std::optional<FusedHead> {
+    FusedHead head{std::nullopt, std::nullopt, border_of(filter.border), filter.ksize, 2};
     if (arithmetic == Arithmetic::fast) {
       head.fused.emplace(to_float(chain_weights(filter)));
       return head;
@@ -339,43 +353,47 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
     const Weights w = weights_1d(filter);
     head.exact.emplace(to_float(w.taps), static_cast<float>(w.scale));
     // OpenCV's Gaussian taps are whole 1/256 (box taps are not), which the fused kernel's exact path needs.
-    if constexpr (std::is_same_v<std::decay_t<decltype(filter)>, Gaussian>) {
-      head.fused.emplace(to_float(w.taps), cuda::ResizeFilterArithmetic::opencv);
-    }
+    if constexpr (std::is_same_v<std::decay_t<decltype(filter)>, Gaussian>) head.fused.emplace(to_float(w.taps), opencv);
     return head;
   };
-  if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(*g);
-  if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(*b);
-  return std::nullopt;
+  if (chain.ops.size() >= 2) {
+    if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(*g);
+    if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(*b);
+  }
+  FusedHead alone{std::nullopt, std::nullopt, cuda::BorderMode::reflect101, 1, 1};
+  alone.fused.emplace(std::vector<float>{1.f}, arithmetic == Arithmetic::exact ? opencv : cuda::ResizeFilterArithmetic::fast);
+  return alone;
 }
 
 class OptimizedPlan {
  public:
   // One stage per op, each covering ops [first, first + count) of the chain. This is where stages fuse: a
-  // linear resize directly followed by gaussian or box at the head of the chain is one pass of
+  // linear resize at the head of the chain, with a gaussian or box directly after it, is one pass of
   // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input, replacing the
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
-  // writes `out`, or an AoS scratch frame that the deinterleave then starts from. The fused kernel refuses
-  // extreme horizontal downscales, so the two plane stages stay planned as its fallback for those frames. With
-  // exact arithmetic the head takes every size (FusedHead).
+  // writes `out`, or an AoS scratch frame that the deinterleave then starts from. A linear resize with no
+  // filter after it is such a pass too (one tap), where it is the whole chain or does not enlarge the frame
+  // (the deinterleave after it would otherwise read more than the resize saved). The fused kernel refuses
+  // extreme horizontal downscales, and takes OpenCV's arithmetic only at the exact ratios, so the plane
+  // stages stay planned as the fallback for those frames (FusedHead).
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
   }
 
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
-    if (!fuses(in_size)) {
+    if (!fuses(in_size) || !head_->takes(in, in_size, 1, sizes_[head_->ops])) {
       run_planes(in, 0, out, stream);
       return;
     }
-    const Size resized = sizes_[kHeadOps];
-    if (stages_.size() == kHeadOps) {
+    const Size resized = sizes_[head_->ops];
+    if (stages_.size() == head_->ops) {
       head_->run(in, in_size, 1, out, resized, stream);
       return;
     }
     head_frames_.grow(resized.rgb_bytes());
     head_->run(in, in_size, 1, head_frames_.data(), resized, stream);
-    run_planes(head_frames_.data(), kHeadOps, out, stream);
+    run_planes(head_frames_.data(), head_->ops, out, stream);
   }
 
   // `frames` packed frames back to back (frame f at f * in_size.rgb_bytes()). A fused head runs as one
@@ -383,12 +401,12 @@ class OptimizedPlan {
   void run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
     const Size out_size = sizes_.back();
-    if (!fuses(in_size)) {
+    if (!fuses(in_size) || !head_->takes(in, in_size, frames, sizes_[head_->ops])) {
       for (int f = 0; f < frames; ++f) run(in + frame_offset(in_size, f), in_size, out + frame_offset(out_size, f), stream);
       return;
     }
-    const Size resized = sizes_[kHeadOps];
-    const bool alone = stages_.size() == kHeadOps;
+    const Size resized = sizes_[head_->ops];
+    const bool alone = stages_.size() == head_->ops;
     for (int first = 0; first < frames; first += kMaxBatch) {
       const int count = std::min(kMaxBatch, frames - first);
       std::uint8_t* head_out = out + frame_offset(out_size, first);
@@ -399,15 +417,14 @@ class OptimizedPlan {
       head_->run(in + frame_offset(in_size, first), in_size, count, head_out, resized, stream);
       if (alone) continue;
       for (int f = 0; f < count; ++f) {
-        run_planes(head_frames_.data() + frame_offset(resized, f), kHeadOps, out + frame_offset(out_size, first + f),
-                   stream);
+        run_planes(head_frames_.data() + frame_offset(resized, f), head_->ops,
+                   out + frame_offset(out_size, first + f), stream);
       }
     }
   }
 
  private:
-  static constexpr std::size_t kHeadOps = 2;  // a fused head covers ops 0 and 1
-  static constexpr int kMaxBatch = 64;        // frames per batched launch: bounds the head's scratch
+  static constexpr int kMaxBatch = 64;  // frames per batched launch: bounds the head's scratch
 
   struct PlannedStage {
     Stage stage;
@@ -421,7 +438,9 @@ class OptimizedPlan {
   bool fuses(Size in_size) {
     if (!head_) return false;
     if (in_size != fits_for_) {
-      fits_ = head_->fits(in_size, sizes_[kHeadOps]);
+      const Size resized = sizes_[head_->ops];
+      const bool enlarges_before_planes = head_->ops == 1 && stages_.size() > 1 && resized.pixels() > in_size.pixels();
+      fits_ = !enlarges_before_planes && head_->fits(in_size, resized);
       fits_for_ = in_size;
     }
     return fits_;

@@ -97,6 +97,30 @@ TEST_P(GpuExactTest, ResizeThenFilterAtEveryScaleClass) {
   }
 }
 
+// The exact ratios (2:1 and 3:2 across, a vertical scale of k/2), where the optimized path runs a linear resize,
+// alone or with a Gaussian after it, as one pass of the fused kernel in OpenCV's arithmetic; frames whose rows are
+// 16-byte aligned take it, the others the general kernels.
+TEST_P(GpuExactTest, ExactRatiosAloneAndWithAFilter) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<NamedImage> images;
+  for (const Size size : {Size{1920, 1080}, Size{96, 50}, Size{102, 66}}) {
+    images.push_back({"random " + to_string(size), random_image(size, 31)});
+    images.push_back({"synthetic " + to_string(size), synthetic_image(size, 32)});
+  }
+  for (const NamedImage& sample : images) {
+    const Size in = sample.image.size();
+    const std::string three_halves = "resize=" + to_string(Size{in.width * 2 / 3, in.height * 2 / 3});
+    const std::string half = "resize=" + to_string(Size{in.width / 2, in.height / 2});
+    const std::string widened = "resize=" + to_string(Size{in.width / 2, in.height * 2});
+    for (const std::string& chain :
+         {three_halves, half, widened, three_halves + ",gaussian=5:1.0", half + ",gaussian=9:replicate",
+          widened + ",gaussian=3", three_halves + ",gaussian=7:2.0,flip=h", half + ",transpose",
+          three_halves + ",box=3"}) {
+      expect_exact(chain, sample);
+    }
+  }
+}
+
 // The chains users run, the headline one first.
 TEST_P(GpuExactTest, Chains) {
   SKIP_WITHOUT_DEVICE();
