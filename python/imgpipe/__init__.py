@@ -4,6 +4,7 @@
     p = imgpipe.Pipeline("resize=1280x720,gaussian=5:1.0", backend="optimized")
     out = p(frame)                  # NumPy (H, W, 3) or (N, H, W, 3) uint8 -> NumPy
     out = p(cupy_frames, stream=s)  # any DLPack device array -> device array, on the caller's stream
+    p(numba_frames, out=numba_out)  # __cuda_array_interface__ (Numba) too, in and out
     p.run_folder("photos", "out")   # the batch job: {'done', 'failed', 'errors', ...}
     p.run_files("photos", imgpipe.list_images("photos")[:100], "out")   # the job on chosen files
     imgpipe.backends()

@@ -1,7 +1,9 @@
 // imgpipe for Python: the same chain, backends, engines and jobs as the command, on NumPy arrays (host) and on
-// any device array that speaks DLPack (CuPy, PyTorch, JAX), without copies on the device.
+// any device array that speaks DLPack (CuPy, PyTorch, JAX) or __cuda_array_interface__ (Numba), without copies
+// on the device.
 #include "backends.hpp"
 #include "chain.hpp"
+#include "cuda_resources.hpp"
 #include "device_error.hpp"
 #include "engine.hpp"
 #include "file_bytes.hpp"
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,14 +51,15 @@ struct Shape {
   bool batch = false;
 };
 
-Shape shape_of(const Frames& a) {
-  if (!((a.ndim() == 3 || a.ndim() == 4) && a.shape(a.ndim() - 1) == 3)) {
+Shape shape_of(std::span<const std::size_t> extents) {
+  const std::size_t ndim = extents.size();
+  if (!((ndim == 3 || ndim == 4) && extents[ndim - 1] == 3)) {
     throw nb::value_error("expected uint8 frames of shape (H, W, 3) or (N, H, W, 3), interleaved RGB");
   }
   Shape s;
-  s.batch = a.ndim() == 4;
-  s.frames = s.batch ? static_cast<int>(a.shape(0)) : 1;
-  const std::size_t h = a.shape(a.ndim() - 3), w = a.shape(a.ndim() - 2);
+  s.batch = ndim == 4;
+  s.frames = s.batch ? static_cast<int>(extents[0]) : 1;
+  const std::size_t h = extents[ndim - 3], w = extents[ndim - 2];
   if (h < 1 || w < 1 || h > static_cast<std::size_t>(kMaxDimension) || w > static_cast<std::size_t>(kMaxDimension)) {
     throw nb::value_error(("frame size " + std::to_string(w) + "x" + std::to_string(h) + ": sides from 1 to " +
                            std::to_string(kMaxDimension))
@@ -63,6 +67,12 @@ Shape shape_of(const Frames& a) {
   }
   s.size = {static_cast<int>(w), static_cast<int>(h)};
   return s;
+}
+
+Shape shape_of(const Frames& a) {
+  std::vector<std::size_t> extents(a.ndim());
+  for (std::size_t i = 0; i < extents.size(); ++i) extents[i] = a.shape(i);
+  return shape_of(extents);
 }
 
 std::vector<std::size_t> shape_for(const Shape& in, Size out) {
@@ -119,23 +129,188 @@ nb::capsule device_owner(void* data) {
   return nb::capsule(data, [](void* p) noexcept { cuda::check_noexcept(cudaFree(p), "cudaFree"); });
 }
 
-// A CUDA array is taken through DLPack's handshake with the stream the work will run on (1: the legacy default
-// stream), so the producer orders its pending writes before that stream instead of waiting for them on the
-// host; anything else (NumPy) as it is. Nothing is converted or copied: C-contiguous uint8 only.
-Frames import_frames(const nb::object& frames, const nb::object& stream) {
+// DLPack is preferred: __cuda_array_interface__ is read only from arrays without __dlpack__ (Numba's).
+bool speaks_only_cuda_array_interface(const nb::object& array) {
+  return !nb::hasattr(array, "__dlpack__") && nb::hasattr(array, "__cuda_array_interface__");
+}
+
+// How an array reaches imgpipe: a CUDA array through DLPack or __cuda_array_interface__, anything else (NumPy)
+// through nanobind as it is.
+enum class Interchange { dlpack_cuda, cuda_array_interface, other };
+
+Interchange interchange_of(const nb::object& array) {
   constexpr int kDlpackCuda = 2;
-  nb::object source = frames;
-  if (nb::hasattr(frames, "__dlpack__") && nb::hasattr(frames, "__dlpack_device__") &&
-      nb::cast<int>(frames.attr("__dlpack_device__")()[0]) == kDlpackCuda) {
-    const cudaStream_t handle = stream_of(stream);
-    source = frames.attr("__dlpack__")(nb::arg("stream") = handle ? reinterpret_cast<std::uintptr_t>(handle) : 1);
-  }
+  if (speaks_only_cuda_array_interface(array)) return Interchange::cuda_array_interface;
+  return nb::hasattr(array, "__dlpack__") && nb::hasattr(array, "__dlpack_device__") &&
+                 nb::cast<int>(array.attr("__dlpack_device__")()[0]) == kDlpackCuda
+             ? Interchange::dlpack_cuda
+             : Interchange::other;
+}
+
+// Nothing is converted or copied: C-contiguous uint8 only.
+Frames cast_frames(const nb::handle& frames) {
   Frames result;
-  if (!nb::try_cast(source, result, /*convert=*/false)) {
-    throw nb::type_error("frames must be a C-contiguous uint8 array (NumPy, or a device array with __dlpack__) of "
-                         "shape (H, W, 3) or (N, H, W, 3)");
+  if (!nb::try_cast(frames, result, /*convert=*/false)) {
+    throw nb::type_error("frames must be a C-contiguous uint8 array (NumPy, or a device array with __dlpack__ or "
+                         "__cuda_array_interface__) of shape (H, W, 3) or (N, H, W, 3)");
   }
   return result;
+}
+
+// A CUDA array is taken through DLPack's handshake with the stream the work will run on (1: the legacy default
+// stream), so the producer orders its pending writes before that stream instead of waiting for them on the host.
+Frames dlpack_frames(const nb::object& frames, cudaStream_t stream) {
+  return cast_frames(frames.attr("__dlpack__")(nb::arg("stream") = stream ? reinterpret_cast<std::uintptr_t>(stream) : 1));
+}
+
+// What an array's __cuda_array_interface__ (version 2 or 3) says, checked on the host before the device is
+// touched: C-contiguous uint8 frames without a mask.
+struct CudaArrayInterface {
+  std::uintptr_t pointer = 0;
+  bool readonly = false;
+  std::vector<std::size_t> shape;
+  std::optional<cudaStream_t> stream;  // version 3: where the producer may still have work on the data
+};
+
+CudaArrayInterface describe_cuda_array(const nb::object& array, const std::string& role) {
+  const std::string prefix = "__cuda_array_interface__ of " + role + ": ";
+  const auto type_error = [&](const std::string& why) { return nb::type_error((prefix + why).c_str()); };
+  const auto value_error = [&](const std::string& why) { return nb::value_error((prefix + why).c_str()); };
+  nb::dict entries;
+  if (!nb::try_cast(array.attr("__cuda_array_interface__"), entries)) throw type_error("not a dict");
+  const auto entry = [&](const char* key) { return entries.get(key, nb::none()); };
+
+  int version = 0;
+  if (!nb::try_cast(entry("version"), version) || (version != 2 && version != 3)) {
+    throw type_error("version " + nb::cast<std::string>(nb::repr(entry("version"))) + ": only versions 2 and 3 are read");
+  }
+  std::string typestr;
+  // One-byte types have no byte order, so every prefix means the same uint8.
+  if (!nb::try_cast(entry("typestr"), typestr) || (typestr != "|u1" && typestr != "<u1" && typestr != ">u1")) {
+    throw type_error("typestr " + nb::cast<std::string>(nb::repr(entry("typestr"))) + ": frames must be uint8 ('|u1')");
+  }
+  if (!entry("mask").is_none()) throw type_error("masked arrays are not taken (mask must be None)");
+
+  CudaArrayInterface described;
+  if (!nb::try_cast(entry("shape"), described.shape)) throw type_error("shape must be a tuple of ints");
+  shape_of(described.shape);
+  if (const nb::object strides_entry = entry("strides"); !strides_entry.is_none()) {
+    std::vector<std::int64_t> strides;
+    if (!nb::try_cast(strides_entry, strides) || strides.size() != described.shape.size()) {
+      throw type_error("strides must be None or a tuple of ints, one per dimension");
+    }
+    // C-contiguous: each stride is the bytes of one item of the dimension; a dimension of one item may say anything.
+    std::int64_t contiguous = 1;
+    for (std::size_t i = strides.size(); i-- > 0;) {
+      if (described.shape[i] != 1 && strides[i] != contiguous) {
+        throw type_error("strides " + nb::cast<std::string>(nb::repr(strides_entry)) +
+                         " are not C-contiguous; nothing is copied on the way in, so pass a contiguous array");
+      }
+      contiguous *= static_cast<std::int64_t>(described.shape[i]);
+    }
+  }
+  std::pair<std::uintptr_t, bool> data;
+  if (!nb::try_cast(entry("data"), data)) throw type_error("data must be a tuple (pointer, readonly)");
+  described.pointer = data.first;
+  described.readonly = data.second;
+  if (const nb::object stream_entry = entry("stream"); !stream_entry.is_none()) {
+    std::uintptr_t stream = 0;
+    if (!nb::try_cast(stream_entry, stream)) throw type_error("stream must be None or a stream handle (int)");
+    // The interface's codes, 1 (legacy default) and 2 (per-thread default), are CUDA's own handles for them.
+    if (stream == 0) {
+      throw value_error("stream 0 is not allowed by the interface (None: nothing to wait for; 1: the legacy "
+                        "default stream; 2: the per-thread default stream)");
+    }
+    described.stream = reinterpret_cast<cudaStream_t>(stream);
+  }
+  return described;
+}
+
+// The interface's pointers belong to the current device: they must be device (or managed) memory of it.
+int device_of(std::uintptr_t pointer, const std::string& role) {
+  const std::string prefix = "__cuda_array_interface__ of " + role + ": ";
+  cudaPointerAttributes attributes{};
+  IMGPIPE_CUDA_CHECK(cudaPointerGetAttributes(&attributes, reinterpret_cast<const void*>(pointer)));
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+    throw nb::value_error((prefix + "the data pointer is not device memory (host or unregistered memory)").c_str());
+  }
+  int current = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&current));
+  if (attributes.device != current) {
+    throw nb::value_error((prefix + "the data is on device " + std::to_string(attributes.device) +
+                           " but the current device is " + std::to_string(current) + "; make that device current")
+                              .c_str());
+  }
+  return current;
+}
+
+// The interface's stream rules (version 3) between the streams producers name and the stream imgpipe runs on:
+// a producer's pending work on its array comes before imgpipe's, and its later work after imgpipe's, so it
+// neither changes an input nor reads an output (or reuses their memory) too early.
+class ProducerStreams {
+ public:
+  explicit ProducerStreams(cudaStream_t ours) : ours_(canonical(ours)) {}
+
+  // Before imgpipe's work is enqueued.
+  void wait_for(cudaStream_t producer) {
+    producer = canonical(producer);
+    if (producer == ours_ || std::ranges::find(producers_, producer) != producers_.end()) return;
+    const cuda::Event pending = cuda::Event::create();
+    pending.record(producer);
+    IMGPIPE_CUDA_CHECK(cudaStreamWaitEvent(ours_, pending.get()));
+    producers_.push_back(producer);
+  }
+
+  // After imgpipe's work is enqueued.
+  void make_producers_wait() const {
+    if (producers_.empty()) return;
+    const cuda::Event done = cuda::Event::create();
+    done.record(ours_);
+    for (const cudaStream_t producer : producers_) IMGPIPE_CUDA_CHECK(cudaStreamWaitEvent(producer, done.get()));
+  }
+
+ private:
+  // The module runs with the legacy default stream, which both 0 and cudaStreamLegacy name.
+  static cudaStream_t canonical(cudaStream_t stream) { return stream ? stream : cudaStreamLegacy; }
+
+  cudaStream_t ours_;
+  std::vector<cudaStream_t> producers_;
+};
+
+// A device array as its __cuda_array_interface__ describes it, as an ndarray that keeps `owner` alive, once its
+// memory is checked and its producer's pending work is ordered before imgpipe's. An array imgpipe writes
+// (OutFrames) must not be read-only.
+template <class Array>
+Array attach_cuda_array(const CudaArrayInterface& described, const nb::object& owner, const std::string& role,
+                        ProducerStreams& producers) {
+  if (!Array::ReadOnly && described.readonly) {
+    throw nb::value_error(("__cuda_array_interface__ of " + role + ": read-only, and imgpipe writes into it").c_str());
+  }
+  const int device = device_of(described.pointer, role);
+  if (described.stream) producers.wait_for(*described.stream);
+  return Array(reinterpret_cast<typename Array::VoidPtr>(described.pointer), described.shape.size(),
+               described.shape.data(), owner, nullptr, nb::dtype<std::uint8_t>(), nb::device::cuda::value, device);
+}
+
+// out= of a device call: a C-contiguous uint8 device array of the output's shape on the input's device, through
+// DLPack or __cuda_array_interface__.
+OutFrames device_out(const nb::object& out_object, const std::vector<std::size_t>& shape, int device,
+                     ProducerStreams& producers) {
+  constexpr const char* kOutOfShape =
+      "out= must be a contiguous uint8 device array on the input's device, of the output's shape";
+  OutFrames out;
+  if (speaks_only_cuda_array_interface(out_object)) {
+    out = attach_cuda_array<OutFrames>(describe_cuda_array(out_object, "out"), out_object, "out", producers);
+  } else if (!nb::try_cast(out_object, out)) {
+    throw nb::value_error(kOutOfShape);
+  }
+  if (out.device_type() != nb::device::cuda::value || out.device_id() != device || out.ndim() != shape.size()) {
+    throw nb::value_error(kOutOfShape);
+  }
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (out.shape(i) != shape[i]) throw nb::value_error("out= must have the output's shape");
+  }
+  return out;
 }
 
 class Pipeline {
@@ -163,11 +338,24 @@ class Pipeline {
     return {out.width, out.height};
   }
 
-  nb::object call(const nb::object& frames_object, const nb::object& stream, const nb::object& out) {
-    const Frames frames = import_frames(frames_object, stream);
+  nb::object call(const nb::object& frames_object, const nb::object& stream_object, const nb::object& out) {
+    const Interchange interchange = interchange_of(frames_object);
+    // A bad __cuda_array_interface__ is reported as such on every backend, before the device is touched.
+    std::optional<CudaArrayInterface> described;
+    if (interchange == Interchange::cuda_array_interface) described = describe_cuda_array(frames_object, "frames");
+    if (interchange != Interchange::other && kind_ == BackendKind::cpu) {
+      throw nb::type_error("the cpu backend takes host (NumPy) arrays; use backend='optimized' for device arrays");
+    }
+    const cudaStream_t stream = stream_of(stream_object);
+    ProducerStreams producers(stream);
+    const Frames frames = interchange == Interchange::dlpack_cuda ? dlpack_frames(frames_object, stream)
+                          : described ? attach_cuda_array<Frames>(*described, frames_object, "frames", producers)
+                                      : cast_frames(frames_object);
     const Shape in = shape_of(frames);
     const Size out_size = imgpipe::output_size(chain_, in.size);
-    if (frames.device_type() == nb::device::cuda::value) return on_device(frames, in, out_size, stream, out);
+    if (frames.device_type() == nb::device::cuda::value) {
+      return on_device(frames, in, out_size, stream, producers, out);
+    }
     if (frames.device_type() != nb::device::cpu::value) throw nb::type_error("frames must be on the host or a CUDA device");
     if (!out.is_none()) throw nb::value_error("out= is for device arrays; host calls return a new array");
     return on_host(frames, in, out_size);
@@ -205,27 +393,14 @@ class Pipeline {
     return nb::cast(nb::ndarray<nb::numpy, std::uint8_t>(result, shape.size(), shape.data(), owner));
   }
 
-  nb::object on_device(const Frames& frames, const Shape& in, Size out_size, const nb::object& stream_object,
-                       const nb::object& out_object) {
-    if (kind_ == BackendKind::cpu) {
-      throw nb::type_error("the cpu backend takes host (NumPy) arrays; use backend='optimized' for device arrays");
-    }
+  nb::object on_device(const Frames& frames, const Shape& in, Size out_size, cudaStream_t stream,
+                       ProducerStreams& producers, const nb::object& out_object) {
     const std::vector<std::size_t> shape = shape_for(in, out_size);
-    const cudaStream_t stream = stream_of(stream_object);
     IMGPIPE_CUDA_CHECK(cudaSetDevice(frames.device_id()));
     std::uint8_t* result = nullptr;
     nb::object owner;
     if (!out_object.is_none()) {
-      OutFrames out;
-      if (!nb::try_cast(out_object, out) || out.device_type() != nb::device::cuda::value ||
-          out.device_id() != frames.device_id() || out.ndim() != shape.size()) {
-        throw nb::value_error("out= must be a contiguous uint8 device array on the input's device, of the output's "
-                              "shape");
-      }
-      for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (out.shape(i) != shape[i]) throw nb::value_error("out= must have the output's shape");
-      }
-      result = out.data();
+      result = device_out(out_object, shape, frames.device_id(), producers).data();
     } else {
       IMGPIPE_CUDA_CHECK(cudaMalloc(&result, static_cast<std::size_t>(in.frames) * out_size.rgb_bytes()));
       owner = device_owner(result);
@@ -243,6 +418,7 @@ class Pipeline {
         device_chain_->run(data, in.size, result, stream);
       }
     }
+    producers.make_producers_wait();
     if (!out_object.is_none()) return out_object;
     return nb::cast(nb::ndarray<std::uint8_t>(result, shape.size(), shape.data(), owner, nullptr,
                                               nb::dtype<std::uint8_t>(), nb::device::cuda::value,
@@ -365,7 +541,7 @@ nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
 // The bytes of the file the batch job would write for `extension` (".png", ".jpg", ".ppm", ...).
 nb::bytes encode(const nb::object& frame_object, const std::string& extension, int quality) {
   if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
-  const Frames frame = import_frames(frame_object, nb::none());
+  const Frames frame = cast_frames(frame_object);
   const Shape shape = shape_of(frame);
   if (shape.batch || frame.device_type() != nb::device::cpu::value) {
     throw nb::value_error("encode takes one host frame of shape (H, W, 3)");
@@ -428,11 +604,12 @@ NB_MODULE(_imgpipe, m) {
       .def("__call__", &Pipeline::call, nb::arg("frames"), nb::kw_only(), nb::arg("stream") = nb::none(),
            nb::arg("out") = nb::none(),
            "Runs the chain on uint8 RGB frames of shape (H, W, 3), or (N, H, W, 3) for a batch. A NumPy array "
-           "gives a new NumPy array. A device array (anything with __dlpack__: CuPy, PyTorch, JAX) is read in "
-           "place and the result is a device array (DLPack) or `out`, enqueued on `stream` (an int, or an object "
-           "with cuda_stream or ptr; None: the default stream) and not waited for; the producer's pending writes are "
-           "ordered before that stream through DLPack. Frames must be C-contiguous uint8: nothing is converted or "
-           "copied on the way in.")
+           "gives a new NumPy array. A device array (anything with __dlpack__: CuPy, PyTorch, JAX; or, without "
+           "__dlpack__, with __cuda_array_interface__: Numba) is read in place and the result is a device array "
+           "(DLPack) or `out`, enqueued on `stream` (an int, or an object with cuda_stream or ptr; None: the "
+           "default stream) and not waited for; the producer's pending writes are ordered before that stream "
+           "(DLPack's handshake, or the stream __cuda_array_interface__ names). Frames must be C-contiguous uint8: "
+           "nothing is converted or copied on the way in.")
       .def("run_folder", &imgpipe::python::run_folder, nb::arg("input_dir"), nb::arg("output_dir"), nb::kw_only(),
            nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0, nb::arg("overwrite") = false,
            nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,

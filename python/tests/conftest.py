@@ -51,3 +51,18 @@ def run_command(*args):
     if not BINARY:
         pytest.skip("IMGPIPE_BINARY is not set (ctest sets it): no command to compare with")
     return subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True)
+
+
+# Holds a stream for about `cycles` GPU clock cycles (200,000,000: about 0.1 s on an H200), so that work queued
+# behind it is still pending while a test looks.
+SPIN = r"""extern "C" __global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {}
+}"""
+
+
+def hold(stream, cycles=200_000_000):
+    import cupy  # only the device tests hold streams, and they skip without CuPy
+
+    with stream:
+        cupy.RawKernel(SPIN, "spin")((1,), (1,), (cupy.int64(cycles),))

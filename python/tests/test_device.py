@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import imgpipe
-from conftest import photos, usable
+from conftest import hold, photos, usable
 
 pytestmark = pytest.mark.skipif(not usable("optimized"), reason="no usable CUDA device here; these tests need one")
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
@@ -42,18 +42,6 @@ def test_out_is_written_in_place_and_returned():
     assert cupy.array_equal(out, frame[:, ::-1])
     with pytest.raises(ValueError, match="shape"):
         p(frame, out=cupy.empty((2, 2, 3), cupy.uint8))
-
-
-# Holds a stream for about `cycles` GPU clock cycles (200,000,000: about 0.1 s on an H200).
-SPIN = r"""extern "C" __global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {}
-}"""
-
-
-def hold(stream):
-    with stream:
-        cupy.RawKernel(SPIN, "spin")((1,), (1,), (cupy.int64(200_000_000),))
 
 
 def test_pending_writes_of_the_producer_come_first():
