@@ -1,5 +1,5 @@
-// The CUDA handles and buffers the layers above the core use (io's GPU codecs), under the pipeline's names:
-// the kernels' RAII owners and their error check, so that io never reaches into kernels/.
+// The CUDA handles and buffers the layers above the core use (io's GPU codecs, the Python module), under the
+// pipeline's names: the kernels' RAII owners and their error check, so that those layers never reach into kernels/.
 #pragma once
 
 #include "cuda_check.hpp"
@@ -11,6 +11,7 @@ template <typename Handle, void (*Destroy)(Handle) noexcept>
 using UniqueHandle = cuda::UniqueHandle<Handle, Destroy>;
 using DeviceStream = cuda::Stream;
 using DeviceBuffer = cuda::DeviceBuffer;
+using DeviceEvent = cuda::Event;
 
 // Throws DeviceError (device_error.hpp) naming `call` when `code` is not cudaSuccess.
 inline void check_device(cudaError_t code, const char* call,

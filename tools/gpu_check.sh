@@ -50,11 +50,11 @@ for step in "${steps[@]}"; do
         [test_gray]='*odd_sizes*'
         [test_normalize]='*odd_sizes*'
         [test_gpu_chain]='Chains/*:BothPaths/*:GpuBackend.*'
-        [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:ResizeFilterArguments.*'
+        [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:*OpenCvArithmetic*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*'
         [test_gpu_jpeg]='*'
-        [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*')
+        [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*:*ExactRatios*')
       pids=()
       for tool in memcheck racecheck initcheck synccheck; do
         for name in "${!filters[@]}"; do

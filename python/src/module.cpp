@@ -3,8 +3,8 @@
 // on the device.
 #include "backends.hpp"
 #include "chain.hpp"
-#include "cuda_resources.hpp"
 #include "device_error.hpp"
+#include "device_resources.hpp"
 #include "engine.hpp"
 #include "file_bytes.hpp"
 #include "folder.hpp"
@@ -255,7 +255,7 @@ class ProducerStreams {
   void wait_for(cudaStream_t producer) {
     producer = canonical(producer);
     if (producer == ours_ || std::ranges::find(producers_, producer) != producers_.end()) return;
-    const cuda::Event pending = cuda::Event::create();
+    const DeviceEvent pending = DeviceEvent::create();
     pending.record(producer);
     IMGPIPE_CUDA_CHECK(cudaStreamWaitEvent(ours_, pending.get()));
     producers_.push_back(producer);
@@ -264,7 +264,7 @@ class ProducerStreams {
   // After imgpipe's work is enqueued.
   void make_producers_wait() const {
     if (producers_.empty()) return;
-    const cuda::Event done = cuda::Event::create();
+    const DeviceEvent done = DeviceEvent::create();
     done.record(ours_);
     for (const cudaStream_t producer : producers_) IMGPIPE_CUDA_CHECK(cudaStreamWaitEvent(producer, done.get()));
   }
