@@ -483,6 +483,10 @@ void measure_ablations(const Settings& s, Report& report) {
       make_row(kAblation, kGroupLayout, "SoA gray_planes, resident planes",
                "gray_planes alone, frames already in planes (what a chain of plane stages pays per stage)", frame2,
                kDeviceCopy, "AoS gray_naive"),
+      make_row(kAblation, kGroupLayout, "AoS gray_frames, words",
+               "gray on the interleaved frame, 4 pixels per thread in 32-bit words (the optimized path's op at a "
+               "chain's ends)",
+               frame2, kDeviceCopy, "AoS gray_naive"),
       make_row(kAblation, kGroupResize, "hand, AoS", "resize_linear_naive " + to_string(s.size) + " -> " +
                to_string(target) + ", interleaved", resize_bytes, kDeviceCopy),
       make_row(kAblation, kGroupResize, "hand, planes", "resize_linear_planes_hand, bilinear weights by hand on planes",
@@ -565,6 +569,9 @@ void measure_ablations(const Settings& s, Report& report) {
   });
   device_row(kGroupLayout, "SoA gray_planes, resident planes",
              [&](int i) { cuda::gray_planes(pin(i), pout(i, e), stream); });
+  device_row(kGroupLayout, "AoS gray_frames, words", [&](int i) {
+    cuda::gray_frames(cuda::as_frame(aos_in.const_view(i, s.size)), cuda::as_frame(aos_out.view(i, s.size)), stream);
+  });
 
   // Bilinear: hand-written weights vs the texture unit.
   const cuda::Extent te = extent_of(target);

@@ -1,9 +1,9 @@
-// Gray: on the interleaved frame (naive) and on planes (optimized).
+// Gray: on the interleaved frame (naive) and on frames of either layout (optimized).
 //
-// Why the planar version is fast: the naive kernel's warp reads 96 bytes with 96 one-byte loads and writes
-// them back the same way. On planes a thread reads one 32-bit word of each plane (4 pixels) and writes one
-// word per plane, so a warp moves 128 contiguous bytes per instruction, and the grid is sized by occupancy
-// with a grid-stride loop instead of one tiny thread per pixel.
+// Why the optimized version is fast: the naive kernel's warp reads 96 bytes with 96 one-byte loads and writes
+// them back the same way. The optimized one reads three 32-bit words per thread (4 pixels: one word per plane,
+// or the 12 interleaved bytes) and writes three, so a warp moves 384 contiguous bytes per access, and the grid
+// is sized by occupancy with a grid-stride loop instead of one tiny thread per pixel.
 #include "gray.cuh"
 
 #include "cuda_check.hpp"
@@ -45,7 +45,11 @@ void gray_naive(ConstAosView in, AosView out, cudaStream_t stream) {
 }
 
 void gray_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
-  pointwise_planes(in, out, GrayOp{}, "gray_planes", stream);
+  pointwise(as_frame(in), as_frame(out), GrayOp{}, "gray_planes", stream);
+}
+
+void gray_frames(const ConstFrameView& in, const FrameView& out, cudaStream_t stream) {
+  pointwise(in, out, GrayOp{}, "gray_frames", stream);
 }
 
 }  // namespace imgpipe::cuda

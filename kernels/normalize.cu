@@ -9,10 +9,12 @@
 // Why CUB and not thrust::reduce: thrust::reduce returns its result to the host, which would stall the
 // stream on every frame, and allocates its temporary storage on every call. cub::DeviceReduce writes the
 // result to device memory, where the stretch kernel reads it, and takes temporary storage we keep.
-// The input is a thrust::counting_iterator over pixel indices, mapped to the pitched planes by the transform.
+// The input is a thrust::counting_iterator over pixel indices, mapped to the frame (planes, or the interleaved
+// frame itself where normalize comes first in a chain) by the transform.
 #include "normalize.cuh"
 
 #include "cuda_check.hpp"
+#include "frame_access.cuh"
 #include "launch.cuh"
 #include "pixel.cuh"
 #include "pointwise.cuh"
@@ -76,22 +78,39 @@ struct ChannelRange {
   unsigned hi;
 };
 
-struct PixelRange {  // pixel index -> the range of that one pixel
-  ConstPlanesView planes;
-  unsigned width;
-  __device__ ChannelRange operator()(unsigned i) const {
-    const unsigned y = i / width;
-    const std::size_t o = y * planes.pitch + (i - y * width);
-    const unsigned v = planes.plane[0][o] | (planes.plane[1][o] << 8) | (planes.plane[2][o] << 16);
-    return {v, v};
-  }
-};
-
 struct MergeRanges {
   __device__ ChannelRange operator()(const ChannelRange& a, const ChannelRange& b) const {
     return {__vminu4(a.lo, b.lo), __vmaxu4(a.hi, b.hi)};
   }
 };
+
+template <class Source>
+struct PixelRange {  // pixel index -> the range of that one pixel
+  Source frame;
+  unsigned width;
+  __device__ ChannelRange operator()(unsigned i) const {
+    const int y = static_cast<int>(i / width);
+    const int x = static_cast<int>(i - static_cast<unsigned>(y) * width);
+    const unsigned v = *frame.at(x, y, 0) | (*frame.at(x, y, 1) << 8) | (*frame.at(x, y, 2) << 16);
+    return {v, v};
+  }
+};
+
+// The frame's per-channel range into `range` (device memory), by one CUB reduction.
+template <class Source>
+void reduce_range(Source source, Extent extent, ChannelRange* range, NormalizeScratch& scratch, cudaStream_t stream) {
+  const auto items = static_cast<unsigned>(extent.width) * static_cast<unsigned>(extent.height);
+  const thrust::counting_iterator<unsigned> indices(0u);
+  const PixelRange<Source> pixel_range{source, static_cast<unsigned>(extent.width)};
+  const ChannelRange empty{0xFFFFFFFFu, 0u};
+  std::size_t temp_bytes = 0;
+  IMGPIPE_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, indices, range, items, MergeRanges{},
+                                                        pixel_range, empty, stream));
+  scratch.temp.grow(temp_bytes);
+  IMGPIPE_CUDA_CHECK(cub::DeviceReduce::TransformReduce(scratch.temp.data(), temp_bytes, indices, range, items,
+                                                        MergeRanges{}, pixel_range, empty, stream));
+  IMGPIPE_CUDA_LAUNCH_CHECK("cub::DeviceReduce::TransformReduce", stream);
+}
 
 struct StretchOp {
   const ChannelRange* range;
@@ -129,26 +148,20 @@ void normalize_naive(ConstAosView in, AosView out, NormalizeScratch& scratch, cu
   IMGPIPE_CUDA_LAUNCH_CHECK("stretch_naive_kernel", stream);
 }
 
-void normalize_planes(ConstPlanesView in, PlanesView out, NormalizeScratch& scratch, cudaStream_t stream) {
-  require(same_extent(in.extent, out.extent), "normalize_planes: input and output extents differ");
+void normalize_frames(const ConstFrameView& in, const FrameView& out, NormalizeScratch& scratch,
+                      cudaStream_t stream) {
+  require(same_extent(in.extent(), out.extent()), "normalize: input and output extents differ");
   const unsigned long long pixels =
-      static_cast<unsigned long long>(in.extent.width) * static_cast<unsigned long long>(in.extent.height);
-  require(pixels > 0 && pixels < (1ull << 32), "normalize_planes: frame empty or too large");
-  const auto items = static_cast<unsigned>(pixels);
-  const thrust::counting_iterator<unsigned> indices(0u);
-  const PixelRange pixel_range{in, static_cast<unsigned>(in.extent.width)};
-  const ChannelRange empty{0xFFFFFFFFu, 0u};
-
+      static_cast<unsigned long long>(in.extent().width) * static_cast<unsigned long long>(in.extent().height);
+  require(pixels > 0 && pixels < (1ull << 32), "normalize: frame empty or too large");
   scratch.range.grow(sizeof(ChannelRange));
   auto* range = reinterpret_cast<ChannelRange*>(scratch.range.data());
-  std::size_t temp_bytes = 0;
-  IMGPIPE_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, indices, range, items, MergeRanges{},
-                                                        pixel_range, empty, stream));
-  scratch.temp.grow(temp_bytes);
-  IMGPIPE_CUDA_CHECK(cub::DeviceReduce::TransformReduce(scratch.temp.data(), temp_bytes, indices, range, items,
-                                                        MergeRanges{}, pixel_range, empty, stream));
-  IMGPIPE_CUDA_LAUNCH_CHECK("cub::DeviceReduce::TransformReduce", stream);
-  pointwise_planes(in, out, StretchOp{range}, "normalize_planes (stretch)", stream);
+  if (in.interleaved) {
+    reduce_range(AosSource{in.aos}, in.extent(), range, scratch, stream);
+  } else {
+    reduce_range(PlanesSource{in.planes}, in.extent(), range, scratch, stream);
+  }
+  pointwise(in, out, StretchOp{range}, "normalize (stretch)", stream);
 }
 
 }  // namespace imgpipe::cuda

@@ -2,8 +2,10 @@
 // 8-bit data (normalize.cu), so the bytes are OpenCV's; a constant channel becomes 0.
 //   naive:     on the interleaved frame; the minima and maxima by atomicMin / atomicMax per pixel and
 //              channel, then a stretch kernel.
-//   optimized: on planes; the minima and maxima of all three planes in one CUB device reduction over a Thrust
-//              counting iterator, written to device memory, then a pointwise stretch that reads them there.
+//   optimized: on frames of either layout in and out (planes, or the interleaved frame where normalize comes
+//              first or last in a chain); the minima and maxima of all three channels in one CUB device
+//              reduction over a Thrust counting iterator, written to device memory, then a pointwise stretch
+//              that reads them there.
 // Both run entirely on `stream`: no host round trip, nothing waits. The scratch grows on first use and is
 // reused after; one scratch per frame in flight.
 #pragma once
@@ -21,6 +23,7 @@ struct NormalizeScratch {
 };
 
 void normalize_naive(ConstAosView in, AosView out, NormalizeScratch& scratch, cudaStream_t stream);
-void normalize_planes(ConstPlanesView in, PlanesView out, NormalizeScratch& scratch, cudaStream_t stream);
+void normalize_frames(const ConstFrameView& in, const FrameView& out, NormalizeScratch& scratch,
+                      cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

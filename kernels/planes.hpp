@@ -37,6 +37,28 @@ struct ConstPlanesView {
   std::size_t pitch = 0;
 };
 
+// A frame in either layout, for the ops that read and write both (gray, normalize, the flips and rotate180): the
+// optimized path hands them the chain's interleaved input or output itself where they come first or last,
+// instead of a separate deinterleave or interleave pass.
+struct ConstFrameView {
+  ConstPlanesView planes;  // unless interleaved
+  ConstAosView aos;        // when interleaved
+  bool interleaved = false;
+  Extent extent() const { return interleaved ? aos.extent : planes.extent; }
+};
+
+struct FrameView {
+  PlanesView planes;
+  AosView aos;
+  bool interleaved = false;
+  Extent extent() const { return interleaved ? aos.extent : planes.extent; }
+};
+
+inline ConstFrameView as_frame(ConstPlanesView v) { return {v, {}, false}; }
+inline ConstFrameView as_frame(ConstAosView v) { return {{}, v, true}; }
+inline FrameView as_frame(PlanesView v) { return {v, {}, false}; }
+inline FrameView as_frame(AosView v) { return {{}, v, true}; }
+
 enum class BorderMode { reflect101, replicate };
 
 // Why `frames` interleaved frames, frame f at first_in.data + f * in_frame_stride (and likewise out), cannot be

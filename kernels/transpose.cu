@@ -13,10 +13,13 @@
 #include "transpose.cuh"
 
 #include "cuda_check.hpp"
+#include "frame_access.cuh"
 #include "launch.cuh"
 #include "pixel.cuh"
 
 #include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 
 namespace imgpipe::cuda {
 namespace {
@@ -80,14 +83,16 @@ __global__ void __launch_bounds__(kTile* kRows) tiled_transpose_kernel(ConstPlan
   }
 }
 
-// Axis-keeping ops on planes: one thread per output pixel, reading its mirror image.
-template <Reorient kOp>
-__global__ void mirror_planes_kernel(ConstPlanesView in, PlanesView out) {
+// Axis-keeping ops on frames of either layout: one thread per output pixel, reading its mirror image. Between
+// planes one plane per grid layer (blockIdx.z), so a warp moves 32 consecutive bytes; to or from the
+// interleaved frame one layer, each thread moving its pixel's three bytes.
+template <Reorient kOp, class Source, class Target>
+__global__ void mirror_kernel(Source in, Target out, Extent extent) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= out.extent.width || y >= out.extent.height) return;
-  const int2 s = target_of(kOp, x, y, in.extent.width, in.extent.height);
-  plane_of(out, blockIdx.z)[offset(x, y, out.pitch)] = plane_of(in, blockIdx.z)[offset(s.x, s.y, in.pitch)];
+  if (x >= extent.width || y >= extent.height) return;
+  const int2 s = target_of(kOp, x, y, extent.width, extent.height);
+  for (int c = static_cast<int>(blockIdx.z); c < 3; c += static_cast<int>(gridDim.z)) *out.at(x, y, c) = *in.at(s.x, s.y, c);
 }
 
 template <Reorient kOp, int kPad>
@@ -99,10 +104,15 @@ void launch_tile(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
 }
 
 template <Reorient kOp>
-void launch_mirror(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
-  const dim3 block = warp_wide_block(occupancy_shape<&mirror_planes_kernel<kOp>>());
-  mirror_planes_kernel<kOp><<<cover(out.extent.width, out.extent.height, block, 3), block, 0, stream>>>(in, out);
-  IMGPIPE_CUDA_LAUNCH_CHECK("mirror_planes_kernel", stream);
+void launch_mirror(const ConstFrameView& in, const FrameView& out, cudaStream_t stream) {
+  const Extent extent = out.extent();
+  const int layers = in.interleaved || out.interleaved ? 1 : 3;
+  with_layouts(in, out, [&](const auto& source, const auto& target) {
+    constexpr auto kernel = &mirror_kernel<kOp, std::decay_t<decltype(source)>, std::decay_t<decltype(target)>>;
+    const dim3 block = warp_wide_block(occupancy_shape<kernel>());
+    kernel<<<cover(extent.width, extent.height, block, layers), block, 0, stream>>>(source, target, extent);
+  });
+  IMGPIPE_CUDA_LAUNCH_CHECK("mirror_kernel", stream);
 }
 
 template <int kPad>
@@ -112,9 +122,9 @@ void launch_planes(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t
     case Reorient::transpose: return launch_tile<Reorient::transpose, kPad>(in, out, stream);
     case Reorient::rotate90: return launch_tile<Reorient::rotate90, kPad>(in, out, stream);
     case Reorient::rotate270: return launch_tile<Reorient::rotate270, kPad>(in, out, stream);
-    case Reorient::rotate180: return launch_mirror<Reorient::rotate180>(in, out, stream);
-    case Reorient::flip_h: return launch_mirror<Reorient::flip_h>(in, out, stream);
-    case Reorient::flip_v: return launch_mirror<Reorient::flip_v>(in, out, stream);
+    case Reorient::rotate180:
+    case Reorient::flip_h:
+    case Reorient::flip_v: return reorient_mirror(op, as_frame(in), as_frame(out), stream);
   }
   throw std::invalid_argument("reorient: unknown op");
 }
@@ -125,6 +135,17 @@ void reorient_naive(Reorient op, ConstAosView in, AosView out, cudaStream_t stre
   require(same_extent(out.extent, reoriented_extent(op, in.extent)), "reorient: output extent does not match the op");
   reorient_naive_kernel<<<cover(in.extent.width, in.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(op, in, out);
   IMGPIPE_CUDA_LAUNCH_CHECK("reorient_naive_kernel", stream);
+}
+
+void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out, cudaStream_t stream) {
+  require(same_extent(out.extent(), in.extent()), "reorient: output extent does not match the op");
+  switch (op) {
+    case Reorient::rotate180: return launch_mirror<Reorient::rotate180>(in, out, stream);
+    case Reorient::flip_h: return launch_mirror<Reorient::flip_h>(in, out, stream);
+    case Reorient::flip_v: return launch_mirror<Reorient::flip_v>(in, out, stream);
+    default: break;
+  }
+  throw std::invalid_argument("reorient_mirror: only rotate180 and the flips keep the axes");
 }
 
 void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {

@@ -7,7 +7,8 @@
 //   reorient_tiled         planes, a 32x32 shared-memory tile, unpadded (bank conflicts on the transposed read).
 //   reorient_tiled_padded  planes, the tile padded to 32x33: the optimized path's choice.
 // Ops that keep the axes (rotate180, flips) need no tile: reading a row backwards, or another row, is coalesced
-// as it is, so both tiled variants run one mirror-copy kernel for them.
+// as it is, so both tiled variants run one mirror-copy kernel for them: reorient_mirror, which also reads and
+// writes the interleaved frame (the optimized path's first or last op).
 // All are asynchronous on `stream`; `out.extent` must be reoriented_extent(op, in.extent); no overlap.
 #pragma once
 
@@ -30,5 +31,7 @@ constexpr Extent reoriented_extent(Reorient op, Extent in) {
 void reorient_naive(Reorient op, ConstAosView in, AosView out, cudaStream_t stream);
 void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
 void reorient_tiled_padded(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
+// rotate180, flip_h and flip_v only (std::invalid_argument otherwise), on frames of either layout.
+void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out, cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

@@ -245,28 +245,55 @@ struct SobelStage {
   }
 };
 
+// The stages below also run on frames of either layout (run_frame) where takes_interleaved() says so: first in
+// the chain they read the interleaved input, last they write the interleaved output, without a layout pass.
 struct ReorientStage {
   cuda::Reorient op;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
     cuda::reorient_tiled_padded(op, cuda::as_const(in.view(extent)), out, stream);
   }
+  bool takes_interleaved() const { return !cuda::swaps_axes(op); }  // the tiled transposes read planes
+  void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
+    cuda::reorient_mirror(op, in, out, stream);
+  }
 };
 
 struct GrayStage {
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
-    cuda::gray_planes(cuda::as_const(in.view(extent)), out, stream);
+    run_frame(cuda::as_frame(cuda::as_const(in.view(extent))), cuda::as_frame(out), stream);
+  }
+  bool takes_interleaved() const { return true; }
+  void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
+    cuda::gray_frames(in, out, stream);
   }
 };
 
 struct NormalizeStage {
   cuda::NormalizeScratch scratch;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
-    cuda::normalize_planes(cuda::as_const(in.view(extent)), out, scratch, stream);
+    run_frame(cuda::as_frame(cuda::as_const(in.view(extent))), cuda::as_frame(out), stream);
+  }
+  bool takes_interleaved() const { return true; }
+  void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
+    cuda::normalize_frames(in, out, scratch, stream);
   }
 };
 
+
 using Stage = std::variant<ResizeLinearStage, ResizeExactStage, ResizeNearestStage, SeparableStage, SharpenStage,
                            SobelStage, ReorientStage, GrayStage, NormalizeStage>;
+
+bool takes_interleaved(const Stage& stage) {
+  return std::visit(
+      [](const auto& s) {
+        if constexpr (requires { s.takes_interleaved(); }) {
+          return s.takes_interleaved();
+        } else {
+          return false;
+        }
+      },
+      stage);
+}
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
 Stage make_stage(const Op& op, Arithmetic arithmetic) {
@@ -447,35 +474,60 @@ class OptimizedPlan {
   }
 
   // Stages from `first` on, starting from the interleaved frame `in` (the chain's frame before stage
-  // `first`): deinterleave, the plane stages, interleave into `out`.
+  // `first`): deinterleave, the plane stages, interleave into `out`; a first stage that takes the interleaved
+  // frame reads `in` itself, and a last one writes `out` itself, in place of those passes.
   void run_planes(const std::uint8_t* in, std::size_t first, std::uint8_t* out, cudaStream_t stream) {
     const auto size_at = [&](std::size_t p) {  // the frame before stage p; after the last at stages_.size()
       return p < stages_.size() ? sizes_[stages_[p].first] : sizes_.back();
     };
+    // The layout passes, unless the first stage reads the interleaved input or the last writes the output.
+    const bool staged = first < stages_.size();
+    const bool reads_interleaved = staged && takes_interleaved(stages_[first].stage);
+    const bool writes_interleaved = staged && takes_interleaved(stages_.back().stage);
+    const std::size_t last = stages_.size() - 1;
     // Buffer k holds the frames at even (k = 0) or odd (k = 1) positions of the stage sequence, so each
-    // grows only to the frames it holds: a transpose does not make both buffers square.
+    // grows only to the frames it holds: a transpose does not make both buffers square. Positions held in the
+    // interleaved input or output take none.
     cuda::Extent need[2] = {};
     for (std::size_t p = first; p <= stages_.size(); ++p) {
+      if ((p == first && reads_interleaved) || (p == stages_.size() && writes_interleaved)) continue;
       const Size s = size_at(p);
       need[(p - first) % 2].width = std::max(need[(p - first) % 2].width, s.width);
       need[(p - first) % 2].height = std::max(need[(p - first) % 2].height, s.height);
     }
-    planes_[0].reserve(need[0]);
-    if (first < stages_.size()) planes_[1].reserve(need[1]);
+    for (int k = 0; k < 2; ++k) {
+      if (need[k].width > 0) planes_[k].reserve(need[k]);
+    }
 
     const Size in_size = size_at(first);
-    cuda::deinterleave(aos(in, in_size), planes_[0].view(extent_of(in_size)), stream);
+    const Size out_size = sizes_.back();
+    if (!reads_interleaved) cuda::deinterleave(aos(in, in_size), planes_[0].view(extent_of(in_size)), stream);
     int current = 0;
     for (std::size_t p = first; p < stages_.size(); ++p) {
       PlannedStage& s = stages_[p];
       const cuda::Extent from = extent_of(sizes_[s.first]);
       const cuda::Extent to = extent_of(sizes_[s.first + s.count]);
-      std::visit([&](auto& stage) { stage.run(planes_[current], from, planes_[1 - current].view(to), stream); },
-                 s.stage);
+      const bool from_input = p == first && reads_interleaved, to_output = p == last && writes_interleaved;
+      std::visit(
+          [&](auto& stage) {
+            if constexpr (requires { stage.run_frame(cuda::ConstFrameView{}, cuda::FrameView{}, stream); }) {
+              if (from_input || to_output) {
+                stage.run_frame(from_input ? cuda::as_frame(aos(in, in_size))
+                                           : cuda::as_frame(cuda::as_const(planes_[current].view(from))),
+                                to_output ? cuda::as_frame(aos(out, out_size))
+                                          : cuda::as_frame(planes_[1 - current].view(to)),
+                                stream);
+                return;
+              }
+            }
+            stage.run(planes_[current], from, planes_[1 - current].view(to), stream);
+          },
+          s.stage);
       current = 1 - current;
     }
-    const Size out_size = sizes_.back();
-    cuda::interleave(cuda::as_const(planes_[current].view(extent_of(out_size))), aos(out, out_size), stream);
+    if (!writes_interleaved) {
+      cuda::interleave(cuda::as_const(planes_[current].view(extent_of(out_size))), aos(out, out_size), stream);
+    }
   }
 
   Chain chain_;

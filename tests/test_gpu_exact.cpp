@@ -121,6 +121,40 @@ TEST_P(GpuExactTest, ExactRatiosAloneAndWithAFilter) {
   }
 }
 
+// Gray, normalize, the flips and rotate180 read the interleaved input themselves where they come first in the
+// optimized path's chain, and write the interleaved output where they come last, in words where rows are
+// 4-byte aligned and byte by byte elsewhere: widths that are and are not multiples of 4, the ops alone, first,
+// last and both, next to ops that need planes.
+TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
+  SKIP_WITHOUT_DEVICE();
+  std::uint32_t seed = 50;
+  for (const Size size : {Size{96, 50}, Size{97, 33}, Size{1920, 1080}, Size{4, 1}, Size{1, 4}, Size{5, 3}}) {
+    const NamedImage sample{"random " + to_string(size), random_image(size, seed++)};
+    for (const char* chain : {"gray", "normalize", "flip=h", "flip=v", "rotate=180", "gray,flip=h", "flip=v,normalize",
+                              "normalize,transpose", "transpose,gray", "rotate=180,gaussian=5:1.0,flip=h",
+                              "gray,sobel,normalize", "sharpen,rotate=180"}) {
+      expect_exact(chain, sample);
+    }
+  }
+}
+
+// The same at input and output addresses that are not 4-byte aligned (a view into a larger array): byte by byte.
+TEST_P(GpuExactTest, InterleavedEndsAtUnalignedAddresses) {
+  SKIP_WITHOUT_DEVICE();
+  const Device device;
+  const Image image = random_image({96, 50}, 8);
+  for (const char* text : {"gray", "normalize", "flip=h", "rotate=180,gray"}) {
+    const Chain chain = parse_chain(text);
+    DeviceChain device_chain(GetParam(), chain, Arithmetic::exact);
+    const Size out_size = output_size(chain, image.size());
+    const cuda::DeviceBuffer in = device.upload(image, 3 * static_cast<std::size_t>(image.width()), 1);
+    const cuda::DeviceBuffer out = device.poisoned(out_size.rgb_bytes() + 3);
+    device_chain.run(in.data() + 1, image.size(), out.data() + 3, device.stream());
+    EXPECT_TRUE(within(device.download(out.data() + 3, out_size), opencv_exact::apply(chain, image), 0))
+        << path_name(GetParam()) << " path, '" << text << "'";
+  }
+}
+
 // The chains users run, the headline one first.
 TEST_P(GpuExactTest, Chains) {
   SKIP_WITHOUT_DEVICE();

@@ -54,7 +54,7 @@ for step in "${steps[@]}"; do
         [test_convolve_variants]='*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*'
         [test_gpu_jpeg]='*'
-        [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*:*ExactRatios*')
+        [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*:*ExactRatios*:*ChainsEnds*:*Unaligned*')
       pids=()
       for tool in memcheck racecheck initcheck synccheck; do
         for name in "${!filters[@]}"; do
