@@ -1,4 +1,6 @@
-// Filters: a naive 2-D correlation on the interleaved frame; separable and 3x3 tiled kernels on planes.
+// Filters: a naive 2-D correlation on the interleaved frame; separable and 3x3 tiled kernels on planes, which
+// also read or write the interleaved frame itself (one channel per grid layer, pixels 3 bytes apart) where the
+// optimized path runs them first or last in a chain.
 //
 // Why the optimized versions are fast:
 // - Work: a KxK filter costs K^2 multiply-adds per output done directly, 2K as a row pass and a column pass.
@@ -105,8 +107,9 @@ __global__ void sobel_naive_kernel(ConstAosView in, AosView out, BorderMode bord
 // Rows [top, top + kRows) and columns [left, left + kCols) of a plane into `tile`, with the frame's border
 // rule outside it. The branch depends only on the block's coordinates: uniform, no warp diverges on it.
 // kUniform false is the ablation twin (BorderPolicy::per_element): every element is tested against the frame
-// and mapped when outside, as the naive kernel does, so warps at the frame's edges diverge.
-template <int kRows, int kCols, bool kUniform = true>
+// and mapped when outside, as the naive kernel does, so warps at the frame's edges diverge. kStep is the
+// distance between a row's pixels: 1 in a plane, 3 for one channel of the interleaved frame.
+template <int kRows, int kCols, bool kUniform = true, int kStep = 1>
 __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], const std::uint8_t* plane,
                                           std::size_t pitch, Extent e, int left, int top, BorderMode border) {
   if constexpr (!kUniform) {
@@ -117,20 +120,20 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
       for (int c = threadIdx.x; c < kCols; c += kBlockX) {
         int sx = left + c;
         if (sx < 0 || sx >= e.width) sx = border_index(sx, e.width, border);
-        tile[r][c] = row[sx];
+        tile[r][c] = row[kStep * sx];
       }
     }
     return;
   }
   const bool inside = left >= 0 && top >= 0 && left + kCols <= e.width && top + kRows <= e.height;
   if (inside) {
-    const std::uint8_t* src = plane + offset(left, top, pitch);
+    const std::uint8_t* src = plane + offset(kStep * left, top, pitch);
     for (int r = threadIdx.y; r < kRows; r += kBlockY)
-      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = src[offset(c, r, pitch)];
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = src[offset(kStep * c, r, pitch)];
   } else {
     for (int r = threadIdx.y; r < kRows; r += kBlockY) {
       const std::uint8_t* row = plane + offset(0, border_index(top + r, e.height, border), pitch);
-      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = row[border_index(left + c, e.width, border)];
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
     }
   }
 }
@@ -163,8 +166,9 @@ __device__ __forceinline__ void filter_staged_tile(const std::uint8_t (&tile)[kT
 
 // Two resident blocks per SM at least; without the hint ptxas squeezes the 31-tap version into 40 registers
 // and spills. kGlobalTaps and kUniformBorder select the ablation twins (separable_planes_variant); the
-// optimized path runs <kRadius, false, true>.
-template <int kRadius, bool kGlobalTaps = false, bool kUniformBorder = true>
+// optimized path runs <kRadius, false, true>. kInStep and kOutStep are 3 where the input or output is the
+// interleaved frame (planes_of_frame): its channel c is a "plane" starting at byte c with pixels 3 bytes apart.
+template <int kRadius, bool kGlobalTaps = false, bool kUniformBorder = true, int kInStep = 1, int kOutStep = 1>
 __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
     separable_kernel(ConstPlanesView in, PlanesView out, int slot, const float* global_taps, float scale,
                      BorderMode border) {
@@ -175,12 +179,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
   const float* taps = kGlobalTaps ? global_taps : c_taps[slot];
 
-  load_tile<kInRows, kInCols, kUniformBorder>(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - kRadius,
-                                              y0 - kRadius, border);
+  load_tile<kInRows, kInCols, kUniformBorder, kInStep>(tile, plane_of(in, blockIdx.z), in.pitch, in.extent,
+                                                       x0 - kRadius, y0 - kRadius, border);
   __syncthreads();
   std::uint8_t* dst = plane_of(out, blockIdx.z);
   filter_staged_tile<kRadius>(tile, rows, taps, scale, out.extent, x0, y0, [&](int r, int c, std::uint8_t v) {
-    dst[offset(x0 + c, y0 + r, out.pitch)] = v;
+    dst[offset(kOutStep * (x0 + c), y0 + r, out.pitch)] = v;
   });
 }
 
@@ -251,24 +255,43 @@ struct Sobel3x3 {
   }
 };
 
-template <class Window>
+// kInStep, kOutStep: as separable_kernel's.
+template <class Window, int kInStep, int kOutStep>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     filter3x3_kernel(ConstPlanesView in, PlanesView out, BorderMode border, Window window) {
   __shared__ Tile3x3 tile;
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
-  load_tile(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - 1, y0 - 1, border);
+  load_tile<kTileH + 2, kTileW + 2, true, kInStep>(tile, plane_of(in, blockIdx.z), in.pitch, in.extent, x0 - 1,
+                                                   y0 - 1, border);
   __syncthreads();
   std::uint8_t* dst = plane_of(out, blockIdx.z);
   for (int r = threadIdx.y; r < kTileH && y0 + r < out.extent.height; r += kBlockY)
     for (int c = threadIdx.x; c < kTileW && x0 + c < out.extent.width; c += kBlockX)
-      dst[offset(x0 + c, y0 + r, out.pitch)] = window(tile, r, c);
+      dst[offset(kOutStep * (x0 + c), y0 + r, out.pitch)] = window(tile, r, c);
 }
 
 // One instantiation per radius; the launch picks it at run time.
 using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, const float*, float, BorderMode);
-template <bool kGlobalTaps, bool kUniformBorder, int... R>
+template <bool kGlobalTaps, bool kUniformBorder, int kInStep, int kOutStep, int... R>
 std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequence<int, R...>) {
-  return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder>...};
+  return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder, kInStep, kOutStep>...};
+}
+
+// A frame of either layout as the tiled filters read it: three "planes" with pixels step_of() bytes apart,
+// those of the interleaved frame starting at its bytes 0, 1 and 2.
+ConstPlanesView channels_of(const ConstFrameView& f) {
+  if (!f.interleaved) return f.planes;
+  return {{f.aos.data, f.aos.data + 1, f.aos.data + 2}, f.aos.extent, f.aos.pitch};
+}
+PlanesView channels_of(const FrameView& f) {
+  if (!f.interleaved) return f.planes;
+  return {{f.aos.data, f.aos.data + 1, f.aos.data + 2}, f.aos.extent, f.aos.pitch};
+}
+
+// The entry of a [in interleaved][out interleaved] table of instantiations for these frames.
+template <class Table>
+const auto& by_layout(const Table& table, const ConstFrameView& in, const FrameView& out) {
+  return table[in.interleaved ? 1 : 0][out.interleaved ? 1 : 0];
 }
 
 using ResizeSeparableKernel = void (*)(ConstAosView, std::size_t, AosView, std::size_t, double2, int, float, BorderMode);
@@ -316,12 +339,20 @@ void sobel_naive(ConstAosView in, AosView out, BorderMode border, cudaStream_t s
 
 void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
                       cudaStream_t stream) {
-  require_filter(in.extent, out.extent, "separable_planes");
+  separable_frames(as_frame(in), as_frame(out), taps, border, stream);
+}
+
+void separable_frames(const ConstFrameView& in, const FrameView& out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream) {
+  require_filter(in.extent(), out.extent(), "separable");
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
-          "separable_planes: odd tap count from 3 to " + std::to_string(kMaxTaps));
-  static const auto kernels = separable_kernels<false, true>(std::make_integer_sequence<int, kMaxRadius>{});
-  kernels[taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
-      in, out, taps.slot(), nullptr, taps.scale(), border);
+          "separable: odd tap count from 3 to " + std::to_string(kMaxTaps));
+  constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};
+  static const std::array<std::array<std::array<SeparableKernel, kMaxRadius>, 2>, 2> kernels = {
+      {{separable_kernels<false, true, 1, 1>(kRadii), separable_kernels<false, true, 1, 3>(kRadii)},
+       {separable_kernels<false, true, 3, 1>(kRadii), separable_kernels<false, true, 3, 3>(kRadii)}}};
+  by_layout(kernels, in, out)[taps.size() / 2 - 1]<<<tile_grid(in.extent()), dim3(kBlockX, kBlockY), 0, stream>>>(
+      channels_of(in), channels_of(out), taps.slot(), nullptr, taps.scale(), border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel", stream);
 }
 
@@ -334,8 +365,8 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
           "separable_planes_variant: TapSource::global needs the taps in device memory");
   constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};
   static const std::array<std::array<SeparableKernel, kMaxRadius>, 4> kernels = {
-      separable_kernels<false, true>(kRadii), separable_kernels<false, false>(kRadii),
-      separable_kernels<true, true>(kRadii), separable_kernels<true, false>(kRadii)};
+      separable_kernels<false, true, 1, 1>(kRadii), separable_kernels<false, false, 1, 1>(kRadii),
+      separable_kernels<true, true, 1, 1>(kRadii), separable_kernels<true, false, 1, 1>(kRadii)};
   const int variant = (source == TapSource::global ? 2 : 0) + (policy == BorderPolicy::per_element ? 1 : 0);
   kernels[variant][taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
       in, out, taps.slot(), global_taps, taps.scale(), border);
@@ -362,19 +393,28 @@ void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stri
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_separable_exact_kernel", stream);
 }
 
-void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
+// The 3x3 kernel for `window` on frames of these layouts.
+template <class Window>
+void launch_filter3x3(const ConstFrameView& in, const FrameView& out, BorderMode border, Window window,
                       cudaStream_t stream) {
-  require_filter(in.extent, out.extent, "filter3x3_planes");
-  require(taps.size() == 9, "filter3x3_planes: nine taps");
-  filter3x3_kernel<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, border,
-                                                                                Taps3x3{taps.slot(), taps.scale()});
-  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_kernel (taps)", stream);
+  require_filter(in.extent(), out.extent(), "filter3x3");
+  using Kernel = void (*)(ConstPlanesView, PlanesView, BorderMode, Window);
+  static constexpr std::array<std::array<Kernel, 2>, 2> kernels = {
+      {{&filter3x3_kernel<Window, 1, 1>, &filter3x3_kernel<Window, 1, 3>},
+       {&filter3x3_kernel<Window, 3, 1>, &filter3x3_kernel<Window, 3, 3>}}};
+  by_layout(kernels, in, out)<<<tile_grid(in.extent()), dim3(kBlockX, kBlockY), 0, stream>>>(
+      channels_of(in), channels_of(out), border, window);
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_kernel", stream);
 }
 
-void sobel_planes(ConstPlanesView in, PlanesView out, BorderMode border, cudaStream_t stream) {
-  require_filter(in.extent, out.extent, "sobel_planes");
-  filter3x3_kernel<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, border, Sobel3x3{});
-  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_kernel (sobel)", stream);
+void filter3x3_frames(const ConstFrameView& in, const FrameView& out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream) {
+  require(taps.size() == 9, "filter3x3: nine taps");
+  launch_filter3x3(in, out, border, Taps3x3{taps.slot(), taps.scale()}, stream);
+}
+
+void sobel_frames(const ConstFrameView& in, const FrameView& out, BorderMode border, cudaStream_t stream) {
+  launch_filter3x3(in, out, border, Sobel3x3{}, stream);
 }
 
 }  // namespace imgpipe::cuda

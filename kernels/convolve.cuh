@@ -1,9 +1,10 @@
 // Neighbourhood filters: any KxK taps (gaussian, box, sharpen) and sobel, with borders per BorderMode.
 //   naive:     interleaved frame; a 2-D loop over KxK taps read from a global-memory array, a border test for
 //              every tap of every pixel.
-//   optimized: planes; taps in this file's __constant__ bank (ConstantTaps), a shared-memory tile with its
-//              halo, separable filters as a row pass and a column pass in one kernel, 3x3 filters from the
-//              same kind of tile; only blocks whose halo leaves the frame run the border arithmetic.
+//   optimized: planes, or the interleaved frame where a chain starts or ends; taps in this file's __constant__
+//              bank (ConstantTaps), a shared-memory tile with its halo, separable filters as a row pass and a
+//              column pass in one kernel, 3x3 filters from the same kind of tile; only blocks whose halo leaves
+//              the frame run the border arithmetic.
 // Kernel sizes are odd, from 3 to kMaxTaps (radius 1 to kMaxRadius). Taps correlate: tap (i, j) weighs the
 // pixel at offset (i - r, j - r). Results are accumulated in float, multiplied by the filter's scale (1 unless
 // given), rounded half up and saturated. Sums of integer taps (sharpen, sobel, and a box given taps of 1 and
@@ -51,6 +52,10 @@ void sobel_naive(ConstAosView in, AosView out, BorderMode border, cudaStream_t s
 // their outer product, as for gaussian and box.
 void separable_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
                       cudaStream_t stream);
+// The same on frames of either layout in and out: the interleaved frame's channels are read (or written) in
+// place, one byte in three, instead of through a deinterleave (interleave) pass.
+void separable_frames(const ConstFrameView& in, const FrameView& out, const ConstantTaps& taps, BorderMode border,
+                      cudaStream_t stream);
 // Ablation twins of separable_planes for benchmarks: the same tiled kernel with one technique swapped back.
 //   TapSource::global         taps read from `global_taps` (device memory, taps.size() floats, equal to `taps`)
 //                             through the general load path instead of the __constant__ bank;
@@ -71,9 +76,10 @@ void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stri
                                 std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
                                 cudaStream_t stream);
 
-// `taps`: nine values, row-major (sharpen).
-void filter3x3_planes(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, BorderMode border,
+// 3x3 filters on frames of either layout in and out, as separable_frames. `taps`: nine values, row-major
+// (sharpen).
+void filter3x3_frames(const ConstFrameView& in, const FrameView& out, const ConstantTaps& taps, BorderMode border,
                       cudaStream_t stream);
-void sobel_planes(ConstPlanesView in, PlanesView out, BorderMode border, cudaStream_t stream);
+void sobel_frames(const ConstFrameView& in, const FrameView& out, BorderMode border, cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

@@ -222,11 +222,18 @@ struct ResizeNearestStage {
   }
 };
 
+// The stages from here on also run on frames of either layout (run_frame) where takes_interleaved() says so:
+// first in the chain they read the interleaved input, last they write the interleaved output, without a layout
+// pass.
 struct SeparableStage {  // gaussian, box
   cuda::ConstantTaps taps;
   cuda::BorderMode border;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
-    cuda::separable_planes(cuda::as_const(in.view(extent)), out, taps, border, stream);
+    run_frame(cuda::as_frame(cuda::as_const(in.view(extent))), cuda::as_frame(out), stream);
+  }
+  bool takes_interleaved() const { return true; }
+  void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
+    cuda::separable_frames(in, out, taps, border, stream);
   }
 };
 
@@ -234,19 +241,25 @@ struct SharpenStage {
   cuda::ConstantTaps taps;
   cuda::BorderMode border;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
-    cuda::filter3x3_planes(cuda::as_const(in.view(extent)), out, taps, border, stream);
+    run_frame(cuda::as_frame(cuda::as_const(in.view(extent))), cuda::as_frame(out), stream);
+  }
+  bool takes_interleaved() const { return true; }
+  void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
+    cuda::filter3x3_frames(in, out, taps, border, stream);
   }
 };
 
 struct SobelStage {
   cuda::BorderMode border;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
-    cuda::sobel_planes(cuda::as_const(in.view(extent)), out, border, stream);
+    run_frame(cuda::as_frame(cuda::as_const(in.view(extent))), cuda::as_frame(out), stream);
+  }
+  bool takes_interleaved() const { return true; }
+  void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
+    cuda::sobel_frames(in, out, border, stream);
   }
 };
 
-// The stages below also run on frames of either layout (run_frame) where takes_interleaved() says so: first in
-// the chain they read the interleaved input, last they write the interleaved output, without a layout pass.
 struct ReorientStage {
   cuda::Reorient op;
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
