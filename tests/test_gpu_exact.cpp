@@ -121,10 +121,10 @@ TEST_P(GpuExactTest, ExactRatiosAloneAndWithAFilter) {
   }
 }
 
-// Gray, normalize, the flips and rotate180 read the interleaved input themselves where they come first in the
-// optimized path's chain, and write the interleaved output where they come last, in words where rows are
-// 4-byte aligned and byte by byte elsewhere: widths that are and are not multiples of 4, the ops alone, first,
-// last and both, next to ops that need planes.
+// Gray, normalize, the flips, rotate180 and the tiled filters read the interleaved input themselves where they
+// come first in the optimized path's chain, and write the interleaved output where they come last (the
+// pointwise ops in words where rows are 4-byte aligned, byte by byte elsewhere): widths that are and are not
+// multiples of 4, the ops alone, first, last and both, next to ops that need planes.
 TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
   SKIP_WITHOUT_DEVICE();
   std::uint32_t seed = 50;
@@ -132,7 +132,8 @@ TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
     const NamedImage sample{"random " + to_string(size), random_image(size, seed++)};
     for (const char* chain : {"gray", "normalize", "flip=h", "flip=v", "rotate=180", "gray,flip=h", "flip=v,normalize",
                               "normalize,transpose", "transpose,gray", "rotate=180,gaussian=5:1.0,flip=h",
-                              "gray,sobel,normalize", "sharpen,rotate=180"}) {
+                              "gray,sobel,normalize", "sharpen,rotate=180", "gaussian=7:2.0,flip=h",
+                              "transpose,sobel", "box=3:replicate,transpose", "sharpen=replicate,gray"}) {
       expect_exact(chain, sample);
     }
   }
@@ -143,7 +144,7 @@ TEST_P(GpuExactTest, InterleavedEndsAtUnalignedAddresses) {
   SKIP_WITHOUT_DEVICE();
   const Device device;
   const Image image = random_image({96, 50}, 8);
-  for (const char* text : {"gray", "normalize", "flip=h", "rotate=180,gray"}) {
+  for (const char* text : {"gray", "normalize", "flip=h", "rotate=180,gray", "gaussian=5:1.0", "sobel,sharpen"}) {
     const Chain chain = parse_chain(text);
     DeviceChain device_chain(GetParam(), chain, Arithmetic::exact);
     const Size out_size = output_size(chain, image.size());
