@@ -148,10 +148,12 @@ def test_the_producers_pending_writes_come_first():
         frame.fill(0)
         out.fill(0)
         cupy.cuda.Device().synchronize()
+        # CuPy synchronizes when it exports its interface, so the dict is taken before the producer's work.
+        interface = of_cupy(frame, stream=named_stream)
         hold(s1)
         with s1:
             frame.fill(200)  # still pending when imgpipe is called
-        p(of_cupy(frame, stream=named_stream), stream=s2, out=out)
+        p(interface, stream=s2, out=out)
         s2.synchronize()
         written = bool(cupy.all(out == 200))
         cupy.cuda.Device().synchronize()
@@ -172,8 +174,9 @@ def test_the_producers_later_work_waits_for_imgpipe():
     p(frame, out=out)
     out.fill(0)
     cupy.cuda.Device().synchronize()
+    interface = of_cupy(frame, stream=s1.ptr)  # before the hold: CuPy synchronizes when it exports
     hold(s2)
-    p(of_cupy(frame, stream=s1.ptr), stream=s2, out=out)
+    p(interface, stream=s2, out=out)
     with s1:
         frame.fill(0)
     s1.synchronize()
