@@ -15,7 +15,7 @@ namespace imgpipe::cuda {
 
 // How the fused kernel rounds. fast: its own fixed point, within +-1 of resize-then-filter. opencv: OpenCV's
 // bytes, as cv::resize (INTER_LINEAR, 8-bit fixed point) then cv::GaussianBlur (8-bit taps, bit-exact) compute
-// them; only at the exact ratios, for taps in units of 1/256 (see resize_filter_opencv_fits).
+// them; only at the exact ratios, for taps in units of 1/256 (see resize_filter_exact_ratio_fits).
 enum class ResizeFilterArithmetic { fast, opencv };
 
 // The filter's 1-D taps (used for rows and for columns), held in a __constant__ slot of resize_filter.cu (a
@@ -44,7 +44,7 @@ class ResizeFilterTaps {
 // out = filter(resize(in)): bilinear resize to out.extent with OpenCV INTER_LINEAR semantics (half-pixel
 // centres, clamped edges), the resized value rounded to 8 bits, then the separable filter with `border`
 // applied to the resized image. Equals resize-then-filter within +-1 per 8-bit value, or exactly OpenCV's bytes
-// with taps of the opencv arithmetic (which take only what resize_filter_opencv_fits accepts).
+// with taps of the opencv arithmetic (which take only what resize_filter_exact_ratio_fits accepts).
 // Asynchronous, enqueued on `stream`. `in` and `out` must not overlap.
 // Any size from 1x1 to kMaxDimension (65535) a side, up or down. Throws std::invalid_argument for empty or
 // larger extents, a pitch below 3 * width (or an input pitch of 4 GiB or more), a moved-from `taps`, or a
@@ -66,10 +66,10 @@ void resize_filter_aos_batch(ConstAosView first_in, std::size_t in_frame_stride,
 // with a fallback ask this first; it touches no device.
 bool resize_filter_fits(Extent in, Extent out, int ksize);
 
-// Whether a launch with taps of the opencv arithmetic takes these frames: 2:1 or 3:2 across with a vertical
-// scale of 1/2, 1, 3/2 or 2 (every OpenCV weight a multiple of 1/4), ksize <= 9, and 16-byte aligned input
-// rows. Touches no device.
-bool resize_filter_opencv_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
+// Whether a launch takes these frames on its exact-ratio path, the only one of the opencv arithmetic: 2:1 or 3:2
+// across with a vertical scale of 1/2, 1, 3/2 or 2 (every OpenCV weight a multiple of 1/4), ksize <= 9, and
+// 16-byte aligned input rows. Touches no device.
+bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
                                int ksize);
 
 // How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes), for frames

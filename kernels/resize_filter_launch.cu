@@ -161,7 +161,7 @@ void launch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_ou
                               p.vec_in ? ratio_for(first_in.extent, first_out.extent, radius) : Ratio::any);
   require(taps.arithmetic() == ResizeFilterArithmetic::fast || plan.ratio != Ratio::any,
           "resize_filter: OpenCV's arithmetic takes 2:1 or 3:2 across, a vertical scale of k/2 up to 2, up to 9 "
-          "taps and 16-byte aligned input rows (resize_filter_opencv_fits)");
+          "taps and 16-byte aligned input rows (resize_filter_exact_ratio_fits)");
   const Kernel kernel = kernel_for(plan.ratio, radius, taps.arithmetic());
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), "resize_filter: " + problem);
@@ -233,7 +233,7 @@ bool resize_filter_fits(Extent in, Extent out, int ksize) {
          resize_filter::plan_or_refusal(in, out, ksize / 2, 1, resize_filter::Ratio::any).refusal.empty();
 }
 
-bool resize_filter_opencv_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
+bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
                                int ksize) {
   return resize_filter_fits(first_in.extent, out, ksize) &&
          resize_filter::ratio_for(first_in.extent, out, ksize / 2) != resize_filter::Ratio::any &&

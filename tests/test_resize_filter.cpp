@@ -472,7 +472,7 @@ TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
         const Filter f = opencv_gaussian(k, sigma, border);
         SCOPED_TRACE(describe(in.size(), out, f));
         const Layout in_layout = aligned_rows(in.size());
-        ASSERT_TRUE(cuda::resize_filter_opencv_fits({nullptr, extent_of(in.size()), in_layout.pitch},
+        ASSERT_TRUE(cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in.size()), in_layout.pitch},
                                                     in_layout.stride, 1, extent_of(out), k));
         const cuda::ResizeFilterTaps taps(f.taps, cuda::ResizeFilterArithmetic::opencv);
         const Image fused = run_fused({in}, in_layout, Layout::packed(out), taps, f.border).front();
@@ -555,7 +555,7 @@ TEST(ResizeFilterArguments, OpenCvArithmeticTakesOnlyWhatItComputesExactly) {
   const auto opencv = cuda::ResizeFilterArithmetic::opencv;
   EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.2f, 0.6f, 0.2f}, opencv), std::invalid_argument);  // not in 1/256
   const auto fits = [](Size in, std::size_t pitch, Size out, int k) {
-    return cuda::resize_filter_opencv_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1, extent_of(out), k);
+    return cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1, extent_of(out), k);
   };
   EXPECT_TRUE(fits({1920, 1080}, 5760, {1280, 720}, 5));
   EXPECT_TRUE(fits({1920, 1080}, 5760, {960, 2160}, 9));
