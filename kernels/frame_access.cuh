@@ -3,6 +3,7 @@
 // channel (three 32-bit words either way: one per plane, or the 12 interleaved bytes). Included by .cu files.
 #pragma once
 
+#include "pixel.cuh"
 #include "planes.hpp"
 
 #include <cstddef>
@@ -11,10 +12,12 @@
 
 namespace imgpipe::cuda {
 
+// A channel chosen at run time is selected with plane_of, never by indexing the view's array (which would copy
+// the kernel parameter to local memory).
 struct PlanesSource {
   ConstPlanesView v;
   __device__ const std::uint8_t* at(int x, int y, int c) const {
-    return v.plane[c] + static_cast<std::size_t>(y) * v.pitch + x;
+    return plane_of(v, static_cast<unsigned>(c)) + static_cast<std::size_t>(y) * v.pitch + x;
   }
   // Pixels x .. x + 3 of row y; x a multiple of 4 and words_aligned().
   __device__ void load4(int x, int y, uchar4 (&p)[3]) const {
@@ -31,7 +34,7 @@ struct PlanesSource {
 struct PlanesTarget {
   PlanesView v;
   __device__ std::uint8_t* at(int x, int y, int c) const {
-    return v.plane[c] + static_cast<std::size_t>(y) * v.pitch + x;
+    return plane_of(v, static_cast<unsigned>(c)) + static_cast<std::size_t>(y) * v.pitch + x;
   }
   __device__ void store4(int x, int y, const uchar4 (&p)[3]) const {
 #pragma unroll
