@@ -159,7 +159,9 @@ def test_the_producers_pending_writes_come_first():
         cupy.cuda.Device().synchronize()
         return written
 
-    assert not all_written(None), "control: without a stream to wait for, imgpipe should have read the frame early"
+    if all_written(None):
+        pytest.skip("control: without a stream to wait for, imgpipe still read the frame after the producer wrote "
+                    "it (something in the call synchronizes the streams), so this machine cannot show the wait")
     assert all_written(s1.ptr)
 
 
