@@ -133,7 +133,9 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
   } else {
     for (int r = threadIdx.y; r < kRows; r += kBlockY) {
       const std::uint8_t* row = plane + offset(0, border_index(top + r, e.height, border), pitch);
-      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) {
+        tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
+      }
     }
   }
 }

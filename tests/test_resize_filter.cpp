@@ -461,7 +461,8 @@ TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
       {{2, 2}, {1, 1}},         {{6, 1}, {3, 1}},         {{2, 97}, {1, 97}},        {{226, 24}, {113, 12}},
       {{66, 31}, {33, 31}},     {{518, 131}, {259, 262}}, {{518, 393}, {259, 262}},  {{3, 3}, {2, 2}},
       {{3, 97}, {2, 97}},       {{339, 18}, {226, 12}},   {{195, 131}, {130, 262}},  {{201, 9}, {134, 6}},
-      {{1920, 1080}, {1280, 720}}, {{1920, 1080}, {960, 540}}, {{1920, 1080}, {1280, 1080}}, {{1920, 540}, {960, 1080}}};
+      {{1920, 1080}, {1280, 720}}, {{1920, 1080}, {960, 540}}, {{1920, 1080}, {1280, 1080}},
+      {{1920, 540}, {960, 1080}}};
   for (const auto& [in, out] : sizes) {
     cases.emplace_back(testing::synthetic_image(in, seed++), out);
     if (in.pixels() < 100000) cases.emplace_back(testing::random_image(in, seed++), out);
@@ -473,7 +474,7 @@ TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
         SCOPED_TRACE(describe(in.size(), out, f));
         const Layout in_layout = aligned_rows(in.size());
         ASSERT_TRUE(cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in.size()), in_layout.pitch},
-                                                    in_layout.stride, 1, extent_of(out), k));
+                                                         in_layout.stride, 1, extent_of(out), k));
         const cuda::ResizeFilterTaps taps(f.taps, cuda::ResizeFilterArithmetic::opencv);
         const Image fused = run_fused({in}, in_layout, Layout::packed(out), taps, f.border).front();
         EXPECT_TRUE(same_bytes(fused, opencv_exact::apply(Chain{{Resize{out}, f.op}}, in)));
@@ -555,7 +556,8 @@ TEST(ResizeFilterArguments, OpenCvArithmeticTakesOnlyWhatItComputesExactly) {
   const auto opencv = cuda::ResizeFilterArithmetic::opencv;
   EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.2f, 0.6f, 0.2f}, opencv), std::invalid_argument);  // not in 1/256
   const auto fits = [](Size in, std::size_t pitch, Size out, int k) {
-    return cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1, extent_of(out), k);
+    return cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1,
+                                                extent_of(out), k);
   };
   EXPECT_TRUE(fits({1920, 1080}, 5760, {1280, 720}, 5));
   EXPECT_TRUE(fits({1920, 1080}, 5760, {960, 2160}, 9));
