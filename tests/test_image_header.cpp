@@ -16,8 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
+#include <thread>
 
 #ifdef IMGPIPE_TEST_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -346,6 +348,31 @@ TEST(AtomicWrite, AWriteThatFailsMidwayLeavesNothingBehind) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the write succeeded, 2: another reason";
   EXPECT_FALSE(fs::exists(path));
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
+}
+
+// What a second SIGINT does (remove_unfinished_temporaries, then _exit), in a child process: a temporary being
+// written is removed, and a write that starts once the abort has begun creates no file at all, even while the
+// process has not exited yet (the writer waits for the exit).
+TEST(AtomicWrite, AnAbortRemovesTheTemporariesAndNoWriteCreatesOneAfterIt) {
+  TempDir dir;
+  const fs::path late = dir.path() / "late.bin";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    TemporaryFile pending(dir.path() / "pending.bin");
+    write_bytes(pending.name(), "half a file");
+    remove_unfinished_temporaries();
+    std::thread writer([&] { write_file_atomically(late, Bytes(1000, 1)); });
+    writer.detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    _exit(temporaries_in(dir.path()).empty() && !fs::exists(late) ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "a temporary or the late file exists after the abort began";
+  EXPECT_TRUE(temporaries_in(dir.path()).empty());
+  EXPECT_FALSE(fs::exists(late));
 }
 
 }  // namespace
