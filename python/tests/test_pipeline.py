@@ -39,6 +39,15 @@ def test_a_batch_equals_frame_by_frame(backend):
         assert np.array_equal(out[i], p(np.ascontiguousarray(frame))), f"frame {i}"
 
 
+@pytest.mark.parametrize("backend", usable_backends())
+def test_jax_host_arrays_come_in_through_dlpack(backend):
+    jnp = pytest.importorskip("jax.numpy", reason="JAX is not installed")
+    p = imgpipe.Pipeline(CHAIN, backend=backend)
+    frame = next(iter(photos().values()))
+    out = p(jnp.asarray(frame))
+    assert isinstance(out, np.ndarray) and np.array_equal(out, p(frame))
+
+
 def test_output_size_follows_the_chain():
     assert imgpipe.Pipeline("resize=64x48,transpose", backend=usable_backends()[0]).output_size((640, 480)) == (48, 64)
 
