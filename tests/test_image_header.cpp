@@ -19,6 +19,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #ifdef IMGPIPE_TEST_WITH_OPENCV
@@ -323,15 +324,26 @@ TEST(AtomicWrite, KeepNeverReplacesAnExistingFile) {
   EXPECT_EQ(file(path), replacement);
 }
 
+// The exit code of `body` run in a child process (which must end with _exit), or -1 when it did not exit.
+int exit_code_in_child(const std::function<void()>& body) {
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    body();
+    _exit(100);
+  }
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 // A write that fails midway (here the file-size limit, EFBIG; a full disk fails the same write() with ENOSPC)
 // leaves neither a truncated file under the real name nor the temporary. In a child process: the limit
 // and the ignored SIGXFSZ must not leak into the other tests.
 TEST(AtomicWrite, AWriteThatFailsMidwayLeavesNothingBehind) {
   TempDir dir;
   const fs::path path = dir.path() / "big.bin";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int code = exit_code_in_child([&] {
     ::signal(SIGXFSZ, SIG_IGN);
     const rlimit limit{4096, 4096};
     ::setrlimit(RLIMIT_FSIZE, &limit);
@@ -341,11 +353,8 @@ TEST(AtomicWrite, AWriteThatFailsMidwayLeavesNothingBehind) {
       _exit(contains(e.reason(), "cannot write: File too large") ? 0 : 2);
     }
     _exit(1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the write succeeded, 2: another reason";
+  });
+  EXPECT_EQ(code, 0) << "1: the write succeeded, 2: another reason";
   EXPECT_FALSE(fs::exists(path));
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
 }
@@ -356,9 +365,7 @@ TEST(AtomicWrite, AWriteThatFailsMidwayLeavesNothingBehind) {
 TEST(AtomicWrite, AnAbortRemovesTheTemporariesAndNoWriteCreatesOneAfterIt) {
   TempDir dir;
   const fs::path late = dir.path() / "late.bin";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int code = exit_code_in_child([&] {
     TemporaryFile pending(dir.path() / "pending.bin");
     write_bytes(pending.name(), "half a file");
     remove_unfinished_temporaries();
@@ -366,11 +373,8 @@ TEST(AtomicWrite, AnAbortRemovesTheTemporariesAndNoWriteCreatesOneAfterIt) {
     writer.detach();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     _exit(temporaries_in(dir.path()).empty() && !fs::exists(late) ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "a temporary or the late file exists after the abort began";
+  });
+  EXPECT_EQ(code, 0) << "a temporary or the late file exists after the abort began";
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
   EXPECT_FALSE(fs::exists(late));
 }
