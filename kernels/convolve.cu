@@ -133,9 +133,7 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
   } else {
     for (int r = threadIdx.y; r < kRows; r += kBlockY) {
       const std::uint8_t* row = plane + offset(0, border_index(top + r, e.height, border), pitch);
-      for (int c = threadIdx.x; c < kCols; c += kBlockX) {
-        tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
-      }
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
     }
   }
 }
@@ -169,7 +167,7 @@ __device__ __forceinline__ void filter_staged_tile(const std::uint8_t (&tile)[kT
 // Two resident blocks per SM at least; without the hint ptxas squeezes the 31-tap version into 40 registers
 // and spills. kGlobalTaps and kUniformBorder select the ablation twins (separable_planes_variant); the
 // optimized path runs <kRadius, false, true>. kInStep and kOutStep are 3 where the input or output is the
-// interleaved frame (planes_of_frame): its channel c is a "plane" starting at byte c with pixels 3 bytes apart.
+// interleaved frame (channels_of): its channel c is a "plane" starting at byte c with pixels 3 bytes apart.
 template <int kRadius, bool kGlobalTaps = false, bool kUniformBorder = true, int kInStep = 1, int kOutStep = 1>
 __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
     separable_kernel(ConstPlanesView in, PlanesView out, int slot, const float* global_taps, float scale,
@@ -279,7 +277,7 @@ std::array<SeparableKernel, sizeof...(R)> separable_kernels(std::integer_sequenc
   return {&separable_kernel<R + 1, kGlobalTaps, kUniformBorder, kInStep, kOutStep>...};
 }
 
-// A frame of either layout as the tiled filters read it: three "planes" with pixels step_of() bytes apart,
+// A frame of either layout as the tiled filters read it: three "planes" with pixels 1 or 3 bytes apart,
 // those of the interleaved frame starting at its bytes 0, 1 and 2.
 ConstPlanesView channels_of(const ConstFrameView& f) {
   if (!f.interleaved) return f.planes;

@@ -234,7 +234,7 @@ bool resize_filter_fits(Extent in, Extent out, int ksize) {
 }
 
 bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
-                                    int ksize) {
+                               int ksize) {
   return resize_filter_fits(first_in.extent, out, ksize) &&
          resize_filter::ratio_for(first_in.extent, out, ksize / 2) != resize_filter::Ratio::any &&
          frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);

@@ -397,9 +397,7 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
     const Weights w = weights_1d(filter);
     head.exact.emplace(to_float(w.taps), static_cast<float>(w.scale));
     // OpenCV's Gaussian taps are whole 1/256 (box taps are not), which the fused kernel's exact path needs.
-    if constexpr (std::is_same_v<std::decay_t<decltype(filter)>, Gaussian>) {
-      head.fused.emplace(to_float(w.taps), opencv);
-    }
+    if constexpr (std::is_same_v<std::decay_t<decltype(filter)>, Gaussian>) head.fused.emplace(to_float(w.taps), opencv);
     return head;
   };
   if (chain.ops.size() >= 2) {
@@ -407,8 +405,7 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
     if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(*b);
   }
   FusedHead alone{std::nullopt, std::nullopt, cuda::BorderMode::reflect101, 1, 1};
-  alone.fused.emplace(std::vector<float>{1.f},
-                      arithmetic == Arithmetic::exact ? opencv : cuda::ResizeFilterArithmetic::fast);
+  alone.fused.emplace(std::vector<float>{1.f}, arithmetic == Arithmetic::exact ? opencv : cuda::ResizeFilterArithmetic::fast);
   return alone;
 }
 
@@ -420,9 +417,9 @@ class OptimizedPlan {
   // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
   // writes `out`, or an AoS scratch frame that the deinterleave then starts from. A linear resize with no
   // filter after it is such a pass too (one tap) at the exact ratios, where it is the whole chain or does not
-  // enlarge the frame (the deinterleave after it would otherwise read more than the resize saved). The fused
-  // kernel refuses extreme horizontal downscales, and takes OpenCV's arithmetic only at the exact ratios, so
-  // the plane stages stay planned as the fallback for those frames (FusedHead).
+  // enlarge the frame (the deinterleave after it would otherwise read more than the resize saved). The fused kernel refuses
+  // extreme horizontal downscales, and takes OpenCV's arithmetic only at the exact ratios, so the plane
+  // stages stay planned as the fallback for those frames (FusedHead).
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
   }

@@ -394,8 +394,12 @@ Image crop(const Image& image, Size size) {
   return cropped;
 }
 
-// Each photograph cropped to a multiple of 2 and of 3, with the output sizes at 2:1 and at 3:2 both ways.
-std::vector<std::pair<Image, Size>> photos_at_exact_ratios() {
+// Ratios with a path of their own (2:1 or 3:2 across, the vertical scale k/2 up to 2, K up to 9, rows 8-byte
+// aligned) must give the general path's bytes, which an input pitch that is not even 2-byte aligned selects.
+// Photos and odd sizes (one column, tiles cut by the frame's edge, 4097 wide), every radius of those paths and
+// one past them.
+TEST(ResizeFilter, ExactRatiosGiveTheGeneralPathsBytes) {
+  SKIP_WITHOUT_DEVICE();
   std::vector<std::pair<Image, Size>> cases;
   for (const auto& photo : testing::photos()) {
     const Size by_two{photo.image.width() / 2, photo.image.height() / 2};
@@ -404,16 +408,6 @@ std::vector<std::pair<Image, Size>> photos_at_exact_ratios() {
     cases.emplace_back(crop(photo.image, {3 * by_three.width, 3 * by_three.height}),
                        Size{2 * by_three.width, 2 * by_three.height});
   }
-  return cases;
-}
-
-// Ratios with a path of their own (2:1 or 3:2 across, the vertical scale k/2 up to 2, K up to 9, rows 8-byte
-// aligned) must give the general path's bytes, which an input pitch that is not even 2-byte aligned selects.
-// Photos and odd sizes (one column, tiles cut by the frame's edge, 4097 wide), every radius of those paths and
-// one past them.
-TEST(ResizeFilter, ExactRatiosGiveTheGeneralPathsBytes) {
-  SKIP_WITHOUT_DEVICE();
-  std::vector<std::pair<Image, Size>> cases = photos_at_exact_ratios();
   std::uint32_t seed = 60;
   const std::vector<std::pair<Size, Size>> sizes{
       {{2, 2}, {1, 1}},         {{6, 1}, {3, 1}},         {{2, 97}, {1, 97}},       {{226, 24}, {113, 12}},
@@ -453,9 +447,13 @@ Layout aligned_rows(Size s, int frames = 1) {
 // radius of the path, both borders; one frame, and a batch.
 TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
   SKIP_WITHOUT_DEVICE();
-  std::vector<std::pair<Image, Size>> cases = photos_at_exact_ratios();
-  for (const auto& photo : testing::photos()) {  // 2:1 across, doubled down
+  std::vector<std::pair<Image, Size>> cases;
+  for (const auto& photo : testing::photos()) {
     const Size by_two{photo.image.width() / 2, photo.image.height() / 2};
+    const Size by_three{photo.image.width() / 3, photo.image.height() / 3};
+    cases.emplace_back(crop(photo.image, {2 * by_two.width, 2 * by_two.height}), by_two);
+    cases.emplace_back(crop(photo.image, {3 * by_three.width, 3 * by_three.height}),
+                       Size{2 * by_three.width, 2 * by_three.height});
     cases.emplace_back(crop(photo.image, {2 * by_two.width, by_two.height}), Size{by_two.width, 2 * by_two.height});
   }
   std::uint32_t seed = 90;
@@ -463,8 +461,7 @@ TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
       {{2, 2}, {1, 1}},         {{6, 1}, {3, 1}},         {{2, 97}, {1, 97}},        {{226, 24}, {113, 12}},
       {{66, 31}, {33, 31}},     {{518, 131}, {259, 262}}, {{518, 393}, {259, 262}},  {{3, 3}, {2, 2}},
       {{3, 97}, {2, 97}},       {{339, 18}, {226, 12}},   {{195, 131}, {130, 262}},  {{201, 9}, {134, 6}},
-      {{1920, 1080}, {1280, 720}}, {{1920, 1080}, {960, 540}}, {{1920, 1080}, {1280, 1080}},
-      {{1920, 540}, {960, 1080}}};
+      {{1920, 1080}, {1280, 720}}, {{1920, 1080}, {960, 540}}, {{1920, 1080}, {1280, 1080}}, {{1920, 540}, {960, 1080}}};
   for (const auto& [in, out] : sizes) {
     cases.emplace_back(testing::synthetic_image(in, seed++), out);
     if (in.pixels() < 100000) cases.emplace_back(testing::random_image(in, seed++), out);
@@ -476,7 +473,7 @@ TEST(ResizeFilter, OpenCvArithmeticGivesOpenCvsBytesAtTheExactRatios) {
         SCOPED_TRACE(describe(in.size(), out, f));
         const Layout in_layout = aligned_rows(in.size());
         ASSERT_TRUE(cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in.size()), in_layout.pitch},
-                                                         in_layout.stride, 1, extent_of(out), k));
+                                                    in_layout.stride, 1, extent_of(out), k));
         const cuda::ResizeFilterTaps taps(f.taps, cuda::ResizeFilterArithmetic::opencv);
         const Image fused = run_fused({in}, in_layout, Layout::packed(out), taps, f.border).front();
         EXPECT_TRUE(same_bytes(fused, opencv_exact::apply(Chain{{Resize{out}, f.op}}, in)));
@@ -558,8 +555,7 @@ TEST(ResizeFilterArguments, OpenCvArithmeticTakesOnlyWhatItComputesExactly) {
   const auto opencv = cuda::ResizeFilterArithmetic::opencv;
   EXPECT_THROW(cuda::ResizeFilterTaps(Taps{0.2f, 0.6f, 0.2f}, opencv), std::invalid_argument);  // not in 1/256
   const auto fits = [](Size in, std::size_t pitch, Size out, int k) {
-    return cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1,
-                                                extent_of(out), k);
+    return cuda::resize_filter_exact_ratio_fits({nullptr, extent_of(in), pitch}, pitch * in.height, 1, extent_of(out), k);
   };
   EXPECT_TRUE(fits({1920, 1080}, 5760, {1280, 720}, 5));
   EXPECT_TRUE(fits({1920, 1080}, 5760, {960, 2160}, 9));

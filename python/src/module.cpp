@@ -160,8 +160,7 @@ Frames cast_frames(const nb::handle& frames) {
 // A CUDA array is taken through DLPack's handshake with the stream the work will run on (1: the legacy default
 // stream), so the producer orders its pending writes before that stream instead of waiting for them on the host.
 Frames dlpack_frames(const nb::object& frames, cudaStream_t stream) {
-  const std::uintptr_t handle = stream ? reinterpret_cast<std::uintptr_t>(stream) : 1;
-  return cast_frames(frames.attr("__dlpack__")(nb::arg("stream") = handle));
+  return cast_frames(frames.attr("__dlpack__")(nb::arg("stream") = stream ? reinterpret_cast<std::uintptr_t>(stream) : 1));
 }
 
 // What an array's __cuda_array_interface__ (version 2 or 3) says, checked on the host before the device is
@@ -183,8 +182,7 @@ CudaArrayInterface describe_cuda_array(const nb::object& array, const std::strin
 
   int version = 0;
   if (!nb::try_cast(entry("version"), version) || (version != 2 && version != 3)) {
-    throw type_error("version " + nb::cast<std::string>(nb::repr(entry("version"))) +
-                     ": only versions 2 and 3 are read");
+    throw type_error("version " + nb::cast<std::string>(nb::repr(entry("version"))) + ": only versions 2 and 3 are read");
   }
   std::string typestr;
   // One-byte types have no byte order, so every prefix means the same uint8.
