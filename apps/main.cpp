@@ -7,6 +7,7 @@
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "gpu_jpeg.hpp"
+#include "gpu_video.hpp"
 #include "image_file.hpp"
 #include "library_logging.hpp"
 #include "signals.hpp"
@@ -45,6 +46,7 @@ int list_backends() {
     std::printf("auto picks: nothing (%s)\n", e.what());
   }
   for (const std::string& line : io::describe_gpu_jpeg()) std::printf("%s\n", line.c_str());
+  for (const std::string& line : io::describe_gpu_video()) std::printf("%s\n", line.c_str());
   std::printf("CPU image codecs: %s\n", io::has_opencv_codecs() ? "OpenCV (JPEG, PNG, BMP, TIFF, WebP) and PPM"
                                                                   : "PPM only (this build has no OpenCV)");
   return kExitOk;
@@ -176,6 +178,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
       ->capture_default_str();
   add_engine_options(*stream_command, stream.memory, stream.slots, "", stream.exact);
+  stream_command->add_option("--decoder", stream.decoder,
+                             "Video decoding: gpu (NVDEC, for H.264 and HEVC elementary streams: .h264, .264, .avc, "
+                             ".hevc, .h265, .265), cpu (OpenCV), or auto (gpu where the engine keeps frames on the "
+                             "device and NVDEC takes the stream, else cpu, saying why)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
   stream_command->footer(std::string(chain_help()) + R"(
 
 A video output keeps the input's frame rate, is written under a temporary name and renamed into place

@@ -4,6 +4,7 @@
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "frame_stream.hpp"
+#include "gpu_video.hpp"
 #include "job.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
@@ -55,6 +56,31 @@ void check_output_path(const StreamOptions& options) {
     throw UsageError("--output '" + options.output + "' exists; --overwrite replaces it (once the new video is "
                      "complete)");
   }
+}
+
+// The video file's reader: NVDEC where --decoder asks for it (gpu) or allows it (auto, on an engine that keeps
+// frames on the device), else the CPU decoder. auto says in one line why NVDEC did not take an elementary stream.
+std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, const Engine& engine,
+                                                  Progress& progress) {
+  if (options.decoder == "gpu" || (options.decoder == "auto" && engine.device_frames())) {
+    try {
+      return io::open_gpu_video_reader(options.input);
+    } catch (const io::GpuVideoRefusal& e) {
+      if (options.decoder == "gpu") throw UsageError(std::string("--decoder gpu: ") + e.what());
+      if (io::elementary_stream_codec(options.input)) progress.message(std::string(e.what()) + "; decoding on the CPU");
+    }
+  }
+  return io::open_video_reader(options.input, options.max_pixels);
+}
+
+// A stream's damaged frames, which the decoder concealed and which were written.
+std::string damaged_frames_message(const std::string& input, const std::vector<std::uint64_t>& frames) {
+  constexpr std::size_t kListed = 10;
+  std::string text = input + ": " + std::to_string(frames.size()) + " frame" + (frames.size() == 1 ? "" : "s") +
+                     " damaged in the bitstream (";
+  for (std::size_t i = 0; i < frames.size() && i < kListed; ++i) text += (i ? ", " : "") + std::to_string(frames[i]);
+  if (frames.size() > kListed) text += ", ...";
+  return text + "); the decoder concealed the damage and they were written";
 }
 
 }  // namespace
@@ -111,30 +137,31 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     throw UsageError(std::string("--memory: ") + e.what());
   }
 
+  if (raw_in && options.decoder == "gpu") throw UsageError("--decoder gpu: raw rgb24 input needs no decoder");
+
+  const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
+  Progress progress;
   const std::string input_name = raw_in ? "stdin" : options.input;
   std::unique_ptr<io::FrameReader> reader;
   if (raw_in) {
     reader = std::make_unique<io::RawFrameReader>(STDIN_FILENO, *raw_size, "stdin", stop_fd());
   } else {
-    reader = io::open_video_reader(options.input, options.max_pixels);
+    reader = open_video_input(options, *engine, progress);
   }
   io::FrameStreamSource source(*reader, input_name, chain, options.max_pixels);
   std::unique_ptr<io::FrameWriter> writer;
   if (raw_out) {
     writer = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
   } else {
-    const double fps =
-        options.fps.value_or(raw_in ? kDefaultFps : io::video_fps(options.input).value_or(kDefaultFps));
+    const double fps = options.fps.value_or(reader->frame_rate().value_or(kDefaultFps));
     writer = io::open_video_writer_at_first_frame(options.output, fps,
                                                   options.overwrite ? io::Existing::replace : io::Existing::keep);
   }
   io::FrameStreamSink sink(*writer);
-  const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
 
   JobOptions job;
   job.stop_at_first_failure = true;
   job.stop_requested = [] { return stop_signal() != 0; };  // what is in flight still finishes
-  Progress progress;
   const JobSummary result = run_job(source, *engine, sink, job, [&](const ItemResult& item) {
     if (item.status == ItemResult::Status::done && (item.item.index + 1) % 30 == 0) {
       progress.show(std::to_string(item.item.index + 1) + " frames");
@@ -142,10 +169,11 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
   });
 
   auto summary = [&](const char* ending) {
-    char text[320];
-    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s",
+    char text[480];
+    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s",
                   static_cast<unsigned long long>(result.done), ending, result.seconds,
-                  result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str());
+                  result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
+                  reader->decoder().c_str());
     progress.message(text);
   };
   auto stopped_by_signal = [&](const std::string& detail) {
@@ -191,6 +219,10 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     return kExitSomeFailed;
   }
   summary("");
+  if (const std::vector<std::uint64_t> damaged = reader->corrupt_frames(); !damaged.empty()) {
+    progress.message(damaged_frames_message(input_name, damaged));
+    return kExitSomeFailed;
+  }
   return kExitOk;
 }
 

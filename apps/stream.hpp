@@ -21,14 +21,15 @@ struct StreamOptions {
   std::optional<double> fps;  // output frame rate; default: the input's, else 30
   bool overwrite = false;     // replace an existing output file
   std::string backend = "auto";
+  std::string decoder = "auto";  // video input: gpu (NVDEC), cpu, or auto (gpu where the engine keeps frames on the device)
   std::string memory = "pinned";
   int slots = 3;
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
 };
 
-// Returns the exit code: kExitOk; kExitSomeFailed when the input had no frames or a bad frame ended it (the
-// frames before it were written); kExitDevice after a sticky CUDA error; 128 + the signal after SIGINT/SIGTERM.
+// Returns the exit code: kExitOk; kExitSomeFailed when the input had no frames, a bad frame ended it (the
+// frames before it were written) or the decoder reported damaged frames (concealed and written); kExitDevice after a sticky CUDA error; 128 + the signal after SIGINT/SIGTERM.
 // Throws UsageError for bad arguments, before anything is read or written.
 // The engine comes from `make_engine_for_stream` (default: make_engine for --backend).
 int run_stream_command(const StreamOptions& options);

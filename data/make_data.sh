@@ -40,3 +40,20 @@ ffmpeg -loglevel error -y \
 [ab][c]xfade=transition=fade:duration=0.5:offset=2[abc];\
 [abc][d]xfade=transition=fade:duration=0.5:offset=3[v]" \
   -map '[v]' -c:v libx264 -preset slow -crf 28 -movflags +faststart -an video/clip.mp4
+
+# Elementary streams for NVDEC, whose parser reads no container: frames 20-49 of the clip at 240x136 (136 is
+# not a multiple of 16, so the decoder crops), H.264 with B-frames in BT.601 limited range and HEVC in BT.709
+# full range; and FFmpeg's own RGB of frames 0, 14 and 29 of each, which the GPU decode is compared with.
+excerpt="select='between(n,20,49)',setpts=N/25/TB,scale=240:136"
+ffmpeg -loglevel error -y -i video/clip.mp4 -vf "$excerpt,format=yuv420p" \
+  -c:v libx264 -preset medium -crf 26 -bf 2 -g 12 -f h264 video/clip.h264
+ffmpeg -loglevel error -y -i video/clip.mp4 -vf "$excerpt:out_color_matrix=bt709:out_range=full,format=yuvj420p" \
+  -c:v libx265 -x265-params log-level=error:colorprim=bt709:transfer=bt709:colormatrix=bt709:range=full \
+  -crf 28 -f hevc video/clip.hevc
+mkdir -p video/ffmpeg_rgb
+for stream in clip.h264 clip.hevc; do
+  for n in 0 14 29; do
+    ffmpeg -loglevel error -y -i "video/$stream" -vf "select=eq(n\\,$n)" -frames:v 1 -pix_fmt rgb24 \
+      "video/ffmpeg_rgb/$stream.$n.ppm"
+  done
+done

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <stdexcept>
 #include <cstring>
 
 #ifdef IMGPIPE_HAVE_OPENCV
@@ -16,6 +17,10 @@
 #endif
 
 namespace imgpipe::io {
+
+void FrameReader::read_to_device(const DeviceFrame&) {
+  throw std::logic_error("this frame reader decodes on the CPU: read() is its way in");
+}
 
 RawFrameReader::RawFrameReader(int fd, Size frame_size, std::string name, int cancel_fd)
     : fd_(fd), size_(frame_size), name_(std::move(name)), cancel_fd_(cancel_fd) {
@@ -112,6 +117,11 @@ class VideoReader final : public FrameReader {
     if (bgr_.type() != CV_8UC3) throw IoError(path_, "frame " + std::to_string(frames_) + " is not 8-bit BGR");
     return size;
   }
+  std::optional<double> frame_rate() const override {
+    const double fps = capture_.get(cv::CAP_PROP_FPS);
+    return fps > 0 ? std::optional(fps) : std::nullopt;
+  }
+  std::string decoder() const override { return "CPU (OpenCV)"; }
   void read(FrameView frame) override {
     cv::Mat rgb(frame.size.height, frame.size.width, CV_8UC3, frame.data);
     cv::cvtColor(bgr_, rgb, cv::COLOR_BGR2RGB);  // the one pass that must happen anyway lands in the engine's buffer
@@ -273,6 +283,14 @@ std::optional<Item> FrameStreamSource::next() {
 
 std::vector<std::string> FrameStreamSource::read(const Item&, const FrameAllocator& allocate) {
   reader_.read(allocate(*next_size_));
+  ++frames_read_;
+  return {};
+}
+
+std::vector<std::string> FrameStreamSource::read_on_device(const Item& item, const FrameAllocator& allocate,
+                                                           const DeviceFrameAllocator& allocate_on_device) {
+  if (!reader_.decodes_on_device()) return read(item, allocate);
+  reader_.read_to_device(allocate_on_device(*next_size_));
   ++frames_read_;
   return {};
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace imgpipe::io {
 
@@ -25,6 +26,17 @@ class FrameReader {
   virtual std::optional<Size> next_size() = 0;
   // Reads the frame whose size next_size() just gave into `frame`.
   virtual void read(FrameView frame) = 0;
+  // True when the frames are decoded on the GPU, so read_to_device() is the way in where the engine keeps
+  // frames on the device.
+  virtual bool decodes_on_device() const { return false; }
+  // Like read(), into a device frame: complete on return.
+  virtual void read_to_device(const DeviceFrame& frame);
+  // Frames per second the input declares, or nullopt when it declares none.
+  virtual std::optional<double> frame_rate() const { return std::nullopt; }
+  // Frames that came out of the decoder damaged (concealed), and their positions for messages, from 0.
+  virtual std::vector<std::uint64_t> corrupt_frames() const { return {}; }
+  // Which decoder reads the frames, for the summary.
+  virtual std::string decoder() const { return "CPU"; }
 };
 
 class FrameWriter {
@@ -51,6 +63,7 @@ class RawFrameReader final : public FrameReader {
   RawFrameReader(int fd, Size frame_size, std::string name, int cancel_fd = -1);
   std::optional<Size> next_size() override;
   void read(FrameView frame) override;
+  std::string decoder() const override { return "raw rgb24"; }
   std::uint64_t frames_read() const { return frames_; }
 
  private:
@@ -103,6 +116,8 @@ class FrameStreamSource final : public Source {
   FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain, std::uint64_t max_pixels);
   std::optional<Item> next() override;
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
+  std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
+                                          const DeviceFrameAllocator& allocate_on_device) override;
   std::uint64_t frames_read() const { return frames_read_; }
 
  private:

@@ -70,7 +70,10 @@ bool resize_filter_fits(Extent in, Extent out, int ksize);
 // across with a vertical scale of 1/2, 1, 3/2 or 2 (every OpenCV weight a multiple of 1/4), ksize <= 9, and
 // 16-byte aligned input rows. Touches no device.
 bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
-                               int ksize);
+                                    int ksize);
+// Its part that depends on the sizes alone, for callers that ask once per size and check the rows' alignment
+// (frame_rows_aligned, 16 bytes) per launch.
+bool resize_filter_at_exact_ratio(Extent in, Extent out, int ksize);
 
 // How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes), for frames
 // whose rows are 16-byte aligned.

@@ -233,10 +233,13 @@ bool resize_filter_fits(Extent in, Extent out, int ksize) {
          resize_filter::plan_or_refusal(in, out, ksize / 2, 1, resize_filter::Ratio::any).refusal.empty();
 }
 
+bool resize_filter_at_exact_ratio(Extent in, Extent out, int ksize) {
+  return resize_filter_fits(in, out, ksize) && resize_filter::ratio_for(in, out, ksize / 2) != resize_filter::Ratio::any;
+}
+
 bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
-                               int ksize) {
-  return resize_filter_fits(first_in.extent, out, ksize) &&
-         resize_filter::ratio_for(first_in.extent, out, ksize / 2) != resize_filter::Ratio::any &&
+                                    int ksize) {
+  return resize_filter_at_exact_ratio(first_in.extent, out, ksize) &&
          frame_rows_aligned(first_in.data, first_in.pitch, in_frame_stride, frames, 16);
 }
 

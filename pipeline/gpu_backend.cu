@@ -351,16 +351,17 @@ struct FusedHead {
     return exact.has_value() || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
   }
 
-  // Whether it takes these frames (fits() holds for their sizes): OpenCV's arithmetic in the fused kernel needs
-  // aligned rows, and a lone resize has no other exact head.
-  bool takes(const std::uint8_t* in, Size in_size, int frames, Size resized) const {
-    return fused_takes(in, in_size, frames, resized) || exact.has_value();
+  // Whether it takes these frames (fits() holds for their sizes, and `at_exact_ratio` says whether they are at
+  // the fused kernel's exact ratios): OpenCV's arithmetic in the fused kernel needs aligned rows, and a lone
+  // resize has no other exact head.
+  bool takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio) const {
+    return fused_takes(in, in_size, frames, at_exact_ratio) || exact.has_value();
   }
 
   // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`; takes() holds.
-  void run(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, Size resized,
+  void run(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio, std::uint8_t* out, Size resized,
            cudaStream_t stream) const {
-    if (!fused_takes(in, in_size, frames, resized)) {
+    if (!fused_takes(in, in_size, frames, at_exact_ratio)) {
       cuda::resize_separable_exact_aos(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
                                        frames, *exact, border, stream);
     } else if (frames == 1) {
@@ -374,12 +375,12 @@ struct FusedHead {
  private:
   // A lone resize only at the exact ratios: elsewhere the fused kernel's general path with one tap is slower than
   // the texture unit's resize on planes (1280x720 -> 853x480 on the H200: 21.9 against 13.3 us per frame).
-  bool fused_takes(const std::uint8_t* in, Size in_size, int frames, Size resized) const {
+  bool fused_takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio) const {
     if (!fused) return false;
     const bool exact_ratio_only = ops == 1 || fused->arithmetic() == cuda::ResizeFilterArithmetic::opencv;
     return !exact_ratio_only ||
-           cuda::resize_filter_exact_ratio_fits(aos(in, in_size), in_size.rgb_bytes(), frames, extent_of(resized),
-                                                ksize);
+           (at_exact_ratio && cuda::frame_rows_aligned(in, 3 * static_cast<std::size_t>(in_size.width),
+                                                       in_size.rgb_bytes(), frames, 16));
   }
 };
 
@@ -426,17 +427,17 @@ class OptimizedPlan {
 
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
-    if (!fuses(in_size) || !head_->takes(in, in_size, 1, sizes_[head_->ops])) {
+    if (!fuses(in_size) || !head_->takes(in, in_size, 1, at_exact_ratio_)) {
       run_planes(in, 0, out, stream);
       return;
     }
     const Size resized = sizes_[head_->ops];
     if (stages_.size() == head_->ops) {
-      head_->run(in, in_size, 1, out, resized, stream);
+      head_->run(in, in_size, 1, at_exact_ratio_, out, resized, stream);
       return;
     }
     head_frames_.grow(resized.rgb_bytes());
-    head_->run(in, in_size, 1, head_frames_.data(), resized, stream);
+    head_->run(in, in_size, 1, at_exact_ratio_, head_frames_.data(), resized, stream);
     run_planes(head_frames_.data(), head_->ops, out, stream);
   }
 
@@ -445,7 +446,7 @@ class OptimizedPlan {
   void run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
     const Size out_size = sizes_.back();
-    if (!fuses(in_size) || !head_->takes(in, in_size, frames, sizes_[head_->ops])) {
+    if (!fuses(in_size) || !head_->takes(in, in_size, frames, at_exact_ratio_)) {
       for (int f = 0; f < frames; ++f) run(in + frame_offset(in_size, f), in_size, out + frame_offset(out_size, f), stream);
       return;
     }
@@ -458,7 +459,7 @@ class OptimizedPlan {
         head_frames_.grow(resized.rgb_bytes() * static_cast<std::size_t>(count));
         head_out = head_frames_.data();
       }
-      head_->run(in + frame_offset(in_size, first), in_size, count, head_out, resized, stream);
+      head_->run(in + frame_offset(in_size, first), in_size, count, at_exact_ratio_, head_out, resized, stream);
       if (alone) continue;
       for (int f = 0; f < count; ++f) {
         run_planes(head_frames_.data() + frame_offset(resized, f), head_->ops,
@@ -485,6 +486,8 @@ class OptimizedPlan {
       const Size resized = sizes_[head_->ops];
       const bool enlarges_before_planes = head_->ops == 1 && stages_.size() > 1 && resized.pixels() > in_size.pixels();
       fits_ = !enlarges_before_planes && head_->fits(in_size, resized);
+      at_exact_ratio_ =
+          fits_ && cuda::resize_filter_at_exact_ratio(extent_of(in_size), extent_of(resized), head_->ksize);
       fits_for_ = in_size;
     }
     return fits_;
@@ -553,8 +556,9 @@ class OptimizedPlan {
   std::vector<Size> sizes_;
   cuda::PlaneBuffer planes_[2];
   cuda::DeviceBuffer head_frames_;  // the fused head's output when more ops follow
-  Size fits_for_{};                 // the input size fuses() last answered for
+  Size fits_for_{};                 // the input size fuses() and at_exact_ratio_ last answered for
   bool fits_ = false;
+  bool at_exact_ratio_ = false;     // the head's sizes are at the fused kernel's exact ratios
 };
 
 using Plan = std::variant<NaivePlan, OptimizedPlan>;

@@ -1,6 +1,7 @@
 // The imgpipe command end to end, run as a user would: on a copy of the photographs in data/.
 #include "backends.hpp"
 #include "chain.hpp"
+#include "gpu_video.hpp"
 #include "image_file.hpp"
 #include "ppm.hpp"
 #include "test_images.hpp"
@@ -348,6 +349,47 @@ TEST(CliStream, RawInputNeedsAValidSize) {
   const CommandResult bad = imgpipe("stream --input - --size 0x10 --output - --ops gray < /dev/null");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_TRUE(contains(bad.output, "--size '0x10': expected WxH")) << bad.output;
+}
+
+fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
+
+TEST(CliStream, DecoderGpuWhereNvdecCannotRunIsAUsageErrorThatSaysWhy) {
+  if (io::gpu_video_unavailable().empty()) GTEST_SKIP() << "NVDEC runs here";
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output - --ops flip=h --decoder gpu");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "--decoder gpu: ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "clip.h264: " + io::gpu_video_unavailable())) << run.output;
+}
+
+TEST(CliStream, ContainersAreNotForNvdec) {
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(video_file("clip.mp4")) + " --output - --ops flip=h --decoder gpu");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "--decoder gpu: ")) << run.output;
+}
+
+// An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else OpenCV's FFmpeg):
+// every frame out, in order, within 2 levels of FFmpeg's own RGB (two flips are the identity).
+TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
+  const bool nvdec = io::gpu_video_unavailable().empty();
+  if (!nvdec && !io::has_opencv_codecs()) GTEST_SKIP() << "no video decoder here (no NVDEC and no OpenCV)";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.h264")) +
+                                    " --output - --ops flip=h,flip=h > " + quoted(dir.path() / "out.rgb"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "30 frames in")) << run.output;
+  EXPECT_TRUE(contains(run.output, nvdec ? "decoded by NVDEC (H.264" : "decoded by CPU (OpenCV)")) << run.output;
+  const std::vector<std::uint8_t> out = testing::file_bytes(dir.path() / "out.rgb");
+  const Size size{240, 136};
+  ASSERT_EQ(out.size(), 30 * size.rgb_bytes());
+  for (const int n : {0, 14, 29}) {
+    const Image expected = io::read_ppm(video_file("ffmpeg_rgb") / ("clip.h264." + std::to_string(n) + ".ppm"));
+    const auto first = out.begin() + static_cast<std::ptrdiff_t>(n * size.rgb_bytes());
+    const Image got(size, std::vector<std::uint8_t>(first, first + static_cast<std::ptrdiff_t>(size.rgb_bytes())));
+    EXPECT_LE(testing::max_abs_diff(got, expected), 2) << "frame " << n;
+  }
 }
 
 }  // namespace

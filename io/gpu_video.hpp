@@ -1,0 +1,56 @@
+// Video decoding on the GPU's NVDEC engines. The driver's libnvcuvid (loaded at run time through
+// nv-codec-headers' loader) parses and decodes H.264 and HEVC elementary streams (Annex B: .h264, .264, .avc,
+// .hevc, .h265, .265) on one engine per stream; each decoded NV12 or P016 surface becomes the engine slot's
+// interleaved RGB8 input in one kernel (cuda::nv12_to_rgb), so only the bitstream crosses PCIe.
+//
+// Why libnvcuvid's own parser and not libavcodec's CUDA hwaccel: the parser needs nothing but the driver (the
+// GPU server has no FFmpeg libraries), and it hands over the decoder's surface itself, which the conversion
+// kernel reads once into the slot; the hwaccel path would add a copy into an AVFrame of its own.
+//
+// Built with nv-codec-headers only (IMGPIPE_HAVE_NVDEC); elsewhere gpu_video_unavailable() says why.
+#pragma once
+
+#include "frame_stream.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace imgpipe::io {
+
+// Why NVDEC cannot run here (no nv-codec-headers in the build, no libnvcuvid, no CUDA device); empty when it can.
+std::string gpu_video_unavailable();
+
+// What NVDEC offers on this machine, one line per codec, for `imgpipe backends`.
+std::vector<std::string> describe_gpu_video();
+
+enum class VideoCodec { h264, hevc };
+
+// The codec of an elementary stream file, from its extension; nullopt for anything else (containers such as
+// .mp4 are decoded on the CPU).
+inline std::optional<VideoCodec> elementary_stream_codec(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".h264" || ext == ".264" || ext == ".avc") return VideoCodec::h264;
+  if (ext == ".hevc" || ext == ".h265" || ext == ".265") return VideoCodec::hevc;
+  return std::nullopt;
+}
+
+// NVDEC cannot decode this stream (a codec, chroma format, bit depth or size its engines do not take); the
+// message says which, and the CPU decoder can try.
+class GpuVideoRefusal : public IoError {
+ public:
+  using IoError::IoError;
+};
+
+// Opens `path` and decodes up to its first sequence header: throws GpuVideoRefusal when NVDEC cannot take the
+// stream (not an elementary stream, or no NVDEC here), IoError when the file cannot be read or holds no sequence header. The reader's frames come through
+// read_to_device() (or read(), which copies the frame to the host). Frames the decoder reports as corrupt are
+// still delivered (concealed by NVDEC) and counted in corrupt_frames().
+std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path);
+
+}  // namespace imgpipe::io

@@ -1,0 +1,19 @@
+// GPU video in a build without nv-codec-headers: every stream is refused, and the reason says how to get it.
+#include "gpu_video.hpp"
+
+namespace imgpipe::io {
+
+namespace {
+constexpr const char* kNoNvdec =
+    "this build has no NVDEC support (CMake found no nv-codec-headers: install Debian's libffmpeg-nvenc-dev)";
+}
+
+std::string gpu_video_unavailable() { return kNoNvdec; }
+
+std::vector<std::string> describe_gpu_video() { return {std::string("NVDEC: unavailable (") + kNoNvdec + ")"}; }
+
+std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path) {
+  throw GpuVideoRefusal(path, kNoNvdec);
+}
+
+}  // namespace imgpipe::io

@@ -1,0 +1,243 @@
+// GPU video: the NV12/P016 -> RGB kernel (kernels/yuv.cuh) against a plain CPU conversion, and NVDEC decoding
+// (io/gpu_video.hpp) of the H.264 and HEVC clips in data/video against FFmpeg's own RGB of the same frames.
+// Everything that needs a GPU skips without one.
+#include "gpu_test_support.hpp"
+#include "gpu_video.hpp"
+#include "ppm.hpp"
+#include "test_io_helpers.hpp"
+#include "yuv.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+namespace imgpipe::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The conversion as the standards write it (Y'CbCr of BT.601/709/2020 back to R'G'B'), in double precision,
+// truncated as libswscale does; 16-bit samples hold the value in their high bits.
+Image reference_rgb(const std::vector<std::uint8_t>& luma, const std::vector<std::uint8_t>& chroma, std::size_t pitch,
+                    Size size, int bytes_per_sample, cuda::YuvColor color) {
+  auto sample = [&](const std::vector<std::uint8_t>& plane, std::size_t row, std::size_t index) {
+    const std::uint8_t* p = plane.data() + row * pitch + index * bytes_per_sample;
+    return bytes_per_sample == 1 ? double(p[0]) : (p[0] | (p[1] << 8)) / 256.0;
+  };
+  double kr = 0.299, kb = 0.114;
+  if (color.matrix == cuda::YuvMatrix::bt709) kr = 0.2126, kb = 0.0722;
+  if (color.matrix == cuda::YuvMatrix::bt2020) kr = 0.2627, kb = 0.0593;
+  const double kg = 1 - kr - kb;
+  Image out(size);
+  for (int y = 0; y < size.height; ++y) {
+    for (int x = 0; x < size.width; ++x) {
+      double ey = sample(luma, y, x), pb = sample(chroma, y / 2, 2 * (x / 2)) - 128,
+             pr = sample(chroma, y / 2, 2 * (x / 2) + 1) - 128;
+      if (!color.full_range) {
+        ey = (ey - 16) * 255 / 219;
+        pb *= 255.0 / 224;
+        pr *= 255.0 / 224;
+      }
+      const double rgb[3] = {ey + 2 * (1 - kr) * pr, ey - 2 * kb * (1 - kb) / kg * pb - 2 * kr * (1 - kr) / kg * pr,
+                             ey + 2 * (1 - kb) * pb};
+      for (int c = 0; c < 3; ++c) {
+        out.data()[3 * (static_cast<std::size_t>(y) * size.width + x) + c] =
+            static_cast<std::uint8_t>(std::floor(std::clamp(rgb[c], 0.0, 255.0)));
+      }
+    }
+  }
+  return out;
+}
+
+struct Nv12Case {
+  Size size;
+  int bytes_per_sample;
+};
+
+TEST(Nv12ToRgb, MatchesThePlainConversionOnEverySizeMatrixAndRange) {
+  SKIP_WITHOUT_DEVICE();
+  const Device device;
+  std::mt19937 random(7);
+  for (const Nv12Case& c : {Nv12Case{{1, 1}, 1}, {{2, 2}, 1}, {{3, 7}, 1}, {{17, 9}, 1}, {{240, 136}, 1},
+                            {{641, 359}, 1}, {{1, 1}, 2}, {{3, 7}, 2}, {{17, 9}, 2}, {{322, 181}, 2}}) {
+    // Pitches that are not multiples of 4, on both sides.
+    const std::size_t pitch = static_cast<std::size_t>(c.size.width) * c.bytes_per_sample + 3;
+    const std::size_t out_pitch = 3 * static_cast<std::size_t>(c.size.width) + 1;
+    const std::size_t chroma_rows = (c.size.height + 1) / 2;
+    std::vector<std::uint8_t> luma(pitch * c.size.height), chroma(pitch * chroma_rows);
+    for (auto& b : luma) b = static_cast<std::uint8_t>(random());
+    for (auto& b : chroma) b = static_cast<std::uint8_t>(random());
+    cuda::DeviceBuffer d_luma(luma.size()), d_chroma(chroma.size());
+    IMGPIPE_CUDA_CHECK(cudaMemcpy(d_luma.data(), luma.data(), luma.size(), cudaMemcpyHostToDevice));
+    IMGPIPE_CUDA_CHECK(cudaMemcpy(d_chroma.data(), chroma.data(), chroma.size(), cudaMemcpyHostToDevice));
+    for (const cuda::YuvMatrix matrix : {cuda::YuvMatrix::bt601, cuda::YuvMatrix::bt709, cuda::YuvMatrix::bt2020}) {
+      for (const bool full_range : {false, true}) {
+        const cuda::YuvColor color{matrix, full_range};
+        const cuda::DeviceBuffer out = device.poisoned(out_pitch * c.size.height);
+        const cuda::Extent extent{c.size.width, c.size.height};
+        cuda::nv12_to_rgb({d_luma.data(), d_chroma.data(), pitch, extent, c.bytes_per_sample}, color,
+                          {out.data(), extent, out_pitch}, device.stream());
+        const Image got = device.download(out.data(), c.size, out_pitch);
+        EXPECT_TRUE(within(got, reference_rgb(luma, chroma, pitch, c.size, c.bytes_per_sample, color), 1))
+            << to_string(c.size) << ", " << c.bytes_per_sample << "-byte samples, matrix "
+            << static_cast<int>(matrix) << (full_range ? ", full range" : ", limited range");
+      }
+    }
+  }
+}
+
+TEST(Nv12ToRgb, RefusesMismatchedExtentsAndShortPitches) {
+  SKIP_WITHOUT_DEVICE();
+  std::uint8_t byte = 0;
+  EXPECT_THROW(cuda::nv12_to_rgb({&byte, &byte, 4, {4, 2}, 1}, {}, {&byte, {4, 4}, 12}, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(cuda::nv12_to_rgb({&byte, &byte, 3, {4, 2}, 1}, {}, {&byte, {4, 2}, 12}, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(cuda::nv12_to_rgb({&byte, &byte, 8, {4, 2}, 3}, {}, {&byte, {4, 2}, 12}, nullptr),
+               std::invalid_argument);
+}
+
+fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
+
+#define SKIP_WITHOUT_NVDEC()                                                                          \
+  SKIP_WITHOUT_DEVICE();                                                                              \
+  if (const std::string why = io::gpu_video_unavailable(); !why.empty()) GTEST_SKIP() << why
+
+// Every frame of `path`, decoded on NVDEC into poisoned device frames.
+std::vector<Image> decode_on_device(io::FrameReader& reader) {
+  const Device device;
+  std::vector<Image> frames;
+  while (const std::optional<Size> size = reader.next_size()) {
+    const cuda::DeviceBuffer frame = device.poisoned(size->rgb_bytes());
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(device.stream()));
+    reader.read_to_device(DeviceFrame{frame.data(), *size, device.stream()});
+    frames.push_back(device.download(frame.data(), *size));
+  }
+  return frames;
+}
+
+struct ClipCase {
+  const char* file;
+  const char* colour;  // as the decoder describes it
+};
+
+class NvdecClip : public ::testing::TestWithParam<ClipCase> {};
+
+// FFmpeg decodes the same bitstream to the same YUV (H.264 and HEVC decoding is exact); what differs is the
+// conversion to RGB, where libswscale's table arithmetic lands within 2 levels of the exact formula.
+TEST_P(NvdecClip, EveryFrameInOrderWithinTwoLevelsOfFfmpeg) {
+  SKIP_WITHOUT_NVDEC();
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(video_file(GetParam().file));
+  EXPECT_TRUE(reader->decodes_on_device());
+  EXPECT_NE(reader->decoder().find(GetParam().colour), std::string::npos) << reader->decoder();
+  EXPECT_EQ(reader->frame_rate().value_or(0), 25.0);
+  const std::vector<Image> frames = decode_on_device(*reader);
+  ASSERT_EQ(frames.size(), 30u);
+  EXPECT_TRUE(reader->corrupt_frames().empty());
+  for (const int n : {0, 14, 29}) {
+    const Image expected = io::read_ppm(video_file("ffmpeg_rgb") / (std::string(GetParam().file) + "." +
+                                                                    std::to_string(n) + ".ppm"));
+    ASSERT_EQ(frames[n].size(), (Size{240, 136}));
+    EXPECT_TRUE(within(frames[n], expected, 2)) << "frame " << n;
+    double sum = 0;
+    for (std::size_t i = 0; i < expected.bytes(); ++i) sum += std::abs(frames[n].data()[i] - expected.data()[i]);
+    std::printf("%s frame %d: max difference %d, mean %.3f\n", GetParam().file, n, max_abs_diff(frames[n], expected),
+                sum / expected.bytes());
+  }
+}
+
+// read() converts on the device too and copies the frame down: the same bytes.
+TEST_P(NvdecClip, HostFramesEqualDeviceFrames) {
+  SKIP_WITHOUT_NVDEC();
+  const std::unique_ptr<io::FrameReader> on_device = io::open_gpu_video_reader(video_file(GetParam().file));
+  const std::vector<Image> expected = decode_on_device(*on_device);
+  const std::unique_ptr<io::FrameReader> to_host = io::open_gpu_video_reader(video_file(GetParam().file));
+  std::size_t n = 0;
+  while (const std::optional<Size> size = to_host->next_size()) {
+    Image frame(*size);
+    to_host->read(FrameView{frame.data(), *size});
+    ASSERT_LT(n, expected.size());
+    EXPECT_EQ(max_abs_diff(frame, expected[n]), 0) << "frame " << n;
+    ++n;
+  }
+  EXPECT_EQ(n, expected.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Clips, NvdecClip,
+                         ::testing::Values(ClipCase{"clip.h264", "H.264, 8-bit 4:2:0, BT.601 limited range"},
+                                           ClipCase{"clip.hevc", "HEVC, 8-bit 4:2:0, BT.709 full range"}),
+                         [](const auto& info) { return std::string(info.param.file).substr(5); });
+
+// A reader dropped halfway stops its decoder thread (the test would hang otherwise).
+TEST(Nvdec, AReaderDroppedMidStreamStops) {
+  SKIP_WITHOUT_NVDEC();
+  const Device device;
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(video_file("clip.h264"));
+  const std::optional<Size> size = reader->next_size();
+  ASSERT_TRUE(size);
+  const cuda::DeviceBuffer frame(size->rgb_bytes());
+  reader->read_to_device(DeviceFrame{frame.data(), *size, device.stream()});
+  ASSERT_TRUE(reader->next_size());  // a surface is mapped and waiting
+}
+
+// A stream cut short gives the frames before the cut and ends; damaged bytes give frames, never a hang.
+TEST(Nvdec, TruncatedAndDamagedStreamsEnd) {
+  SKIP_WITHOUT_NVDEC();
+  const std::vector<std::uint8_t> clip = file_bytes(video_file("clip.h264"));
+  TempDir dir;
+  const fs::path truncated = dir.path() / "truncated.h264";
+  write_bytes(truncated, std::string(clip.begin(), clip.begin() + static_cast<std::ptrdiff_t>(clip.size() / 2)));
+  std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(truncated);
+  const std::size_t truncated_frames = decode_on_device(*reader).size();
+  EXPECT_GT(truncated_frames, 0u);
+  EXPECT_LT(truncated_frames, 30u);
+
+  std::string damaged(clip.begin(), clip.end());
+  std::mt19937 random(3);
+  for (std::size_t i = damaged.size() / 3; i < damaged.size() / 3 + 2000; ++i) damaged[i] = static_cast<char>(random());
+  write_bytes(dir.path() / "damaged.h264", damaged);
+  reader = io::open_gpu_video_reader(dir.path() / "damaged.h264");
+  const std::size_t damaged_frames = decode_on_device(*reader).size();
+  EXPECT_GT(damaged_frames, 0u);
+  std::printf("damaged stream: %zu frames out, %zu reported damaged\n", damaged_frames,
+              reader->corrupt_frames().size());
+}
+
+TEST(Nvdec, AFileWithoutASequenceHeaderIsAnErrorNamingIt) {
+  SKIP_WITHOUT_NVDEC();
+  TempDir dir;
+  const fs::path noise = dir.path() / "noise.h264";
+  write_bytes(noise, std::string(4096, 'x'));
+  try {
+    io::open_gpu_video_reader(noise);
+    FAIL() << "noise opened as H.264";
+  } catch (const io::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("noise.h264"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no H.264 sequence header"), std::string::npos) << e.what();
+  }
+}
+
+// What NVDEC is not asked to read is refused before any device work, so these run everywhere.
+TEST(GpuVideoRefusal, ContainersAndMissingFilesAreRefusedOrReported) {
+  try {
+    io::open_gpu_video_reader(video_file("clip.mp4"));
+    FAIL() << "an MP4 opened on NVDEC";
+  } catch (const io::GpuVideoRefusal& e) {
+    const std::string why = e.what();
+    EXPECT_TRUE(why.find("elementary streams") != std::string::npos || why.find("no NVDEC") != std::string::npos)
+        << why;
+  }
+  EXPECT_TRUE(io::elementary_stream_codec("a/b.H264") == io::VideoCodec::h264);
+  EXPECT_TRUE(io::elementary_stream_codec("x.265") == io::VideoCodec::hevc);
+  EXPECT_FALSE(io::elementary_stream_codec("x.mp4"));
+  if (io::gpu_video_unavailable().empty()) {
+    EXPECT_THROW(io::open_gpu_video_reader("/nonexistent/clip.h264"), io::IoError);
+  } else {
+    EXPECT_THROW(io::open_gpu_video_reader("/nonexistent/clip.h264"), io::GpuVideoRefusal);
+  }
+}
+
+}  // namespace
+}  // namespace imgpipe::testing
