@@ -1,6 +1,8 @@
 // imgpipe_bench_video: video decode rates on NVDEC, for one stream and for several at once (each stream runs on
 // one NVDEC engine; the driver spreads streams over the engines). For every stream count:
-//   decode               the elementary stream decoded on NVDEC and converted to RGB in device memory
+//   NVDEC alone          the ceiling: libnvcuvid's parser and decoder with nothing else, each picture mapped
+//                        and unmapped in display order (as NVIDIA's samples do before they copy it out)
+//   decode               imgpipe's reader: the stream decoded on NVDEC and converted to RGB in device memory
 //   decode + chain       the same frames through the optimized engine, outputs left on the device
 //   decode + chain + D2H the same, outputs copied to host memory (what `imgpipe stream --output -` sends on)
 // Each stream is its own copy of the file, decoded by its own thread; a row's rate is all streams' frames over
@@ -14,6 +16,10 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+
+#define FFNV_LOG_FUNC(logctx, msg, ...)
+#define FFNV_DEBUG_LOG_FUNC(logctx, msg, ...)
+#include <ffnvcodec/dynlink_loader.h>
 
 #include <algorithm>
 #include <atomic>
@@ -37,10 +43,11 @@ struct Options {
   std::string json;
 };
 
-enum class Work { decode, chain_on_device, chain_to_host };
+enum class Work { nvdec_alone, decode, chain_on_device, chain_to_host };
 
 const char* name_of(Work work) {
   switch (work) {
+    case Work::nvdec_alone: return "NVDEC alone";
     case Work::decode: return "decode";
     case Work::chain_on_device: return "decode + chain";
     case Work::chain_to_host: return "decode + chain + D2H";
@@ -69,8 +76,110 @@ class DiscardingSink final : public Sink {
   bool on_device_;
 };
 
+void check(CUresult result, const char* call) {
+  if (result != CUDA_SUCCESS) {
+    throw std::runtime_error(std::string(call) + " failed: CUDA driver error " + std::to_string(result));
+  }
+}
+
+// The ceiling: one stream through libnvcuvid alone, the way NVIDIA's decoder sample drives it (decode surfaces
+// as the parser asks, display delay 2, each picture mapped on a stream and unmapped once that stream is done).
+class BareDecoder {
+ public:
+  explicit BareDecoder(cudaVideoCodec codec) {
+    if (cuvid_load_functions(&api_, nullptr) != 0) throw std::runtime_error("libnvcuvid.so.1 could not be loaded");
+    check_device(cudaFree(nullptr), "cudaFree");
+    stream_ = DeviceStream::create();
+    CUVIDPARSERPARAMS params{};
+    params.CodecType = codec;
+    params.ulMaxNumDecodeSurfaces = 1;
+    params.ulMaxDisplayDelay = 2;
+    params.pUserData = this;
+    params.pfnSequenceCallback = [](void* self, CUVIDEOFORMAT* format) {
+      return static_cast<BareDecoder*>(self)->create(*format);
+    };
+    params.pfnDecodePicture = [](void* self, CUVIDPICPARAMS* picture) {
+      auto& d = *static_cast<BareDecoder*>(self);
+      return d.api_->cuvidDecodePicture(d.decoder_, picture) == CUDA_SUCCESS ? 1 : 0;
+    };
+    params.pfnDisplayPicture = [](void* self, CUVIDPARSERDISPINFO* shown) {
+      return shown == nullptr ? 1 : static_cast<BareDecoder*>(self)->map_and_unmap(*shown);
+    };
+    check(api_->cuvidCreateVideoParser(&parser_, &params), "cuvidCreateVideoParser");
+  }
+  ~BareDecoder() {
+    if (parser_ != nullptr) api_->cuvidDestroyVideoParser(parser_);
+    if (decoder_ != nullptr) api_->cuvidDestroyDecoder(decoder_);
+    cuvid_free_functions(&api_);
+  }
+  BareDecoder(const BareDecoder&) = delete;
+  BareDecoder& operator=(const BareDecoder&) = delete;
+
+  std::uint64_t decode_file(const fs::path& path) {
+    std::ifstream file(path, std::ios::binary);
+    std::vector<char> chunk(1 << 20);
+    while (file.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || file.gcount() > 0) {
+      CUVIDSOURCEDATAPACKET packet{};
+      packet.payload = reinterpret_cast<const unsigned char*>(chunk.data());
+      packet.payload_size = static_cast<unsigned long>(file.gcount());
+      check(api_->cuvidParseVideoData(parser_, &packet), "cuvidParseVideoData");
+    }
+    CUVIDSOURCEDATAPACKET end{};
+    end.flags = CUVID_PKT_ENDOFSTREAM;
+    check(api_->cuvidParseVideoData(parser_, &end), "cuvidParseVideoData");
+    return frames_;
+  }
+
+ private:
+  int create(const CUVIDEOFORMAT& format) {
+    if (decoder_ != nullptr) return format.min_num_decode_surfaces;
+    CUVIDDECODECREATEINFO info{};
+    info.ulWidth = info.ulMaxWidth = format.coded_width;
+    info.ulHeight = info.ulMaxHeight = format.coded_height;
+    info.ulNumDecodeSurfaces = format.min_num_decode_surfaces;
+    info.CodecType = format.codec;
+    info.ChromaFormat = format.chroma_format;
+    info.bitDepthMinus8 = format.bit_depth_luma_minus8;
+    info.OutputFormat = format.bit_depth_luma_minus8 > 0 ? cudaVideoSurfaceFormat_P016 : cudaVideoSurfaceFormat_NV12;
+    info.DeinterlaceMode = cudaVideoDeinterlaceMode_Weave;
+    info.ulCreationFlags = cudaVideoCreate_PreferCUVID;
+    info.ulNumOutputSurfaces = 2;
+    info.display_area.right = static_cast<short>(format.display_area.right);
+    info.display_area.bottom = static_cast<short>(format.display_area.bottom);
+    info.ulTargetWidth = format.display_area.right;
+    info.ulTargetHeight = format.display_area.bottom;
+    return api_->cuvidCreateDecoder(&decoder_, &info) == CUDA_SUCCESS ? format.min_num_decode_surfaces : 0;
+  }
+
+  int map_and_unmap(const CUVIDPARSERDISPINFO& shown) {
+    CUVIDPROCPARAMS processing{};
+    processing.progressive_frame = shown.progressive_frame;
+    processing.top_field_first = shown.top_field_first;
+    processing.output_stream = stream_.get();
+    unsigned long long surface = 0;
+    unsigned pitch = 0;
+    if (api_->cuvidMapVideoFrame(decoder_, shown.picture_index, &surface, &pitch, &processing) != CUDA_SUCCESS) {
+      return 0;
+    }
+    stream_.synchronize();
+    api_->cuvidUnmapVideoFrame(decoder_, surface);
+    ++frames_;
+    return 1;
+  }
+
+  CuvidFunctions* api_ = nullptr;
+  CUvideoparser parser_ = nullptr;
+  CUvideodecoder decoder_ = nullptr;
+  DeviceStream stream_;
+  std::uint64_t frames_ = 0;
+};
+
 // One stream's frames, decoded and handled as `work` says; returns the frames done.
 std::uint64_t run_stream(const Options& o, Work work, std::string& decoder) {
+  if (work == Work::nvdec_alone) {
+    const bool hevc = io::elementary_stream_codec(o.input) == io::VideoCodec::hevc;
+    return BareDecoder(hevc ? cudaVideoCodec_HEVC : cudaVideoCodec_H264).decode_file(o.input);
+  }
   const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(o.input);
   decoder = reader->decoder();
   if (work == Work::decode) {
@@ -120,7 +229,7 @@ Row measure(const Options& o, Work work, int streams) {
     if (!failure.empty()) throw std::runtime_error(failure);
   }
   row.frames = frames;
-  row.decoder = decoders.front();
+  row.decoder = decoders.front();  // empty for the ceiling
   return row;
 }
 
@@ -131,7 +240,7 @@ int run(const Options& o) {
   }
   std::vector<Row> rows;
   std::printf("%-22s %8s %8s %10s %12s\n", "row", "streams", "frames", "seconds", "frames/s");
-  for (const Work work : {Work::decode, Work::chain_on_device, Work::chain_to_host}) {
+  for (const Work work : {Work::nvdec_alone, Work::decode, Work::chain_on_device, Work::chain_to_host}) {
     for (const int streams : o.streams) {
       rows.push_back(measure(o, work, streams));
       const Row& r = rows.back();
@@ -140,11 +249,11 @@ int run(const Options& o) {
       std::fflush(stdout);
     }
   }
-  std::printf("decoder: %s; chain: %s\n", rows.front().decoder.c_str(), o.ops.c_str());
+  std::printf("decoder: %s; chain: %s\n", rows.back().decoder.c_str(), o.ops.c_str());
   if (!o.json.empty()) {
     nlohmann::json out;
     out["input"] = o.input.string();
-    out["decoder"] = rows.front().decoder;
+    out["decoder"] = rows.back().decoder;
     out["ops"] = o.ops;
     out["slots"] = o.slots;
     for (const Row& r : rows) {
@@ -164,7 +273,8 @@ int main(int argc, char** argv) {
   app.add_option("INPUT", o.input, "An H.264 or HEVC elementary stream (.h264, .hevc, ...)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--streams", o.streams, "Stream counts to measure, each a row")
+  app.add_option("--streams", o.streams, "Stream counts to measure, each a row (e.g. 1,7,14)")
+      ->delimiter(',')
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--ops", o.ops, "The chain of the chain rows")->capture_default_str();

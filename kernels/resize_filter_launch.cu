@@ -234,7 +234,8 @@ bool resize_filter_fits(Extent in, Extent out, int ksize) {
 }
 
 bool resize_filter_at_exact_ratio(Extent in, Extent out, int ksize) {
-  return resize_filter_fits(in, out, ksize) && resize_filter::ratio_for(in, out, ksize / 2) != resize_filter::Ratio::any;
+  return resize_filter_fits(in, out, ksize) &&
+         resize_filter::ratio_for(in, out, ksize / 2) != resize_filter::Ratio::any;
 }
 
 bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,

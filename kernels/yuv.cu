@@ -78,6 +78,9 @@ __global__ void nv12_to_rgb_kernel(Nv12View in, YuvToRgb k, AosView out) {
 void nv12_to_rgb(const Nv12View& in, YuvColor color, AosView out, cudaStream_t stream) {
   require(same_extent(in.extent, out.extent), "nv12_to_rgb: input and output extents differ");
   require(in.bytes_per_sample == 1 || in.bytes_per_sample == 2, "nv12_to_rgb: samples are 1 or 2 bytes");
+  const auto aligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % in.bytes_per_sample == 0; };
+  require(aligned(in.luma) && aligned(in.chroma) && in.pitch % in.bytes_per_sample == 0,
+          "nv12_to_rgb: 16-bit samples need 2-byte aligned planes and pitch");
   // A chroma row holds a U, V pair for every two pixels, an odd width's last one included.
   require(in.pitch >= 2 * static_cast<std::size_t>(div_up(in.extent.width, 2)) * in.bytes_per_sample &&
               out.pitch >= 3 * static_cast<std::size_t>(out.extent.width),

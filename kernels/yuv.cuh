@@ -4,9 +4,10 @@
 //
 // The conversion is FFmpeg's default one (libswscale's unscaled YUV 4:2:0 -> RGB24, which OpenCV's
 // VideoCapture also uses), so a frame decoded on the GPU looks like the same frame decoded on the CPU: each
-// chroma sample serves its 2x2 block of pixels (no chroma interpolation), the matrix is BT.601, BT.709 or BT.2020 (non-constant luminance) with
-// limited (16-235) or full range, and the result is truncated, not rounded. On real clips this stays within 2
-// levels of FFmpeg's output (docs/video.md says how that was measured).
+// chroma sample serves its 2x2 block of pixels (no chroma interpolation), the matrix is BT.601, BT.709 or
+// BT.2020 (non-constant luminance) with limited (16-235) or full range, and the result is truncated, not
+// rounded. On real clips this stays within 2 levels of FFmpeg's output (docs/video.md says how that was
+// measured).
 #pragma once
 
 #include "planes.hpp"

@@ -62,8 +62,8 @@ TEST(Nv12ToRgb, MatchesThePlainConversionOnEverySizeMatrixAndRange) {
   std::mt19937 random(7);
   for (const Nv12Case& c : {Nv12Case{{1, 1}, 1}, {{2, 2}, 1}, {{3, 7}, 1}, {{17, 9}, 1}, {{240, 136}, 1},
                             {{641, 359}, 1}, {{1, 1}, 2}, {{3, 7}, 2}, {{17, 9}, 2}, {{322, 181}, 2}}) {
-    // Pitches that are not multiples of 4, on both sides.
-    const std::size_t pitch = static_cast<std::size_t>(c.size.width) * c.bytes_per_sample + 3;
+    // Pitches that are not multiples of 4 (of whole samples), on both sides.
+    const std::size_t pitch = static_cast<std::size_t>(c.size.width + 3) * c.bytes_per_sample;
     const std::size_t out_pitch = 3 * static_cast<std::size_t>(c.size.width) + 1;
     const std::size_t chroma_rows = (c.size.height + 1) / 2;
     std::vector<std::uint8_t> luma(pitch * c.size.height), chroma(pitch * chroma_rows);
@@ -96,6 +96,9 @@ TEST(Nv12ToRgb, RefusesMismatchedExtentsAndShortPitches) {
   EXPECT_THROW(cuda::nv12_to_rgb({&byte, &byte, 3, {4, 2}, 1}, {}, {&byte, {4, 2}, 12}, nullptr),
                std::invalid_argument);
   EXPECT_THROW(cuda::nv12_to_rgb({&byte, &byte, 8, {4, 2}, 3}, {}, {&byte, {4, 2}, 12}, nullptr),
+               std::invalid_argument);
+  alignas(2) std::uint8_t samples[2] = {};
+  EXPECT_THROW(cuda::nv12_to_rgb({samples, samples, 9, {4, 2}, 2}, {}, {&byte, {4, 2}, 12}, nullptr),
                std::invalid_argument);
 }
 
