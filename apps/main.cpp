@@ -163,7 +163,8 @@ int main(int argc, char** argv) {
       "stream", "Run the chain on every frame of a video file, or of raw rgb24 frames on stdin (with --size)");
   stream_command->add_option("--input", stream.input, "Video file, or - for raw rgb24 frames on stdin")->required();
   stream_command->add_option("--output", stream.output,
-                             "Video file (.mp4, .avi, .mkv), or - for raw rgb24 on stdout. Never the input file; an "
+                             "Video file (.mp4, .avi, .mkv), - for raw rgb24 on stdout, or a folder (existing, or a "
+                             "name ending in /) for one image per frame, 000000.jpg on. Never the input file; an "
                              "existing file is refused unless --overwrite is given")
       ->required();
   stream_command->add_flag("--overwrite", stream.overwrite,
@@ -182,6 +183,17 @@ int main(int argc, char** argv) {
                              "Video decoding: gpu (NVDEC, for H.264 and HEVC elementary streams: .h264, .264, .avc, "
                              ".hevc, .h265, .265), cpu (OpenCV), or auto (gpu where the engine keeps frames on the "
                              "device and NVDEC takes the stream, else cpu, saying why)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
+  stream_command->add_option("--format", stream.format, "Image files of a folder output")
+      ->check(CLI::IsMember({"jpg", "png", "ppm"}))
+      ->capture_default_str();
+  stream_command->add_option("--quality", stream.quality, "JPEG quality of a folder output")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  stream_command->add_option("--encoder", stream.encoder,
+                             "JPEG of a folder output: gpu (nvJPEG, from the device frames), cpu, or auto (gpu on the "
+                             "optimized backend with nvJPEG)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   stream_command->footer(std::string(chain_help()) + R"(

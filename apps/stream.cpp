@@ -5,6 +5,7 @@
 #include "exit_codes.hpp"
 #include "frame_stream.hpp"
 #include "gpu_video.hpp"
+#include "image_file.hpp"
 #include "job.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
@@ -23,6 +24,12 @@ constexpr double kDefaultFps = 30.0;
 
 bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
+// A folder output (an existing folder, or a name ending in /) gets one image file per frame.
+bool is_folder_output(const std::string& output) {
+  std::error_code error;
+  return output != "-" && (output.ends_with('/') || std::filesystem::is_directory(output, error));
+}
+
 // True when descriptor `fd` (stdin, stdout) is the file at `path`.
 bool descriptor_is(int fd, const std::string& path) {
   struct stat by_fd {}, by_path {};
@@ -38,6 +45,15 @@ void check_output_path(const StreamOptions& options) {
   if (raw_out) {
     if (!raw_in && descriptor_is(STDOUT_FILENO, options.input)) {
       throw UsageError("stdout is the input file '" + options.input + "'" + refusal);
+    }
+    return;
+  }
+  if (is_folder_output(options.output)) {
+    const std::filesystem::path first = std::filesystem::path(options.output) / ("000000." + options.format);
+    std::error_code error;
+    if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(first, error))) {
+      throw UsageError("--output '" + options.output + "' already holds frames (" + first.filename().string() +
+                       "); --overwrite replaces them");
     }
     return;
   }
@@ -71,6 +87,19 @@ std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, 
     }
   }
   return io::open_video_reader(options.input, options.max_pixels);
+}
+
+// --encoder for a folder output: the GPU where the engine keeps frames on the device, nvJPEG runs here and the
+// files are JPEG (gpu insists, auto falls back to the CPU).
+bool encodes_frames_on_gpu(const StreamOptions& options, const Engine& engine) {
+  if (options.encoder == "cpu") return false;
+  const std::string why_not = options.format != "jpg"    ? "--format " + options.format + " is not JPEG"
+                              : !engine.device_frames() ? "the engine (" + engine.describe() + ") keeps no frames "
+                                                          "on the device; GPU JPEG needs --backend optimized"
+                                                        : io::gpu_jpeg_unavailable();
+  if (why_not.empty()) return true;
+  if (options.encoder == "gpu") throw UsageError("--encoder gpu: " + why_not);
+  return false;
 }
 
 // A stream's damaged frames, which the decoder concealed and which were written.
@@ -138,6 +167,10 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
   }
 
   if (raw_in && options.decoder == "gpu") throw UsageError("--decoder gpu: raw rgb24 input needs no decoder");
+  const bool folder_out = is_folder_output(options.output);
+  if (!folder_out && options.encoder == "gpu") {
+    throw UsageError("--encoder gpu: applies to a folder output (one JPEG file per frame)");
+  }
 
   const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
   Progress progress;
@@ -149,20 +182,32 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     reader = open_video_input(options, *engine, progress);
   }
   io::FrameStreamSource source(*reader, input_name, chain, options.max_pixels);
+  const io::Existing existing = options.overwrite ? io::Existing::replace : io::Existing::keep;
   std::unique_ptr<io::FrameWriter> writer;
-  if (raw_out) {
-    writer = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
+  std::optional<io::GpuJpegEncoder> frame_encoder;
+  std::unique_ptr<Sink> sink;
+  if (folder_out) {
+    if (encodes_frames_on_gpu(options, *engine)) frame_encoder.emplace(io::GpuJpegEncoder::Options{options.quality});
+    if (!frame_encoder && options.format != "ppm" && !io::has_opencv_codecs()) {
+      throw UsageError("--format " + options.format + ": this build writes PPM only on the CPU (no OpenCV)" +
+                       (options.format == "jpg" ? "; JPEG needs the GPU encoder here" : ""));
+    }
+    sink = std::make_unique<io::ImageSequenceSink>(options.output, "." + options.format, options.quality, existing,
+                                                   frame_encoder ? &*frame_encoder : nullptr);
   } else {
-    const double fps = options.fps.value_or(reader->frame_rate().value_or(kDefaultFps));
-    writer = io::open_video_writer_at_first_frame(options.output, fps,
-                                                  options.overwrite ? io::Existing::replace : io::Existing::keep);
+    if (raw_out) {
+      writer = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
+    } else {
+      const double fps = options.fps.value_or(reader->frame_rate().value_or(kDefaultFps));
+      writer = io::open_video_writer_at_first_frame(options.output, fps, existing);
+    }
+    sink = std::make_unique<io::FrameStreamSink>(*writer);
   }
-  io::FrameStreamSink sink(*writer);
 
   JobOptions job;
   job.stop_at_first_failure = true;
   job.stop_requested = [] { return stop_signal() != 0; };  // what is in flight still finishes
-  const JobSummary result = run_job(source, *engine, sink, job, [&](const ItemResult& item) {
+  const JobSummary result = run_job(source, *engine, *sink, job, [&](const ItemResult& item) {
     if (item.status == ItemResult::Status::done && (item.item.index + 1) % 30 == 0) {
       progress.show(std::to_string(item.item.index + 1) + " frames");
     }
@@ -170,10 +215,13 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
 
   auto summary = [&](const char* ending) {
     char text[480];
-    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s",
+    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s",
                   static_cast<unsigned long long>(result.done), ending, result.seconds,
                   result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
-                  reader->decoder().c_str());
+                  reader->decoder().c_str(),
+                  !folder_out      ? ""
+                  : frame_encoder ? ", written as JPEG by the GPU (nvJPEG)"
+                                  : ", written by the CPU");
     progress.message(text);
   };
   auto stopped_by_signal = [&](const std::string& detail) {
@@ -188,7 +236,7 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
   if (!result.device_failure.empty()) {
     progress.message("the GPU failed: " + result.device_failure +
                      "; a sticky CUDA error leaves the device unusable for this process, so the stream stopped");
-    sink.close();
+    sink->close();
     summary(" written before the GPU failed");
     return kExitDevice;
   }
@@ -197,22 +245,22 @@ int run_stream_command(const StreamOptions& options, const EngineFactory& make_e
     try {
       std::rethrow_exception(failure.error);
     } catch (const io::StreamCancelled& e) {
-      sink.close();
+      sink->close();
       return stopped_by_signal(std::string(" (") + e.what() + ")");
     } catch (const io::PixelLimitError& e) {
       progress.message(e.what() + std::string(kPixelLimitHint));
-      sink.close();
+      sink->close();
       summary(" written before the bad frame");
       return kExitSomeFailed;
     } catch (const std::exception& e) {
       if (failure.stage != Stage::read) throw;  // the engine or the output: the run stops, no output kept
       progress.message(e.what());
-      sink.close();
+      sink->close();
       summary(" written before the bad frame");
       return kExitSomeFailed;
     }
   }
-  sink.close();
+  sink->close();
   if (stop_signal() != 0) return stopped_by_signal("");
   if (result.done == 0) {
     progress.message("no frames in " + input_name + "; nothing was written");

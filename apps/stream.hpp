@@ -15,13 +15,17 @@ constexpr double kMaxFps = 1000;
 
 struct StreamOptions {
   std::string input;   // a video file, or "-" for raw rgb24 on stdin
-  std::string output;  // a video file, or "-" for raw rgb24 on stdout
+  std::string output;  // a video file, "-" for raw rgb24 on stdout, or a folder (an existing one, or a name
+                       // ending in /) for one image file per frame
   std::string ops;
   std::string size;    // WxH of raw input frames
   std::optional<double> fps;  // output frame rate; default: the input's, else 30
   bool overwrite = false;     // replace an existing output file
   std::string backend = "auto";
   std::string decoder = "auto";  // video input: gpu (NVDEC), cpu, or auto (gpu where the engine keeps frames on the device)
+  std::string format = "jpg";    // image files of a folder output: jpg, png or ppm
+  int quality = 95;              // JPEG quality of a folder output
+  std::string encoder = "auto";  // JPEG of a folder output: gpu (nvJPEG), cpu, or auto (as --decoder)
   std::string memory = "pinned";
   int slots = 3;
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)

@@ -2,13 +2,15 @@
 
 #include "file_bytes.hpp"
 #include "folder.hpp"
+#include "image_file.hpp"
 
 #include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <stdexcept>
+#include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 #ifdef IMGPIPE_HAVE_OPENCV
 #include <opencv2/imgproc.hpp>
@@ -285,6 +287,29 @@ std::vector<std::string> FrameStreamSource::read(const Item&, const FrameAllocat
   reader_.read(allocate(*next_size_));
   ++frames_read_;
   return {};
+}
+
+ImageSequenceSink::ImageSequenceSink(std::filesystem::path folder, std::string extension, int quality,
+                                     Existing existing, GpuJpegEncoder* gpu_encoder)
+    : folder_(std::move(folder)), extension_(std::move(extension)), quality_(quality), existing_(existing),
+      gpu_encoder_(extension_ == ".jpg" ? gpu_encoder : nullptr) {
+  std::error_code error;
+  std::filesystem::create_directories(folder_, error);
+  if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
+}
+
+std::filesystem::path ImageSequenceSink::frame_path(std::uint64_t index) const {
+  char name[32];
+  std::snprintf(name, sizeof name, "%06llu", static_cast<unsigned long long>(index));
+  return folder_ / (name + extension_);
+}
+
+void ImageSequenceSink::write(const Item& item, ConstFrameView frame) {
+  write_image(frame_path(item.index), frame, quality_, existing_);
+}
+
+void ImageSequenceSink::write_from_device(const Item& item, DeviceFrame frame) {
+  write_file_atomically(frame_path(item.index), gpu_encoder_->encode(frame), existing_);
 }
 
 std::vector<std::string> FrameStreamSource::read_on_device(const Item& item, const FrameAllocator& allocate,

@@ -5,6 +5,7 @@
 
 #include "chain.hpp"
 #include "file_bytes.hpp"
+#include "gpu_jpeg.hpp"
 #include "io_error.hpp"
 #include "job.hpp"
 #include "ppm.hpp"
@@ -127,6 +128,30 @@ class FrameStreamSource final : public Source {
   std::uint64_t max_pixels_;
   std::optional<Size> first_, next_size_;
   std::uint64_t frames_read_ = 0;
+};
+
+// Each item's frame as an image file in `folder`, named by its frame number from 0 (000000.jpg, 000001.jpg...),
+// encoded on several threads at once and written atomically (write_image; with Existing::keep an existing file
+// is an error, never replaced). With a GPU JPEG encoder and `extension` .jpg, frames are encoded on the GPU
+// from the engine's device outputs. The folder is created when missing.
+class ImageSequenceSink final : public Sink {
+ public:
+  ImageSequenceSink(std::filesystem::path folder, std::string extension, int quality, Existing existing,
+                    GpuJpegEncoder* gpu_encoder = nullptr);
+  void write(const Item& item, ConstFrameView frame) override;
+  bool writes_from_device(const Item&) const override { return gpu_encoder_ != nullptr; }
+  void write_from_device(const Item& item, DeviceFrame frame) override;
+  bool concurrent_writes() const override { return true; }
+
+  // The file of frame `index`.
+  std::filesystem::path frame_path(std::uint64_t index) const;
+
+ private:
+  std::filesystem::path folder_;
+  std::string extension_;
+  int quality_;
+  Existing existing_;
+  GpuJpegEncoder* gpu_encoder_;
 };
 
 // Each item's frame to `writer`, in order; close() completes the writer.

@@ -1,6 +1,7 @@
 // The imgpipe command end to end, run as a user would: on a copy of the photographs in data/.
 #include "backends.hpp"
 #include "chain.hpp"
+#include "gpu_jpeg.hpp"
 #include "gpu_video.hpp"
 #include "image_file.hpp"
 #include "ppm.hpp"
@@ -389,6 +390,48 @@ TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
     const auto first = out.begin() + static_cast<std::ptrdiff_t>(n * size.rgb_bytes());
     const Image got(size, std::vector<std::uint8_t>(first, first + static_cast<std::ptrdiff_t>(size.rgb_bytes())));
     EXPECT_LE(testing::max_abs_diff(got, expected), 2) << "frame " << n;
+  }
+}
+
+// A folder output gets one image per frame, named by frame number; a second run needs --overwrite.
+TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
+  const bool nvdec = io::gpu_video_unavailable().empty();
+  if (!nvdec && !io::has_opencv_codecs()) GTEST_SKIP() << "no video decoder here (no NVDEC and no OpenCV)";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  const fs::path frames = dir.path() / "frames";
+  const std::string command = "stream --input " + quoted(video_file("clip.h264")) + " --output " +
+                              quoted(fs::path(frames.string() + "/")) + " --ops flip=h,flip=h --format ppm";
+  const CommandResult run = imgpipe(command);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "30 frames in")) << run.output;
+  EXPECT_EQ(std::distance(fs::directory_iterator(frames), fs::directory_iterator{}), 30);
+  const Image expected = io::read_ppm(video_file("ffmpeg_rgb") / "clip.h264.14.ppm");
+  EXPECT_LE(testing::max_abs_diff(io::read_ppm(frames / "000014.ppm"), expected), 2);
+
+  const CommandResult again = imgpipe(command);
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_TRUE(contains(again.output, "already holds frames (000000.ppm); --overwrite replaces them")) << again.output;
+  EXPECT_EQ(imgpipe(command + " --overwrite").exit_code, 0);
+  EXPECT_EQ(std::distance(fs::directory_iterator(frames), fs::directory_iterator{}), 30) << "no temporaries left";
+}
+
+// Where the engine keeps frames on the device, JPEG frames are encoded from them by nvJPEG.
+TEST(CliStream, JpegFramesAreEncodedOnTheGpuWhereTheyAreOnTheDevice) {
+  if (!io::gpu_video_unavailable().empty() || !io::gpu_jpeg_unavailable().empty()) {
+    GTEST_SKIP() << "needs NVDEC and nvJPEG on a CUDA device";
+  }
+  TempDir dir;
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.hevc")) + " --output " +
+                                    quoted(fs::path(dir.path().string() + "/")) + " --ops resize=120x68 --encoder gpu");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "decoded by NVDEC (HEVC")) << run.output;
+  EXPECT_TRUE(contains(run.output, "written as JPEG by the GPU (nvJPEG)")) << run.output;
+  for (int n = 0; n < 30; ++n) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%06d.jpg", n);
+    const std::vector<std::uint8_t> jpeg = testing::file_bytes(dir.path() / name);
+    EXPECT_TRUE(io::looks_like_jpeg(jpeg)) << name;
   }
 }
 

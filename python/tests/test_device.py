@@ -15,6 +15,19 @@ CHAIN = "resize=301x199,gaussian=5:1.0,rotate=90"
 
 
 @pytest.mark.parametrize("backend", ["naive", "optimized"])
+def test_jax_device_arrays_come_in_through_dlpack(backend):
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("this JAX has no GPU backend")
+    p = imgpipe.Pipeline(CHAIN, backend=backend)
+    frame = next(iter(photos().values()))
+    out = cupy.from_dlpack(p(jax.device_put(frame, gpu)))
+    assert np.array_equal(out.get(), p(frame))
+
+
+@pytest.mark.parametrize("backend", ["naive", "optimized"])
 def test_device_frames_give_the_host_paths_bytes(backend):
     p = imgpipe.Pipeline(CHAIN, backend=backend)
     for name, frame in photos().items():
