@@ -161,7 +161,14 @@ int main(int argc, char** argv) {
   StreamOptions stream;
   CLI::App* stream_command = app.add_subcommand(
       "stream", "Run the chain on every frame of a video file, or of raw rgb24 frames on stdin (with --size)");
-  stream_command->add_option("--input", stream.input, "Video file, or - for raw rgb24 frames on stdin")->required();
+  stream_command->add_option("--input", stream.input,
+                             "Video file, - for raw rgb24 frames on stdin, or a folder of videos (each into a folder "
+                             "of frames in --output, --jobs at once)")
+      ->required();
+  stream_command->add_option("--jobs", stream.jobs,
+                             "A folder of videos: streams at once; 0 = one per NVDEC engine (7 on an H200), else 4")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
   stream_command->add_option("--output", stream.output,
                              "Video file (.mp4, .avi, .mkv), - for raw rgb24 on stdout, or a folder (existing, or a "
                              "name ending in /) for one image per frame, 000000.jpg on. Never the input file; an "

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <mutex>
 #include <string>
 
 namespace imgpipe::app {
@@ -12,13 +13,18 @@ namespace imgpipe::app {
 // Follows every pixel-limit refusal the commands print.
 inline constexpr const char* kPixelLimitHint = "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit";
 
+// Messages of runs in several threads at once (a folder of videos) come out whole, each after `prefix`; such
+// runs show no progress line.
 class Progress {
  public:
-  Progress() : terminal_(::isatty(STDERR_FILENO) == 1) {}
+  explicit Progress(std::string prefix = {})
+      : terminal_(::isatty(STDERR_FILENO) == 1 && prefix.empty()), prefix_(std::move(prefix)) {}
 
   void message(const std::string& text) {
+    static std::mutex whole_lines;
+    const std::lock_guard lock(whole_lines);
     clear();
-    std::cerr << "imgpipe: " << text << "\n";
+    std::cerr << "imgpipe: " << prefix_ << text << "\n";
   }
   void show(const std::string& line) {
     if (terminal_) std::cerr << "\r\033[K" << line << std::flush;
@@ -29,6 +35,7 @@ class Progress {
 
  private:
   bool terminal_;
+  std::string prefix_;
 };
 
 }  // namespace imgpipe::app

@@ -14,7 +14,7 @@ namespace imgpipe::app {
 constexpr double kMaxFps = 1000;
 
 struct StreamOptions {
-  std::string input;   // a video file, or "-" for raw rgb24 on stdin
+  std::string input;   // a video file, "-" for raw rgb24 on stdin, or a folder of videos (run --jobs at once)
   std::string output;  // a video file, "-" for raw rgb24 on stdout, or a folder (an existing one, or a name
                        // ending in /) for one image file per frame
   std::string ops;
@@ -26,6 +26,8 @@ struct StreamOptions {
   std::string format = "jpg";    // image files of a folder output: jpg, png or ppm
   int quality = 95;              // JPEG quality of a folder output
   std::string encoder = "auto";  // JPEG of a folder output: gpu (nvJPEG), cpu, or auto (as --decoder)
+  int jobs = 0;                  // a folder of videos: streams at once; 0: one per NVDEC engine, else 4
+  std::string message_prefix;    // before every message (the video's name, when a folder runs)
   std::string memory = "pinned";
   int slots = 3;
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)

@@ -459,6 +459,16 @@ std::string gpu_video_unavailable() {
   return {};
 }
 
+int gpu_video_engines() {
+  if (!gpu_video_unavailable().empty()) return 0;
+  CUVIDDECODECAPS caps{};
+  caps.eCodecType = cudaVideoCodec_H264;
+  caps.eChromaFormat = cudaVideoChromaFormat_420;
+  check_device(cudaFree(nullptr), "cudaFree");  // the primary context, current for libnvcuvid
+  if (nvcuvid().api->cuvidGetDecoderCaps(&caps) != CUDA_SUCCESS || !caps.bIsSupported) return 0;
+  return caps.nNumNVDECs;
+}
+
 std::vector<std::string> describe_gpu_video() {
   if (const std::string why = gpu_video_unavailable(); !why.empty()) return {"NVDEC: unavailable (" + why + ")"};
   std::vector<std::string> lines;

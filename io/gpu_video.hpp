@@ -25,6 +25,9 @@ namespace imgpipe::io {
 // Why NVDEC cannot run here (no nv-codec-headers in the build, no libnvcuvid, no CUDA device); empty when it can.
 std::string gpu_video_unavailable();
 
+// NVDEC engines on this GPU (those that decode 8-bit 4:2:0 H.264), or 0 where NVDEC cannot run.
+int gpu_video_engines();
+
 // What NVDEC offers on this machine, one line per codec, for `imgpipe backends`.
 std::vector<std::string> describe_gpu_video();
 

@@ -10,6 +10,8 @@ constexpr const char* kNoNvdec =
 
 std::string gpu_video_unavailable() { return kNoNvdec; }
 
+int gpu_video_engines() { return 0; }
+
 std::vector<std::string> describe_gpu_video() { return {std::string("NVDEC: unavailable (") + kNoNvdec + ")"}; }
 
 std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path) {

@@ -416,6 +416,38 @@ TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
   EXPECT_EQ(std::distance(fs::directory_iterator(frames), fs::directory_iterator{}), 30) << "no temporaries left";
 }
 
+// A folder of videos: each into a folder of frames named after it, several at once; what is not a video is
+// left alone.
+TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
+  const bool nvdec = io::gpu_video_unavailable().empty();
+  if (!nvdec && !io::has_opencv_codecs()) GTEST_SKIP() << "no video decoder here (no NVDEC and no OpenCV)";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  const fs::path videos = dir.path() / "videos";
+  fs::create_directories(videos);
+  for (const char* name : {"clip.h264", "clip.hevc"}) fs::copy_file(video_file(name), videos / name);
+  fs::copy_file(video_file("clip.h264"), videos / "second.264");
+  testing::write_bytes(videos / "notes.txt", "not a video");
+  const fs::path out = dir.path() / "out";
+  const CommandResult run = imgpipe("stream --input " + quoted(videos) + " --output " +
+                                    quoted(fs::path(out.string() + "/")) + " --ops flip=h,flip=h --format ppm --jobs 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "3 videos, 2 at once")) << run.output;
+  EXPECT_TRUE(contains(run.output, "3 of 3 videos done cleanly, 90 frames in")) << run.output;
+  EXPECT_TRUE(contains(run.output, "second.264: 30 frames in")) << run.output;
+  const Image expected = io::read_ppm(video_file("ffmpeg_rgb") / "clip.h264.29.ppm");
+  for (const char* name : {"clip.h264", "second.264"}) {
+    EXPECT_EQ(std::distance(fs::directory_iterator(out / name), fs::directory_iterator{}), 30) << name;
+    EXPECT_LE(testing::max_abs_diff(io::read_ppm(out / name / "000029.ppm"), expected), 2) << name;
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(out / "clip.hevc"), fs::directory_iterator{}), 30);
+  EXPECT_FALSE(fs::exists(out / "notes.txt"));
+
+  const CommandResult to_stdout = imgpipe("stream --input " + quoted(videos) + " --output - --ops flip=h");
+  EXPECT_EQ(to_stdout.exit_code, 2) << to_stdout.output;
+  EXPECT_TRUE(contains(to_stdout.output, "is a folder of videos, so --output must be a folder")) << to_stdout.output;
+}
+
 // Where the engine keeps frames on the device, JPEG frames are encoded from them by nvJPEG.
 TEST(CliStream, JpegFramesAreEncodedOnTheGpuWhereTheyAreOnTheDevice) {
   if (!io::gpu_video_unavailable().empty() || !io::gpu_jpeg_unavailable().empty()) {
