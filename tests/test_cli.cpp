@@ -354,6 +354,15 @@ TEST(CliStream, RawInputNeedsAValidSize) {
 
 fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
 
+// Why the sample streams cannot run through `imgpipe stream` here; empty when they can.
+std::string why_no_video_stream() {
+  if (!io::gpu_video_unavailable().empty() && !io::has_opencv_codecs()) {
+    return "no video decoder here (no NVDEC, no OpenCV)";
+  }
+  if (!some_backend_usable()) return "no usable backend here";
+  return {};
+}
+
 TEST(CliStream, DecoderGpuWhereNvdecCannotRunIsAUsageErrorThatSaysWhy) {
   if (io::gpu_video_unavailable().empty()) GTEST_SKIP() << "NVDEC runs here";
   const CommandResult run =
@@ -373,14 +382,13 @@ TEST(CliStream, ContainersAreNotForNvdec) {
 // An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else OpenCV's FFmpeg):
 // every frame out, in order, within 2 levels of FFmpeg's own RGB (two flips are the identity).
 TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
-  const bool nvdec = io::gpu_video_unavailable().empty();
-  if (!nvdec && !io::has_opencv_codecs()) GTEST_SKIP() << "no video decoder here (no NVDEC and no OpenCV)";
-  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.h264")) +
                                     " --output - --ops flip=h,flip=h > " + quoted(dir.path() / "out.rgb"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "30 frames in")) << run.output;
+  const bool nvdec = io::gpu_video_unavailable().empty();
   EXPECT_TRUE(contains(run.output, nvdec ? "decoded by NVDEC (H.264" : "decoded by CPU (OpenCV)")) << run.output;
   const std::vector<std::uint8_t> out = testing::file_bytes(dir.path() / "out.rgb");
   const Size size{240, 136};
@@ -395,9 +403,7 @@ TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
 
 // A folder output gets one image per frame, named by frame number; a second run needs --overwrite.
 TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
-  const bool nvdec = io::gpu_video_unavailable().empty();
-  if (!nvdec && !io::has_opencv_codecs()) GTEST_SKIP() << "no video decoder here (no NVDEC and no OpenCV)";
-  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const fs::path frames = dir.path() / "frames";
   const std::string command = "stream --input " + quoted(video_file("clip.h264")) + " --output " +
@@ -419,9 +425,7 @@ TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
 // A folder of videos: each into a folder of frames named after it, several at once; what is not a video is
 // left alone.
 TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
-  const bool nvdec = io::gpu_video_unavailable().empty();
-  if (!nvdec && !io::has_opencv_codecs()) GTEST_SKIP() << "no video decoder here (no NVDEC and no OpenCV)";
-  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const fs::path videos = dir.path() / "videos";
   fs::create_directories(videos);
@@ -429,8 +433,9 @@ TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
   fs::copy_file(video_file("clip.h264"), videos / "second.264");
   testing::write_bytes(videos / "notes.txt", "not a video");
   const fs::path out = dir.path() / "out";
-  const CommandResult run = imgpipe("stream --input " + quoted(videos) + " --output " +
-                                    quoted(fs::path(out.string() + "/")) + " --ops flip=h,flip=h --format ppm --jobs 2");
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(videos) + " --output " + quoted(fs::path(out.string() + "/")) +
+              " --ops flip=h,flip=h --format ppm --jobs 2");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "3 videos, 2 at once")) << run.output;
   EXPECT_TRUE(contains(run.output, "3 of 3 videos done cleanly, 90 frames in")) << run.output;
