@@ -133,9 +133,9 @@ class NvdecReader final : public FrameReader {
  public:
   NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec) : path_(path), codec_(codec) {
     check_device(cudaGetDevice(&device_), "cudaGetDevice");
-    copy_stream_ = DeviceStream::create();
     file_ = std::fopen(path.c_str(), "rb");
     if (file_ == nullptr) throw IoError(path, std::strerror(errno));
+    copy_stream_ = DeviceStream::create();
     decoder_thread_ = std::thread([this] { decode_all(); });
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return format_.has_value() || ended_; });
