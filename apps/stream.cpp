@@ -56,7 +56,7 @@ void check_output_path(const StreamOptions& options) {
     return;
   }
   if (is_folder_output(options.output)) {
-    const std::filesystem::path first = std::filesystem::path(options.output) / ("000000." + options.format);
+    const std::filesystem::path first = io::ImageSequenceSink::frame_path(options.output, 0, "." + options.format);
     std::error_code error;
     if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(first, error))) {
       throw UsageError("--output '" + options.output + "' already holds frames (" + first.filename().string() +
@@ -123,89 +123,6 @@ struct StreamResult {
   int exit_code = kExitOk;
   std::uint64_t frames = 0;  // written
 };
-
-StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& make_engine_for_stream);
-
-// The files a folder of videos runs: elementary streams and the containers OpenCV's FFmpeg reads.
-bool is_video_file(const std::filesystem::path& path) {
-  static const std::array<std::string_view, 7> containers{".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".ts"};
-  return io::elementary_stream_codec(path) ||
-         std::ranges::find(containers, io::lowercase_extension(path)) != containers.end();
-}
-
-// Every video of a folder, --jobs at once in this process (one CUDA context: on the H200, 14 streams in one
-// process decoded and ran the chain at twice the rate of 14 processes), each into a folder of frames named
-// after it.
-int run_video_folder(const StreamOptions& options, const EngineFactory& make_engine_for_stream) {
-  if (!is_folder_output(options.output)) {
-    throw UsageError("--input '" + options.input + "' is a folder of videos, so --output must be a folder (one "
-                     "folder of frames per video; a name ending in /)");
-  }
-  if (!options.size.empty()) throw UsageError("--size applies to raw input (--input -)");
-  std::vector<std::filesystem::path> videos;
-  for (const auto& entry : std::filesystem::directory_iterator(options.input)) {
-    if (entry.is_regular_file() && is_video_file(entry.path())) videos.push_back(entry.path());
-  }
-  std::ranges::sort(videos);
-  if (videos.empty()) {
-    throw UsageError("--input '" + options.input + "' holds no video files (.h264, .264, .avc, .hevc, .h265, "
-                     ".265, .mp4, .mkv, .avi, .mov, .webm, .m4v, .ts)");
-  }
-  const int engines = io::gpu_video_engines();
-  const int jobs = std::min<int>(options.jobs > 0 ? options.jobs : engines > 0 ? engines : 4,
-                                 static_cast<int>(videos.size()));
-  Progress progress;
-  progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once");
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::uint64_t> frames{0};
-  std::vector<int> exit_codes(videos.size(), kExitOk);
-  const auto start = std::chrono::steady_clock::now();
-  auto work = [&] {
-    for (std::size_t i; stop_signal() == 0 && (i = next++) < videos.size();) {
-      StreamOptions one = options;
-      one.input = videos[i].string();
-      one.output = (std::filesystem::path(options.output) / videos[i].filename()).string() + "/";
-      one.message_prefix = videos[i].filename().string() + ": ";
-      try {
-        const StreamResult result = run_one_stream(one, make_engine_for_stream);
-        exit_codes[i] = result.exit_code;
-        frames += result.frames;
-      } catch (const std::exception& e) {
-        progress.message(one.message_prefix + e.what());
-        exit_codes[i] = kExitSomeFailed;
-      }
-    }
-  };
-  std::vector<std::thread> streams;
-  for (int j = 0; j < jobs; ++j) streams.emplace_back(work);
-  for (std::thread& stream : streams) stream.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto clean = std::ranges::count(exit_codes, kExitOk);
-  char text[200];
-  std::snprintf(text, sizeof text, "%lld of %zu videos done cleanly, %llu frames in %.2f s (%.1f frames/s)",
-                static_cast<long long>(clean), videos.size(), static_cast<unsigned long long>(frames.load()), seconds,
-                seconds > 0 ? frames.load() / seconds : 0.0);
-  progress.message(text);
-  if (const int signal = stop_signal(); signal != 0) return kExitSignalBase + signal;
-  return *std::ranges::max_element(exit_codes);
-}
-
-}  // namespace
-
-int run_stream_command(const StreamOptions& options) {
-  return run_stream_command(options, [&options](const Chain& chain, const EngineOptions& engine_options) {
-    return make_engine(choose_backend_kind(options.backend), chain, engine_options);
-  });
-}
-
-int run_stream_command(const StreamOptions& options, const EngineFactory& make_engine_for_stream) {
-  if (std::error_code error; options.input != "-" && std::filesystem::is_directory(options.input, error)) {
-    return run_video_folder(options, make_engine_for_stream);
-  }
-  return run_one_stream(options, make_engine_for_stream).exit_code;
-}
-
-namespace {
 
 StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& make_engine_for_stream) {
   Chain chain;
@@ -361,6 +278,83 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   return {kExitOk, result.done};
 }
 
+// The files a folder of videos runs: elementary streams and the containers OpenCV's FFmpeg reads.
+bool is_video_file(const std::filesystem::path& path) {
+  static const std::array<std::string_view, 7> containers{".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".ts"};
+  return io::elementary_stream_codec(path) ||
+         std::ranges::find(containers, io::lowercase_extension(path)) != containers.end();
+}
+
+// Every video of a folder, --jobs at once in this process (one CUDA context: on the H200, 14 streams in one
+// process decoded and ran the chain at twice the rate of 14 processes), each into a folder of frames named
+// after it.
+int run_video_folder(const StreamOptions& options, const EngineFactory& make_engine_for_stream) {
+  if (!is_folder_output(options.output)) {
+    throw UsageError("--input '" + options.input + "' is a folder of videos, so --output must be a folder (one "
+                     "folder of frames per video; a name ending in /)");
+  }
+  if (!options.size.empty()) throw UsageError("--size applies to raw input (--input -)");
+  std::vector<std::filesystem::path> videos;
+  for (const auto& entry : std::filesystem::directory_iterator(options.input)) {
+    if (entry.is_regular_file() && is_video_file(entry.path())) videos.push_back(entry.path());
+  }
+  std::ranges::sort(videos);
+  if (videos.empty()) {
+    throw UsageError("--input '" + options.input + "' holds no video files (.h264, .264, .avc, .hevc, .h265, "
+                     ".265, .mp4, .mkv, .avi, .mov, .webm, .m4v, .ts)");
+  }
+  const int engines = io::gpu_video_engines();
+  const int jobs = std::min<int>(options.jobs > 0 ? options.jobs : engines > 0 ? engines : 4,
+                                 static_cast<int>(videos.size()));
+  Progress progress;
+  progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once");
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::uint64_t> frames{0};
+  std::vector<int> exit_codes(videos.size(), kExitOk);
+  const auto start = std::chrono::steady_clock::now();
+  auto work = [&] {
+    for (std::size_t i; stop_signal() == 0 && (i = next++) < videos.size();) {
+      StreamOptions one = options;
+      one.input = videos[i].string();
+      one.output = (std::filesystem::path(options.output) / videos[i].filename()).string() + "/";
+      one.message_prefix = videos[i].filename().string() + ": ";
+      try {
+        const StreamResult result = run_one_stream(one, make_engine_for_stream);
+        exit_codes[i] = result.exit_code;
+        frames += result.frames;
+      } catch (const std::exception& e) {
+        progress.message(one.message_prefix + e.what());
+        exit_codes[i] = kExitSomeFailed;
+      }
+    }
+  };
+  std::vector<std::thread> streams;
+  for (int j = 0; j < jobs; ++j) streams.emplace_back(work);
+  for (std::thread& stream : streams) stream.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto clean = std::ranges::count(exit_codes, kExitOk);
+  char text[200];
+  std::snprintf(text, sizeof text, "%lld of %zu videos done cleanly, %llu frames in %.2f s (%.1f frames/s)",
+                static_cast<long long>(clean), videos.size(), static_cast<unsigned long long>(frames.load()), seconds,
+                seconds > 0 ? frames.load() / seconds : 0.0);
+  progress.message(text);
+  if (const int signal = stop_signal(); signal != 0) return kExitSignalBase + signal;
+  return *std::ranges::max_element(exit_codes);
+}
+
 }  // namespace
+
+int run_stream_command(const StreamOptions& options) {
+  return run_stream_command(options, [&options](const Chain& chain, const EngineOptions& engine_options) {
+    return make_engine(choose_backend_kind(options.backend), chain, engine_options);
+  });
+}
+
+int run_stream_command(const StreamOptions& options, const EngineFactory& make_engine_for_stream) {
+  if (std::error_code error; options.input != "-" && std::filesystem::is_directory(options.input, error)) {
+    return run_video_folder(options, make_engine_for_stream);
+  }
+  return run_one_stream(options, make_engine_for_stream).exit_code;
+}
 
 }  // namespace imgpipe::app

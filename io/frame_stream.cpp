@@ -298,18 +298,19 @@ ImageSequenceSink::ImageSequenceSink(std::filesystem::path folder, std::string e
   if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
 }
 
-std::filesystem::path ImageSequenceSink::frame_path(std::uint64_t index) const {
+std::filesystem::path ImageSequenceSink::frame_path(const std::filesystem::path& folder, std::uint64_t index,
+                                                    const std::string& extension) {
   char name[32];
   std::snprintf(name, sizeof name, "%06llu", static_cast<unsigned long long>(index));
-  return folder_ / (name + extension_);
+  return folder / (name + extension);
 }
 
 void ImageSequenceSink::write(const Item& item, ConstFrameView frame) {
-  write_image(frame_path(item.index), frame, quality_, existing_);
+  write_image(frame_path(folder_, item.index, extension_), frame, quality_, existing_);
 }
 
 void ImageSequenceSink::write_from_device(const Item& item, DeviceFrame frame) {
-  write_file_atomically(frame_path(item.index), gpu_encoder_->encode(frame), existing_);
+  write_file_atomically(frame_path(folder_, item.index, extension_), gpu_encoder_->encode(frame), existing_);
 }
 
 std::vector<std::string> FrameStreamSource::read_on_device(const Item& item, const FrameAllocator& allocate,

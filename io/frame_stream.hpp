@@ -143,8 +143,9 @@ class ImageSequenceSink final : public Sink {
   void write_from_device(const Item& item, DeviceFrame frame) override;
   bool concurrent_writes() const override { return true; }
 
-  // The file of frame `index`.
-  std::filesystem::path frame_path(std::uint64_t index) const;
+  // The file of frame `index` in `folder`, for files of `extension` (".jpg").
+  static std::filesystem::path frame_path(const std::filesystem::path& folder, std::uint64_t index,
+                                          const std::string& extension);
 
  private:
   std::filesystem::path folder_;
