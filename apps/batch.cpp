@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <iostream>
@@ -77,6 +78,60 @@ std::string codec_summary(const io::ImageFolderSource& source, const io::ImageFo
   return text;
 }
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// When each part of the start-up ended, for --timings.
+struct StartUp {
+  Clock::time_point begin = Clock::now();
+  Clock::time_point planned, engine_made, decoder_made, encoder_made;
+};
+
+// --timings: the start-up, the mean time an image spent in each stage of the job, and how busy the GPU codecs
+// were. A stage or codec busy for most of the job bounds it.
+std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary& summary,
+                                      const io::GpuJpegDecoder* decoder, const io::GpuJpegEncoder* encoder) {
+  std::vector<std::string> lines;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "timings: start-up %.2f s (listing the folder %.2f s, the engine and the CUDA context %.2f s, "
+                "the GPU JPEG decoder %.2f s, the GPU JPEG encoder %.2f s); the job %.2f s",
+                seconds_between(start_up.begin, start_up.encoder_made), seconds_between(start_up.begin, start_up.planned),
+                seconds_between(start_up.planned, start_up.engine_made),
+                seconds_between(start_up.engine_made, start_up.decoder_made),
+                seconds_between(start_up.decoder_made, start_up.encoder_made), summary.seconds);
+  lines.emplace_back(text);
+  if (summary.items > 0) {
+    const double per_item_ms = 1e3 / static_cast<double>(summary.items);
+    std::snprintf(text, sizeof text,
+                  "timings: per image, on average: reading and decoding %.2f ms, submitting in order %.2f ms, "
+                  "the chain until complete %.2f ms, encoding and writing %.2f ms",
+                  summary.stages.read * per_item_ms, summary.stages.submit * per_item_ms,
+                  summary.stages.complete * per_item_ms, summary.stages.write * per_item_ms);
+    lines.emplace_back(text);
+  }
+  const double job_seconds = std::max(summary.seconds, 1e-9);
+  if (decoder && decoder->has_hardware()) {
+    const io::GpuJpegDecoder::HardwareActivity activity = decoder->hardware_activity();
+    std::snprintf(text, sizeof text,
+                  "timings: hardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
+                  "of the job",
+                  static_cast<unsigned long long>(activity.batches),
+                  activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0,
+                  decoder->lanes(), 100.0 * activity.busy_seconds / (decoder->lanes() * job_seconds));
+    lines.emplace_back(text);
+  }
+  if (encoder) {
+    std::snprintf(text, sizeof text, "timings: GPU JPEG encoding: the %d encoder states busy %.0f%% of the job",
+                  encoder->states(), 100.0 * encoder->busy_seconds() / (encoder->states() * job_seconds));
+    lines.emplace_back(text);
+  }
+  return lines;
+}
+
 }  // namespace
 
 int run_batch(const BatchOptions& options) {
@@ -87,6 +142,7 @@ int run_batch(const BatchOptions& options) {
 
 int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_batch) {
   // Everything that can be wrong with the request is checked before the first file is written.
+  StartUp start_up;
   Chain chain;
   try {
     chain = parse_chain(options.ops);
@@ -123,6 +179,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
                                              : "") +
                      (folder.links_not_followed > 0 ? "; links to folders are not followed without --follow-links" : ""));
   }
+  start_up.planned = Clock::now();
   int workers = job_workers(options.jobs);
   EngineOptions engine_options;
   engine_options.arithmetic = options.exact ? Arithmetic::exact : Arithmetic::fast;
@@ -138,6 +195,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
                          : gpu_decoding_possible ? std::max(kGpuJpegSlots, job_slots(workers))
                                                   : job_slots(workers);
   const std::unique_ptr<Engine> engine = make_engine_for_batch(chain, engine_options);
+  start_up.engine_made = Clock::now();
   const Codec decoder = choose_codec("--decoder", options.decoder, *engine);
   const Codec encoder = choose_codec("--encoder", options.encoder, *engine);
   std::optional<io::GpuJpegDecoder> gpu_decoder;
@@ -147,9 +205,11 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
     // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
     workers = std::max(workers, engine->slots());
   }
+  start_up.decoder_made = Clock::now();
   if (encoder == Codec::gpu) {
     gpu_encoder.emplace(io::GpuJpegEncoder::Options{options.quality, options.full_chroma});
   }
+  start_up.encoder_made = Clock::now();
   const bool writes_format = options.format == "same" || options.format == "ppm" ||
                              (options.format == "jpg" && gpu_encoder) || io::has_opencv_codecs();
   if (!writes_format) {
@@ -213,6 +273,12 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
                                        : "";
   progress.message(line + timing + codec_summary(source, sink, gpu_decoder.has_value(), gpu_encoder.has_value()) +
                    shard_text + "; outputs in " + options.output_dir.string());
+  if (options.timings) {
+    for (const std::string& timing_line :
+         timing_lines(start_up, summary, gpu_decoder ? &*gpu_decoder : nullptr, gpu_encoder ? &*gpu_encoder : nullptr)) {
+      progress.message(timing_line);
+    }
+  }
 
   if (!summary.device_failure.empty()) {
     progress.message("the GPU failed: " + summary.device_failure +

@@ -30,6 +30,7 @@ struct BatchOptions {
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu
   bool full_chroma = false;       // GPU JPEG encoding in 4:4:4 instead of 4:2:0
   bool exact = false;             // GPU backends round as OpenCV does (Arithmetic::exact)
+  bool timings = false;           // after the summary, where the time went (start-up, the job's stages, codecs)
 };
 
 // Frames in flight by default when JPEG is decoded on the GPU: the files waiting together form the hardware

@@ -9,7 +9,9 @@
 #include <nvjpeg.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -103,6 +105,10 @@ nvjpegImage_t interleaved(std::uint8_t* data, Size size) {
   return image;
 }
 
+std::int64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Waits for `stream`; false when the GPU work on it failed.
 bool finished_cleanly(cudaStream_t stream) { return cudaStreamSynchronize(stream) == cudaSuccess; }
 
@@ -184,6 +190,9 @@ struct GpuJpegDecoder::Impl {
   std::deque<Request*> queue;
   bool stopping = false;
 
+  std::atomic<std::uint64_t> batches = 0, batched_files = 0;
+  std::atomic<std::int64_t> busy_ns = 0;
+
   explicit Impl(const Options& o) : options(o) {
     nvjpegHandle_t probe = nullptr;
     if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &probe) != NVJPEG_STATUS_SUCCESS) return;
@@ -242,7 +251,11 @@ struct GpuJpegDecoder::Impl {
         batch.assign(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
         queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
       }
+      const auto start = std::chrono::steady_clock::now();
       const bool decoded = decode_batch(lane, batch);
+      busy_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+      batches.fetch_add(1, std::memory_order_relaxed);
+      batched_files.fetch_add(batch.size(), std::memory_order_relaxed);
       for (Request* r : batch) {
         r->decoded = decoded;
         r->finished.release();
@@ -366,6 +379,12 @@ GpuJpegDecoder::~GpuJpegDecoder() = default;
 
 bool GpuJpegDecoder::has_hardware() const { return !impl_->lanes.empty(); }
 
+GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const {
+  return {impl_->batches.load(), impl_->batched_files.load(), impl_->busy_ns.load() * 1e-9};
+}
+
+int GpuJpegDecoder::lanes() const { return static_cast<int>(impl_->lanes.size()); }
+
 JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
                                    std::uint64_t max_pixels) {
   std::unique_ptr<Impl::Scratch> scratch = impl_->take_scratch();
@@ -394,6 +413,8 @@ struct GpuJpegEncoder::Impl {
   std::mutex mutex;
   std::condition_variable lane_freed;
   std::vector<std::unique_ptr<Lane>> idle;
+  int states = 0;
+  std::atomic<std::int64_t> busy_ns = 0;
 
   explicit Impl(const Options& options) {
     if (options.quality < 1 || options.quality > 100) {
@@ -415,6 +436,7 @@ struct GpuJpegEncoder::Impl {
       lane->state = EncoderState(state);
       idle.push_back(std::move(lane));
     }
+    states = static_cast<int>(idle.size());
   }
 
   std::vector<std::uint8_t> encode(Lane& lane, const DeviceFrame& frame) {
@@ -460,7 +482,9 @@ std::vector<std::uint8_t> GpuJpegEncoder::encode(const DeviceFrame& frame) {
     impl_->lane_freed.notify_one();
   };
   try {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint8_t> bytes = impl_->encode(*lane, frame);
+    impl_->busy_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
     give_back();
     return bytes;
   } catch (...) {
@@ -468,5 +492,9 @@ std::vector<std::uint8_t> GpuJpegEncoder::encode(const DeviceFrame& frame) {
     throw;
   }
 }
+
+double GpuJpegEncoder::busy_seconds() const { return impl_->busy_ns.load() * 1e-9; }
+
+int GpuJpegEncoder::states() const { return impl_->states; }
 
 }  // namespace imgpipe::io

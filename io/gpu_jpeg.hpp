@@ -68,6 +68,17 @@ class GpuJpegDecoder {
 
   bool has_hardware() const;
 
+  // What the hardware lanes have done so far: batches decoded, the files in them, and the seconds the lanes
+  // spent decoding them (summed over lanes). Busy seconds over a job's time near the lane count means the
+  // hardware decoder bounds the job.
+  struct HardwareActivity {
+    std::uint64_t batches = 0;
+    std::uint64_t files = 0;
+    double busy_seconds = 0;
+  };
+  HardwareActivity hardware_activity() const;
+  int lanes() const;
+
   // Decodes a whole JPEG file into allocate(size), RGB with EXIF orientation applied and grayscale expanded,
   // as OpenCV's imread does. The frame is complete on return. Called from many threads at once: the files
   // that wait together are decoded as one hardware batch. Throws PixelLimitError before allocating for an
@@ -95,6 +106,11 @@ class GpuJpegEncoder {
 
   // The JPEG file's bytes for a complete device frame. Thread-safe.
   std::vector<std::uint8_t> encode(const DeviceFrame& frame);
+
+  // Seconds the encoder states have spent encoding so far, summed over states; near states() times a job's
+  // time means the encoder bounds the job.
+  double busy_seconds() const;
+  int states() const;
 
  private:
   struct Impl;

@@ -17,6 +17,8 @@ struct GpuJpegDecoder::Impl {};
 GpuJpegDecoder::GpuJpegDecoder(const Options&) { throw std::runtime_error(std::string("GPU JPEG: ") + kNoNvjpeg); }
 GpuJpegDecoder::~GpuJpegDecoder() = default;
 bool GpuJpegDecoder::has_hardware() const { return false; }
+GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const { return {}; }
+int GpuJpegDecoder::lanes() const { return 0; }
 JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t>, const DeviceFrameAllocator&, std::uint64_t) {
   throw std::logic_error("GPU JPEG: " + std::string(kNoNvjpeg));
 }
@@ -27,5 +29,7 @@ GpuJpegEncoder::~GpuJpegEncoder() = default;
 std::vector<std::uint8_t> GpuJpegEncoder::encode(const DeviceFrame&) {
   throw std::logic_error("GPU JPEG: " + std::string(kNoNvjpeg));
 }
+double GpuJpegEncoder::busy_seconds() const { return 0; }
+int GpuJpegEncoder::states() const { return 0; }
 
 }  // namespace imgpipe::io

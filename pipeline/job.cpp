@@ -69,6 +69,24 @@ std::chrono::microseconds yield_window(int threads) {
 
 using Status = ItemResult::Status;
 
+// Adds the time from its construction to its destruction to a stage's total.
+class StageTimer {
+ public:
+  explicit StageTimer(std::atomic<std::int64_t>& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+  ~StageTimer() {
+    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count(),
+                     std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::int64_t>& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+double seconds_of(const std::atomic<std::int64_t>& nanoseconds) { return nanoseconds.load() * 1e-9; }
+
 // One item on its way through, with the engine slot it holds from its read until its write.
 struct InFlight {
   std::uint64_t ticket = 0;
@@ -101,6 +119,7 @@ class JobRun {
       for (int i = 0; i < engine_.slots(); ++i) workers.emplace_back([this] { work(); });
     }
     summary_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary_.stages = {seconds_of(read_ns_), seconds_of(submit_ns_), seconds_of(complete_ns_), seconds_of(write_ns_)};
     if (unexpected_) std::rethrow_exception(unexpected_);
     return summary_;
   }
@@ -115,6 +134,7 @@ class JobRun {
         return;
       }
       if (source_.concurrent_reads()) {
+        const StageTimer timer(read_ns_);
         cpu_work_.acquire();
         read(*item);
         cpu_work_.release();
@@ -159,7 +179,10 @@ class JobRun {
         item.result.status = Status::refused;
       }
     }
-    if (!source_.concurrent_reads()) read(item);
+    if (!source_.concurrent_reads()) {
+      const StageTimer timer(read_ns_);
+      read(item);
+    }
     return item;
   }
 
@@ -198,6 +221,7 @@ class JobRun {
 
   // In ticket order, so completions come back in ticket order too.
   void submit(InFlight& item) {
+    const StageTimer timer(submit_ns_);
     const InOrder::Turn turn = submitting_.wait(item.ticket);
     if (!item.pending()) return;
     if (device_failed_) {
@@ -212,6 +236,7 @@ class JobRun {
   }
 
   void complete(InFlight& item) {
+    const StageTimer timer(complete_ns_);
     const InOrder::Turn turn = completing_.wait(item.ticket);
     if (!item.pending()) return;
     const bool device_failed_before = device_failed_;
@@ -227,6 +252,7 @@ class JobRun {
   // Straight from the slot's output buffer; then the slot goes back to the engine. Items already past
   // admission when a stop was requested are still written: a stop ends the reading, not the finishing.
   void write(InFlight& item) {
+    const StageTimer timer(write_ns_);
     if (sink_.concurrent_writes()) {
       if (!item.pending()) return;
       cpu_work_.acquire();
@@ -319,6 +345,7 @@ class JobRun {
   std::atomic<bool> device_failed_ = false;
   std::mutex device_mutex_;
   InOrder submitting_, completing_, writing_, reporting_;
+  std::atomic<std::int64_t> read_ns_ = 0, submit_ns_ = 0, complete_ns_ = 0, write_ns_ = 0;
   JobSummary summary_;  // written in report(), in ticket order
   std::exception_ptr unexpected_;
 };

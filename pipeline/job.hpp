@@ -99,6 +99,17 @@ struct ItemResult {
   std::vector<std::string> warnings;
 };
 
+// Where the items' time went, in seconds summed over items (items overlap, so the sums exceed the job's time):
+// reading (for a GPU decoder, the wait for its batch too), waiting for the turn to submit and submitting,
+// waiting until the engine had completed the item, and writing (encoding included). Divided by the items, each
+// is the mean time an item spent there; by the job's time, the mean number of items there at once.
+struct StageSeconds {
+  double read = 0;
+  double submit = 0;
+  double complete = 0;
+  double write = 0;
+};
+
 struct JobSummary {
   std::uint64_t items = 0;  // started (read, or refused, or skipped)
   std::uint64_t done = 0;
@@ -108,6 +119,7 @@ struct JobSummary {
   std::string device_failure;  // the sticky CUDA error that stopped the job, or empty
   bool stopped = false;        // stop_requested() ended it before the source did
   double seconds = 0;
+  StageSeconds stages;
 };
 
 // Runs every item of `source` through `engine` into `sink`. `on_result` is called for each item, in item
