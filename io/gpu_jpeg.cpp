@@ -147,12 +147,14 @@ std::vector<std::string> describe_gpu_jpeg() {
 struct GpuJpegDecoder::Impl {
   // One file waiting for a hardware batch; a lane fills in the outcome.
   struct Request {
+    enum class Outcome { decoded, refused, failed };  // refused: the hardware backend does not take the file
     const unsigned char* data = nullptr;
     std::size_t length = 0;
+    nvjpegJpegStream_t parsed = nullptr;  // the caller's parse, for the lane's support check
     std::uint8_t* destination = nullptr;
     Size size;  // as stored, before orientation
-    bool decoded = false;
-    std::binary_semaphore finished{0};  // released by the lane once `decoded` is set
+    Outcome outcome = Outcome::failed;
+    std::binary_semaphore finished{0};  // released by the lane once `outcome` is set
   };
 
   // A hardware decode lane: its own handle (lanes never share a hardware handle across threads), a state per
@@ -177,9 +179,6 @@ struct GpuJpegDecoder::Impl {
   Options options;
   int device = current_device();
   Handle hybrid = create_handle(NVJPEG_BACKEND_GPU_HYBRID);
-  // Answers which files the hardware takes; a handle of its own, as the lanes' handles are busy decoding.
-  Handle hardware_probe;
-  std::mutex probe_mutex;
   std::vector<std::unique_ptr<Lane>> lanes;
 
   std::mutex scratch_mutex;
@@ -188,15 +187,13 @@ struct GpuJpegDecoder::Impl {
   std::mutex queue_mutex;
   std::condition_variable queued;
   std::deque<Request*> queue;
+  std::size_t arriving = 0;  // callers parsing a file they will queue
   bool stopping = false;
 
   std::atomic<std::uint64_t> batches = 0, batched_files = 0;
   std::atomic<std::int64_t> busy_ns = 0;
 
   explicit Impl(const Options& o) : options(o) {
-    nvjpegHandle_t probe = nullptr;
-    if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &probe) != NVJPEG_STATUS_SUCCESS) return;
-    hardware_probe = Handle(probe);
     for (int i = 0; i < std::max(1, options.lanes); ++i) {
       nvjpegHandle_t handle = nullptr;
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) break;
@@ -237,30 +234,90 @@ struct GpuJpegDecoder::Impl {
     idle_scratch.push_back(std::move(s));
   }
 
-  // Takes the files waiting, as many as the largest power of two up to max_batch (each batch size needs its
-  // own initialised state, so sizes are kept to a few), decodes them as one batch, and wakes their threads.
+  // Counts a caller from its arrival in decode() until it queues its file for the hardware or leaves without
+  // one, so that the lanes know more files are on their way.
+  class Arrival {
+   public:
+    explicit Arrival(Impl& impl) : impl_(impl) {
+      std::lock_guard lock(impl_.queue_mutex);
+      ++impl_.arriving;
+    }
+    Arrival(const Arrival&) = delete;
+    Arrival& operator=(const Arrival&) = delete;
+    ~Arrival() {
+      if (!queued_) leave(nullptr);
+    }
+    void queue(Request& request) {
+      leave(&request);
+      queued_ = true;
+    }
+
+   private:
+    void leave(Request* request) {
+      {
+        std::lock_guard lock(impl_.queue_mutex);
+        --impl_.arriving;
+        if (request) impl_.queue.push_back(request);
+      }
+      impl_.queued.notify_all();
+    }
+    Impl& impl_;
+    bool queued_ = false;
+  };
+
+  // A nearly empty batch costs the lane about as long as a full one, so a lane that finds files waiting while
+  // other callers are still parsing theirs waits for them, for up to this long.
+  static constexpr std::chrono::microseconds kFillWait{1000};
+
+  // Takes the files waiting (up to max_batch, after waiting briefly for arriving ones), hands back to their
+  // threads those the hardware backend does not take, decodes the largest power-of-two count of the rest as one
+  // batch (each batch size needs its own initialised state, so sizes are kept to a few), puts the remainder back
+  // at the head of the queue, and wakes the decoded files' threads.
   void run_lane(Lane& lane) {
-    if (cudaSetDevice(device) != cudaSuccess) return;  // nvJPEG's hardware backend needs the device current
+    const bool usable = cudaSetDevice(device) == cudaSuccess;  // the hardware backend needs the device current
+    const auto max_batch = static_cast<std::size_t>(std::max(1, options.max_batch));
     std::vector<Request*> batch;
     while (true) {
       {
         std::unique_lock lock(queue_mutex);
         queued.wait(lock, [&] { return stopping || !queue.empty(); });
         if (queue.empty()) return;
-        const auto take = std::bit_floor(std::min(queue.size(), static_cast<std::size_t>(options.max_batch)));
-        batch.assign(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
-        queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(take));
+        queued.wait_for(lock, kFillWait, [&] { return stopping || queue.size() >= max_batch || arriving == 0; });
+        const auto take = static_cast<std::ptrdiff_t>(std::min(queue.size(), max_batch));
+        batch.assign(queue.begin(), queue.begin() + take);
+        queue.erase(queue.begin(), queue.begin() + take);
+      }
+      std::erase_if(batch, [&](Request* r) {
+        if (usable && hardware_takes(lane, r->parsed)) return false;
+        finish(*r, Request::Outcome::refused);
+        return true;
+      });
+      if (batch.empty()) continue;
+      if (const std::size_t size = std::bit_floor(batch.size()); size < batch.size()) {
+        {
+          std::lock_guard lock(queue_mutex);
+          queue.insert(queue.begin(), batch.begin() + static_cast<std::ptrdiff_t>(size), batch.end());
+        }
+        batch.resize(size);
       }
       const auto start = std::chrono::steady_clock::now();
       const bool decoded = decode_batch(lane, batch);
       busy_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
       batches.fetch_add(1, std::memory_order_relaxed);
       batched_files.fetch_add(batch.size(), std::memory_order_relaxed);
-      for (Request* r : batch) {
-        r->decoded = decoded;
-        r->finished.release();
-      }
+      for (Request* r : batch) finish(*r, decoded ? Request::Outcome::decoded : Request::Outcome::failed);
     }
+  }
+
+  static void finish(Request& request, Request::Outcome outcome) {
+    request.outcome = outcome;
+    request.finished.release();
+  }
+
+  static bool hardware_takes(const Lane& lane, nvjpegJpegStream_t parsed) {
+    int unsupported = 1;  // nvJPEG answers 0 for a file it supports
+    return nvjpegDecodeBatchedSupported(lane.handle.get(), parsed, &unsupported) == NVJPEG_STATUS_SUCCESS &&
+           unsupported == 0;
   }
 
   bool decode_batch(Lane& lane, const std::vector<Request*>& batch) {
@@ -293,23 +350,14 @@ struct GpuJpegDecoder::Impl {
     return decoded;
   }
 
-  bool hardware_takes(const JpegStream& parsed) {
-    std::lock_guard lock(probe_mutex);
-    int unsupported = 1;  // nvJPEG answers 0 for a file it supports
-    return nvjpegDecodeBatchedSupported(hardware_probe.get(), parsed.get(), &unsupported) == NVJPEG_STATUS_SUCCESS &&
-           unsupported == 0;
-  }
-
-  // Queues one file for the next hardware batch and waits for it; false when its batch failed.
-  bool decode_on_hardware(std::span<const std::uint8_t> jpeg, std::uint8_t* destination, Size size) {
-    Request request{jpeg.data(), jpeg.size(), destination, size};
-    {
-      std::lock_guard lock(queue_mutex);
-      queue.push_back(&request);
-    }
-    queued.notify_one();
+  // Queues one file for a hardware batch and waits until a lane has decoded it, refused it or failed on it.
+  Request::Outcome decode_on_hardware(Arrival& arrival, const JpegStream& parsed, std::span<const std::uint8_t> jpeg,
+                                      std::uint8_t* destination, Size size) {
+    Request request{.data = jpeg.data(), .length = jpeg.size(), .parsed = parsed.get(), .destination = destination,
+                    .size = size};
+    arrival.queue(request);
     request.finished.acquire();
-    return request.decoded;
+    return request.outcome;
   }
 
   bool decode_hybrid(Scratch& s, std::span<const std::uint8_t> jpeg, std::uint8_t* destination, Size size) {
@@ -325,6 +373,7 @@ struct GpuJpegDecoder::Impl {
   JpegDecoder decode(Scratch& s, std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
                      std::uint64_t max_pixels) {
     check_device(cudaSetDevice(device), "cudaSetDevice");
+    Arrival arrival(*this);
     const nvjpegStatus_t parse = nvjpegJpegStreamParse(hybrid.get(), jpeg.data(), jpeg.size(), 0, 0, s.parsed.get());
     if (parse != NVJPEG_STATUS_SUCCESS) throw GpuJpegRefusal("nvJPEG cannot parse it (" + failed("nvjpegJpegStreamParse", parse) + ")", false);
     unsigned width = 0, height = 0;
@@ -340,7 +389,6 @@ struct GpuJpegDecoder::Impl {
     if (nvjpegJpegStreamGetExifOrientation(s.parsed.get(), &orientation) != NVJPEG_STATUS_SUCCESS) {
       orientation = NVJPEG_ORIENTATION_UNKNOWN;
     }
-    const bool on_hardware = !lanes.empty() && hardware_takes(s.parsed);
 
     const Size stored{static_cast<int>(width), static_cast<int>(height)};
     const char* turn_upright = upright_ops(orientation);
@@ -354,10 +402,13 @@ struct GpuJpegDecoder::Impl {
 
     // The hardware reads the bytes where they are: staging them in pinned memory measured no faster.
     JpegDecoder used = JpegDecoder::hardware;
-    if (!on_hardware || !decode_on_hardware(jpeg, destination, stored)) {
+    const Request::Outcome hardware = lanes.empty() ? Request::Outcome::refused
+                                                    : decode_on_hardware(arrival, s.parsed, jpeg, destination, stored);
+    if (hardware != Request::Outcome::decoded) {
       used = JpegDecoder::gpu_hybrid;
       if (!decode_hybrid(s, jpeg, destination, stored)) {
-        throw GpuJpegRefusal(on_hardware ? "the GPU decoders failed on it" : "the GPU hybrid decoder failed on it",
+        throw GpuJpegRefusal(hardware == Request::Outcome::failed ? "the GPU decoders failed on it"
+                                                                  : "the GPU hybrid decoder failed on it",
                              true);
       }
     }

@@ -10,12 +10,15 @@
 #include <semaphore>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace imgpipe {
 namespace {
 
 // Lets items through a stage one at a time, in ticket order. A turn is passed on when its holder leaves
-// scope, also by an exception, so a failing item never blocks the ones behind it.
+// scope, also by an exception, so a failing item never blocks the ones behind it. The tickets in flight
+// span fewer than `window` numbers (one per engine slot), so each waits on a condition of its own and a
+// passed turn wakes only the thread whose turn it is, not every waiting thread.
 class InOrder {
  public:
   class Turn {
@@ -34,7 +37,7 @@ class InOrder {
   // frame. Yielding leaves the core to decoders and encoders that need it, as long as the waiting threads do
   // not outnumber the cores; a job with more threads than that (a GPU JPEG decoder batching many files) sleeps
   // at once, or the yielding threads would take the cores from the work.
-  explicit InOrder(std::chrono::microseconds yield_for) : yield_for_(yield_for) {}
+  InOrder(std::chrono::microseconds yield_for, int window) : yield_for_(yield_for), turned_(window) {}
 
   [[nodiscard]] Turn wait(std::uint64_t ticket) {
     const auto give_up = std::chrono::steady_clock::now() + yield_for_;
@@ -42,22 +45,23 @@ class InOrder {
       std::this_thread::yield();
     }
     std::unique_lock lock(mutex_);
-    turned_.wait(lock, [&] { return next_.load(std::memory_order_relaxed) == ticket; });
+    turned_[ticket % turned_.size()].wait(lock, [&] { return next_.load(std::memory_order_relaxed) == ticket; });
     return Turn(*this);
   }
 
  private:
   void pass() {
+    std::uint64_t next = 0;
     {
       std::lock_guard lock(mutex_);
-      next_.fetch_add(1, std::memory_order_release);
+      next = next_.fetch_add(1, std::memory_order_release) + 1;
     }
-    turned_.notify_all();
+    turned_[next % turned_.size()].notify_all();
   }
 
   std::chrono::microseconds yield_for_;
   std::mutex mutex_;
-  std::condition_variable turned_;
+  std::vector<std::condition_variable> turned_;  // ticket t waits on turned_[t % window]
   std::atomic<std::uint64_t> next_ = 0;
 };
 
@@ -106,10 +110,10 @@ class JobRun {
         on_result_(on_result),
         tokens_(engine.slots()),
         cpu_work_(std::clamp(options.workers, 1, engine.slots())),
-        submitting_(yield_window(engine.slots())),
-        completing_(yield_window(engine.slots())),
-        writing_(yield_window(engine.slots())),
-        reporting_(yield_window(engine.slots())) {}
+        submitting_(yield_window(engine.slots()), engine.slots()),
+        completing_(yield_window(engine.slots()), engine.slots()),
+        writing_(yield_window(engine.slots()), engine.slots()),
+        reporting_(yield_window(engine.slots()), engine.slots()) {}
 
   JobSummary run() {
     const auto start = std::chrono::steady_clock::now();
