@@ -10,11 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <semaphore>
 #include <thread>
@@ -157,11 +155,11 @@ struct GpuJpegDecoder::Impl {
     std::binary_semaphore finished{0};  // released by the lane once `outcome` is set
   };
 
-  // A hardware decode lane: its own handle (lanes never share a hardware handle across threads), a state per
-  // batch size (a state is initialised for one batch size), a stream and a thread.
+  // A hardware decode lane: its own handle (lanes never share a hardware handle across threads), one state
+  // initialised again for each batch's size, a stream and a thread.
   struct Lane {
     Handle handle;
-    std::map<int, State> states;
+    State state;
     DeviceStream stream = DeviceStream::create();
     std::jthread thread;
   };
@@ -199,6 +197,7 @@ struct GpuJpegDecoder::Impl {
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) break;
       auto lane = std::make_unique<Lane>();
       lane->handle = Handle(handle);
+      lane->state = create_batched_state(lane->handle);
       lanes.push_back(std::move(lane));
     }
     for (auto& lane : lanes) lane->thread = std::jthread([this, l = lane.get()] { run_lane(*l); });
@@ -269,37 +268,45 @@ struct GpuJpegDecoder::Impl {
   // other callers are still parsing theirs waits for them, for up to this long.
   static constexpr std::chrono::microseconds kFillWait{1000};
 
-  // Takes the files waiting (up to max_batch, after waiting briefly for arriving ones), hands back to their
-  // threads those the hardware backend does not take, decodes the largest power-of-two count of the rest as one
-  // batch (each batch size needs its own initialised state, so sizes are kept to a few), puts the remainder back
-  // at the head of the queue, and wakes the decoded files' threads.
+  // A state for batched hardware decoding, its memory pool allocated now for a batch of 1080p photos rather than
+  // during the first batches (it grows if larger images come); empty when nvJPEG cannot make one. One state
+  // initialised again for each batch's size: a state per size would cost a slow initialisation for each.
+  State create_batched_state(const Handle& handle) const {
+    nvjpegJpegState_t state = nullptr;
+    if (nvjpegJpegStateCreate(handle.get(), &state) != NVJPEG_STATUS_SUCCESS) return State();
+    nvjpegDecodeBatchedPreAllocate(handle.get(), state, std::max(1, options.max_batch), 1920, 1080, NVJPEG_CSS_420,
+                                   NVJPEG_OUTPUT_RGBI);
+    return State(state);
+  }
+
+  // Waits for a file, then moves the waiting files (up to max_batch) into `requests`; false once the decoder is
+  // stopping and none wait. Where callers are still parsing files they will queue, first waits briefly for them,
+  // so that the batch fills.
+  bool take(std::vector<Request*>& requests) {
+    const auto max_batch = static_cast<std::size_t>(std::max(1, options.max_batch));
+    std::unique_lock lock(queue_mutex);
+    queued.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty()) return false;
+    queued.wait_for(lock, kFillWait, [&] { return stopping || queue.size() >= max_batch || arriving == 0; });
+    const auto count = static_cast<std::ptrdiff_t>(std::min(queue.size(), max_batch));
+    requests.assign(queue.begin(), queue.begin() + count);
+    queue.erase(queue.begin(), queue.begin() + count);
+    return true;
+  }
+
+  // Takes batches from the queue and decodes them: the files the hardware backend does not take go back to
+  // their threads at once, a batch's files once it is decoded. (A second batch launched while the engines decode
+  // the first measured slower on the H200: the lane then launched whatever had just arrived, and batches shrank.)
   void run_lane(Lane& lane) {
     const bool usable = cudaSetDevice(device) == cudaSuccess;  // the hardware backend needs the device current
-    const auto max_batch = static_cast<std::size_t>(std::max(1, options.max_batch));
     std::vector<Request*> batch;
-    while (true) {
-      {
-        std::unique_lock lock(queue_mutex);
-        queued.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;
-        queued.wait_for(lock, kFillWait, [&] { return stopping || queue.size() >= max_batch || arriving == 0; });
-        const auto take = static_cast<std::ptrdiff_t>(std::min(queue.size(), max_batch));
-        batch.assign(queue.begin(), queue.begin() + take);
-        queue.erase(queue.begin(), queue.begin() + take);
-      }
+    while (take(batch)) {
       std::erase_if(batch, [&](Request* r) {
         if (usable && hardware_takes(lane, r->parsed)) return false;
         finish(*r, Request::Outcome::refused);
         return true;
       });
       if (batch.empty()) continue;
-      if (const std::size_t size = std::bit_floor(batch.size()); size < batch.size()) {
-        {
-          std::lock_guard lock(queue_mutex);
-          queue.insert(queue.begin(), batch.begin() + static_cast<std::ptrdiff_t>(size), batch.end());
-        }
-        batch.resize(size);
-      }
       const auto start = std::chrono::steady_clock::now();
       const bool decoded = decode_batch(lane, batch);
       busy_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
@@ -307,6 +314,27 @@ struct GpuJpegDecoder::Impl {
       batched_files.fetch_add(batch.size(), std::memory_order_relaxed);
       for (Request* r : batch) finish(*r, decoded ? Request::Outcome::decoded : Request::Outcome::failed);
     }
+  }
+
+  bool decode_batch(Lane& lane, const std::vector<Request*>& batch) {
+    if (!lane.state) lane.state = create_batched_state(lane.handle);
+    std::vector<const unsigned char*> data;
+    std::vector<std::size_t> lengths;
+    std::vector<nvjpegImage_t> images;
+    for (const Request* r : batch) {
+      data.push_back(r->data);
+      lengths.push_back(r->length);
+      images.push_back(interleaved(r->destination, r->size));
+    }
+    const bool decoded =
+        lane.state &&
+        nvjpegDecodeBatchedInitialize(lane.handle.get(), lane.state.get(), static_cast<int>(batch.size()), 1,
+                                      NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS &&
+        nvjpegDecodeBatched(lane.handle.get(), lane.state.get(), data.data(), lengths.data(), images.data(),
+                            lane.stream.get()) == NVJPEG_STATUS_SUCCESS &&
+        finished_cleanly(lane.stream.get());
+    if (!decoded) lane.state.reset();  // a failed batch leaves its state unusable: the next one makes another
+    return decoded;
   }
 
   static void finish(Request& request, Request::Outcome outcome) {
@@ -318,36 +346,6 @@ struct GpuJpegDecoder::Impl {
     int unsupported = 1;  // nvJPEG answers 0 for a file it supports
     return nvjpegDecodeBatchedSupported(lane.handle.get(), parsed, &unsupported) == NVJPEG_STATUS_SUCCESS &&
            unsupported == 0;
-  }
-
-  bool decode_batch(Lane& lane, const std::vector<Request*>& batch) {
-    const int n = static_cast<int>(batch.size());
-    State& state = lane.states[n];
-    if (!state) {
-      try {
-        state = create_state(lane.handle);
-      } catch (const std::exception&) {
-        return false;
-      }
-      if (nvjpegDecodeBatchedInitialize(lane.handle.get(), state.get(), n, 1, NVJPEG_OUTPUT_RGBI) !=
-          NVJPEG_STATUS_SUCCESS) {
-        state.reset();
-        return false;
-      }
-    }
-    std::vector<const unsigned char*> data;
-    std::vector<std::size_t> lengths;
-    std::vector<nvjpegImage_t> images;
-    for (const Request* r : batch) {
-      data.push_back(r->data);
-      lengths.push_back(r->length);
-      images.push_back(interleaved(r->destination, r->size));
-    }
-    const nvjpegStatus_t status = nvjpegDecodeBatched(lane.handle.get(), state.get(), data.data(), lengths.data(),
-                                                      images.data(), lane.stream.get());
-    const bool decoded = finished_cleanly(lane.stream.get()) && status == NVJPEG_STATUS_SUCCESS;
-    if (!decoded) state.reset();  // a failed batch leaves its state unusable: start the next one afresh
-    return decoded;
   }
 
   // Queues one file for a hardware batch and waits until a lane has decoded it, refused it or failed on it.

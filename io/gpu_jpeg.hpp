@@ -56,7 +56,7 @@ class GpuJpegDecoder {
   // On the H200 (imgpipe_bench_jpeg, docs/gpu-jpeg.md) one lane with batches of up to 64 decoded fastest;
   // a second lane sharing the engines, or batches of 128, measured slower.
   struct Options {
-    int lanes = 1;       // hardware batches in flight at once, each with its own nvJPEG handle and stream
+    int lanes = 1;       // hardware decode threads, each with its own nvJPEG handle and stream
     int max_batch = 64;  // files per hardware batch at most
   };
   // Throws std::runtime_error when nvJPEG or a CUDA device is missing. Without hardware JPEG engines every
