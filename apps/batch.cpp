@@ -97,13 +97,22 @@ std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary&
   std::vector<std::string> lines;
   char text[512];
   std::snprintf(text, sizeof text,
-                "timings: start-up %.2f s (listing the folder %.2f s, the engine and the CUDA context %.2f s, "
-                "the GPU JPEG decoder %.2f s, the GPU JPEG encoder %.2f s); the job %.2f s",
+                "timings: start-up %.2f s (listing the folder %.2f s, the engine and the CUDA context %.2f s",
                 seconds_between(start_up.begin, start_up.encoder_made), seconds_between(start_up.begin, start_up.planned),
-                seconds_between(start_up.planned, start_up.engine_made),
-                seconds_between(start_up.engine_made, start_up.decoder_made),
-                seconds_between(start_up.decoder_made, start_up.encoder_made), summary.seconds);
-  lines.emplace_back(text);
+                seconds_between(start_up.planned, start_up.engine_made));
+  std::string line = text;
+  if (decoder) {
+    std::snprintf(text, sizeof text, ", the GPU JPEG decoder %.2f s",
+                  seconds_between(start_up.engine_made, start_up.decoder_made));
+    line += text;
+  }
+  if (encoder) {
+    std::snprintf(text, sizeof text, ", the GPU JPEG encoder %.2f s",
+                  seconds_between(start_up.decoder_made, start_up.encoder_made));
+    line += text;
+  }
+  std::snprintf(text, sizeof text, "); the job %.2f s", summary.seconds);
+  lines.push_back(line + text);
   if (summary.items > 0) {
     const double per_item_ms = 1e3 / static_cast<double>(summary.items);
     std::snprintf(text, sizeof text,

@@ -110,6 +110,18 @@ TEST_F(Cli, ExactGivesTheSameBytesOnEveryUsableBackend) {
   EXPECT_TRUE(contains(imgpipe("stream --help").output, "--exact"));
 }
 
+TEST_F(Cli, TimingsSayWhereTheTimeWent) {
+  const fs::path in = make_input(dir.path()), out = dir.path() / "out";
+  const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) +
+                                    " --ops flip=h --format ppm --decoder cpu --encoder cpu --timings");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "timings: start-up ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "timings: per image, on average: reading and decoding ")) << run.output;
+  EXPECT_FALSE(contains(run.output, "GPU JPEG")) << "codecs that were not used are timed: " << run.output;
+  EXPECT_FALSE(contains(imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / "quiet") + " --ops flip=h").output,
+                        "timings:"));
+}
+
 TEST_F(Cli, FormatChangesTheExtension) {
   const fs::path in = make_input(dir.path()), out = dir.path() / "out";
   const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) + " --ops rotate=90 --format ppm");

@@ -152,6 +152,30 @@ TEST(Job, ConcurrentReadsOverlapUpToTheWorkerCount) {
   EXPECT_LE(source.max_reading, 3) << "more reads at once than workers";
 }
 
+// A sink that takes a known time per item, so the job's stage times can be checked against it.
+class SlowSink final : public Sink {
+ public:
+  explicit SlowSink(std::chrono::milliseconds per_item) : per_item_(per_item) {}
+  void write(const Item&, ConstFrameView) override { std::this_thread::sleep_for(per_item_); }
+
+ private:
+  std::chrono::milliseconds per_item_;
+};
+
+TEST(Job, TheSummarySaysWhichStageTheTimeWentTo) {
+  TestSource source(8, false);  // a stream: reads take no time, items go one after another
+  SlowSink sink(std::chrono::milliseconds(5));
+  auto engine = invert_engine(3);
+  const JobSummary summary = run_job(source, *engine, sink, JobOptions{});
+  EXPECT_GE(summary.stages.write, 8 * 0.005) << "the writes' sleeps are missing from the write stage";
+  EXPECT_LT(summary.stages.read, summary.stages.write / 2) << "reads that take no time were counted as long";
+  EXPECT_GE(summary.stages.submit, 0.0);
+  EXPECT_GE(summary.stages.complete, 0.0);
+  // A stage's time includes waiting for the item's turn there, but no more items than the engine's 3 slots are
+  // ever in flight, so no stage's total can exceed 3 times the job's time.
+  EXPECT_LE(summary.stages.write, 3 * summary.seconds * 1.01);
+}
+
 TEST(Job, AFailureStaysWithItsItemAndTheJobGoesOn) {
   TestSource source(9, true, {2});
   source.refuse = {5};
