@@ -303,9 +303,12 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
     throw UsageError("--input '" + options.input + "' holds no video files (.h264, .264, .avc, .hevc, .h265, "
                      ".265, .mp4, .mkv, .avi, .mov, .webm, .m4v, .ts)");
   }
-  const int engines = io::gpu_video_engines();
-  const int jobs = std::min<int>(options.jobs > 0 ? options.jobs : engines > 0 ? engines : 4,
-                                 static_cast<int>(videos.size()));
+  int jobs = options.jobs;
+  if (jobs <= 0) {  // one per NVDEC engine, where the GPU says how many it has
+    const int engines = io::gpu_video_engines();
+    jobs = engines > 0 ? engines : 4;
+  }
+  jobs = std::min<int>(jobs, static_cast<int>(videos.size()));
   Progress progress;
   progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once");
   std::atomic<std::size_t> next{0};

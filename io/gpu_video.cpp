@@ -89,6 +89,18 @@ const char* matrix_name(VideoMatrix matrix) {
   return "unknown matrix";
 }
 
+// What this GPU's NVDEC takes of a codec at a chroma format and bit depth (bIsSupported is 0 where the query
+// itself fails).
+CUVIDDECODECAPS decoder_caps(cudaVideoCodec codec, cudaVideoChromaFormat chroma, unsigned bit_depth_minus8) {
+  CUVIDDECODECAPS caps{};
+  caps.eCodecType = codec;
+  caps.eChromaFormat = chroma;
+  caps.nBitDepthMinus8 = bit_depth_minus8;
+  check_device(cudaFree(nullptr), "cudaFree");  // the primary context, current for libnvcuvid
+  if (nvcuvid().api->cuvidGetDecoderCaps(&caps) != CUDA_SUCCESS) caps.bIsSupported = 0;
+  return caps;
+}
+
 // Why NVDEC cannot decode `format`, from the engines' own capabilities; empty when it can.
 std::string refusal_of(const CUVIDEOFORMAT& format) {
   const std::string what = std::string(codec_name(format.codec)) + " " +
@@ -97,11 +109,7 @@ std::string refusal_of(const CUVIDEOFORMAT& format) {
   if (format.chroma_format != cudaVideoChromaFormat_420) {
     return what + ": imgpipe's NVDEC path converts 4:2:0 only";
   }
-  CUVIDDECODECAPS caps{};
-  caps.eCodecType = format.codec;
-  caps.eChromaFormat = format.chroma_format;
-  caps.nBitDepthMinus8 = format.bit_depth_luma_minus8;
-  check_cuvid(nvcuvid().api->cuvidGetDecoderCaps(&caps), "cuvidGetDecoderCaps");
+  const CUVIDDECODECAPS caps = decoder_caps(format.codec, format.chroma_format, format.bit_depth_luma_minus8);
   if (!caps.bIsSupported) return what + ": this GPU's NVDEC does not decode it";
   const std::string size = std::to_string(format.coded_width) + "x" + std::to_string(format.coded_height);
   if (format.coded_width > caps.nMaxWidth || format.coded_height > caps.nMaxHeight ||
@@ -133,9 +141,9 @@ class NvdecReader final : public FrameReader {
  public:
   NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec) : path_(path), codec_(codec) {
     check_device(cudaGetDevice(&device_), "cudaGetDevice");
+    copy_stream_ = DeviceStream::create();  // before the file is opened: nothing to close if it throws
     file_ = std::fopen(path.c_str(), "rb");
     if (file_ == nullptr) throw IoError(path, std::strerror(errno));
-    copy_stream_ = DeviceStream::create();
     decoder_thread_ = std::thread([this] { decode_all(); });
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return format_.has_value() || ended_; });
@@ -461,12 +469,8 @@ std::string gpu_video_unavailable() {
 
 int gpu_video_engines() {
   if (!gpu_video_unavailable().empty()) return 0;
-  CUVIDDECODECAPS caps{};
-  caps.eCodecType = cudaVideoCodec_H264;
-  caps.eChromaFormat = cudaVideoChromaFormat_420;
-  check_device(cudaFree(nullptr), "cudaFree");  // the primary context, current for libnvcuvid
-  if (nvcuvid().api->cuvidGetDecoderCaps(&caps) != CUDA_SUCCESS || !caps.bIsSupported) return 0;
-  return caps.nNumNVDECs;
+  const CUVIDDECODECAPS caps = decoder_caps(cudaVideoCodec_H264, cudaVideoChromaFormat_420, 0);
+  return caps.bIsSupported ? static_cast<int>(caps.nNumNVDECs) : 0;
 }
 
 std::vector<std::string> describe_gpu_video() {
@@ -474,14 +478,10 @@ std::vector<std::string> describe_gpu_video() {
   std::vector<std::string> lines;
   for (const cudaVideoCodec codec : {cudaVideoCodec_H264, cudaVideoCodec_HEVC}) {
     for (const unsigned bits_minus8 : {0u, 2u}) {
-      CUVIDDECODECAPS caps{};
-      caps.eCodecType = codec;
-      caps.eChromaFormat = cudaVideoChromaFormat_420;
-      caps.nBitDepthMinus8 = bits_minus8;
+      const CUVIDDECODECAPS caps = decoder_caps(codec, cudaVideoChromaFormat_420, bits_minus8);
       const std::string what = std::string("NVDEC ") + codec_name(codec) + " " + std::to_string(bits_minus8 + 8) +
                                "-bit 4:2:0: ";
-      check_device(cudaFree(nullptr), "cudaFree");  // the primary context, current for libnvcuvid
-      if (nvcuvid().api->cuvidGetDecoderCaps(&caps) != CUDA_SUCCESS || !caps.bIsSupported) {
+      if (!caps.bIsSupported) {
         lines.push_back(what + "not supported by this GPU");
         continue;
       }
