@@ -11,6 +11,7 @@
 #include "job.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
+#include "timings.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -113,30 +114,9 @@ std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary&
   }
   std::snprintf(text, sizeof text, "); the job %.2f s", summary.seconds);
   lines.push_back(line + text);
-  if (summary.items > 0) {
-    const double per_item_ms = 1e3 / static_cast<double>(summary.items);
-    std::snprintf(text, sizeof text,
-                  "timings: per image, on average: reading and decoding %.2f ms, submitting in order %.2f ms, "
-                  "the chain until complete %.2f ms, encoding and writing %.2f ms",
-                  summary.stages.read * per_item_ms, summary.stages.submit * per_item_ms,
-                  summary.stages.complete * per_item_ms, summary.stages.write * per_item_ms);
-    lines.emplace_back(text);
-  }
-  const double job_seconds = std::max(summary.seconds, 1e-9);
-  if (decoder && decoder->has_hardware()) {
-    const io::GpuJpegDecoder::HardwareActivity activity = decoder->hardware_activity();
-    std::snprintf(text, sizeof text,
-                  "timings: hardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
-                  "of the job",
-                  static_cast<unsigned long long>(activity.batches),
-                  activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0,
-                  decoder->lanes(), 100.0 * activity.busy_seconds / (decoder->lanes() * job_seconds));
-    lines.emplace_back(text);
-  }
-  if (encoder) {
-    std::snprintf(text, sizeof text, "timings: GPU JPEG encoding: the %d encoder states busy %.0f%% of the job",
-                  encoder->states(), 100.0 * encoder->busy_seconds() / (encoder->states() * job_seconds));
-    lines.emplace_back(text);
+  for (std::string part : {stage_timings(summary, "image"), decoder ? decoder_timings(*decoder, summary.seconds) : "",
+                           encoder ? encoder_timings(*encoder, summary.seconds) : ""}) {
+    if (!part.empty()) lines.push_back(std::move(part));
   }
   return lines;
 }

@@ -206,6 +206,9 @@ int main(int argc, char** argv) {
                              "optimized backend with nvJPEG)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
+  stream_command->add_flag("--timings", stream.timings,
+                           "After the summary, show the mean time a frame spent in each stage, and how busy the GPU "
+                           "JPEG encoder was");
   stream_command->footer(std::string(chain_help()) + R"(
 
 A video output keeps the input's frame rate, is written under a temporary name and renamed into place

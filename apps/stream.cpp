@@ -10,6 +10,7 @@
 #include "job.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
+#include "timings.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -227,6 +228,11 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                   : frame_encoder ? ", written as JPEG by the GPU (nvJPEG)"
                                   : ", written by the CPU");
     progress.message(text);
+    if (!options.timings) return;
+    for (const std::string& line :
+         {stage_timings(result, "frame"), frame_encoder ? encoder_timings(*frame_encoder, result.seconds) : ""}) {
+      if (!line.empty()) progress.message(line);
+    }
   };
   auto stopped_by_signal = [&](const std::string& detail) {
     const int signal = stop_signal();

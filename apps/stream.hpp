@@ -31,6 +31,7 @@ struct StreamOptions {
   std::string memory = "pinned";
   int slots = 3;
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)
+  bool timings = false;  // after the summary, the mean time a frame spent in each stage, and the GPU encoder's load
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
 };
 

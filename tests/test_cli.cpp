@@ -434,6 +434,16 @@ TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
   EXPECT_EQ(std::distance(fs::directory_iterator(frames), fs::directory_iterator{}), 30) << "no temporaries left";
 }
 
+TEST(CliStream, TimingsSayWhereTheTimeWent) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.h264")) +
+                                    " --output - --ops flip=h --timings > " + quoted(dir.path() / "out.rgb"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "timings: per frame, on average: reading and decoding ")) << run.output;
+  EXPECT_FALSE(contains(run.output, "GPU JPEG encoding")) << "an encoder that was not used is timed: " << run.output;
+}
+
 // A folder of videos: each into a folder of frames named after it, several at once; what is not a video is
 // left alone.
 TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {

@@ -1,0 +1,22 @@
+// --timings on batch and stream: where a job's time went, one line each, for the summary.
+#pragma once
+
+#include "gpu_jpeg.hpp"
+#include "job.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace imgpipe::app {
+
+// The mean time an item (`unit`: "image", "frame") spent in each stage of the job; empty for a job of no items.
+std::string stage_timings(const JobSummary& summary, std::string_view unit);
+
+// How busy the hardware JPEG decode lanes were over a job of `job_seconds`; empty without hardware lanes.
+std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds);
+
+// How busy the GPU JPEG encoder states were over a job of `job_seconds`. A codec busy for most of the job
+// bounds it.
+std::string encoder_timings(const io::GpuJpegEncoder& encoder, double job_seconds);
+
+}  // namespace imgpipe::app
