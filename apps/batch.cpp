@@ -99,7 +99,8 @@ std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary&
   char text[512];
   std::snprintf(text, sizeof text,
                 "timings: start-up %.2f s (listing the folder %.2f s, the engine and the CUDA context %.2f s",
-                seconds_between(start_up.begin, start_up.encoder_made), seconds_between(start_up.begin, start_up.planned),
+                seconds_between(start_up.begin, start_up.encoder_made),
+                seconds_between(start_up.begin, start_up.planned),
                 seconds_between(start_up.planned, start_up.engine_made));
   std::string line = text;
   if (decoder) {
@@ -263,8 +264,9 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   progress.message(line + timing + codec_summary(source, sink, gpu_decoder.has_value(), gpu_encoder.has_value()) +
                    shard_text + "; outputs in " + options.output_dir.string());
   if (options.timings) {
-    for (const std::string& timing_line :
-         timing_lines(start_up, summary, gpu_decoder ? &*gpu_decoder : nullptr, gpu_encoder ? &*gpu_encoder : nullptr)) {
+    const io::GpuJpegDecoder* decoder_used = gpu_decoder ? &*gpu_decoder : nullptr;
+    const io::GpuJpegEncoder* encoder_used = gpu_encoder ? &*gpu_encoder : nullptr;
+    for (const std::string& timing_line : timing_lines(start_up, summary, decoder_used, encoder_used)) {
       progress.message(timing_line);
     }
   }

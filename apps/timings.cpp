@@ -21,13 +21,14 @@ std::string stage_timings(const JobSummary& summary, std::string_view unit) {
 std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds) {
   if (!decoder.has_hardware()) return {};
   const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
+  const double files_per_batch =
+      activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0;
   char text[256];
   std::snprintf(text, sizeof text,
                 "timings: hardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
                 "of the job",
-                static_cast<unsigned long long>(activity.batches),
-                activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0,
-                decoder.lanes(), 100.0 * activity.busy_seconds / (decoder.lanes() * std::max(job_seconds, 1e-9)));
+                static_cast<unsigned long long>(activity.batches), files_per_batch, decoder.lanes(),
+                100.0 * activity.busy_seconds / (decoder.lanes() * std::max(job_seconds, 1e-9)));
   return text;
 }
 

@@ -80,8 +80,8 @@ class StageTimer {
   StageTimer(const StageTimer&) = delete;
   StageTimer& operator=(const StageTimer&) = delete;
   ~StageTimer() {
-    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count(),
-                     std::memory_order_relaxed);
+    const auto elapsed = std::chrono::steady_clock::now() - start_;
+    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(), std::memory_order_relaxed);
   }
 
  private:

@@ -99,7 +99,7 @@ struct ItemResult {
   std::vector<std::string> warnings;
 };
 
-// Where the items' time went, in seconds summed over items (items overlap, so the sums exceed the job's time):
+// Where the items' time went, in seconds summed over items (items overlap, so a sum can exceed the job's time):
 // reading (for a GPU decoder, the wait for its batch too), waiting for the turn to submit and submitting,
 // waiting until the engine had completed the item, and writing (encoding included). Divided by the items, each
 // is the mean time an item spent there; by the job's time, the mean number of items there at once.
