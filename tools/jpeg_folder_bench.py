@@ -4,16 +4,20 @@ resize 1280x720 + Gaussian 5x5 into quality-90 JPEGs, by imgpipe with GPU codecs
 with the output quality of each against a float reference.
 
 Usage: jpeg_folder_bench.py --imgpipe BUILD/apps/imgpipe [--bench-jpeg BUILD/bench/imgpipe_bench_jpeg]
-                            [--files 2000] [--work /tmp/imgpipe-jpeg-bench] [--json results.json]
+                            [--files 2000] [--work DIR] [--json results.json]
 
 1. Makes --files JPEGs (1920x1080, quality 90, 4:2:0) from the photographs in data/images: each scaled to
-   cover 1080p from a different crop, some mirrored, so no two files are alike.
+   cover 1080p from a different crop, some mirrored, so no two files are alike. --work defaults to
+   /dev/shm/imgpipe-jpeg-bench where /dev/shm has room (on the H200 machine, a job writing under /tmp slowed
+   down from its second run on), else /tmp/imgpipe-jpeg-bench.
 2. imgpipe_bench_jpeg on that folder: nvJPEG's hardware ceiling, imgpipe's decoder, imgpipe's encoder.
-3. `imgpipe batch` on it, GPU decode and encode (twice; the second run is reported, the first warms the disk
-   cache); and the same with --decoder cpu --encoder cpu where this imgpipe has OpenCV.
-4. OpenCV on every core (a process pool): read, resize (INTER_LINEAR), GaussianBlur 5x5 sigma 1, write at
+3. OpenCV's decoder alone and encoder alone on every core (a process pool, files in memory): the CPU rows to
+   set beside the GPU codecs.
+4. `imgpipe batch --timings` on it, GPU decode and encode (twice; the second run is reported, the first warms
+   the disk cache), with where its time went.
+5. OpenCV on every core (a process pool): read, resize (INTER_LINEAR), GaussianBlur 5x5 sigma 1, write at
    quality 90; the CPU job to compare with.
-5. PSNR of 40 outputs of each job against a reference: OpenCV's decode, then resize and blur in float32.
+6. PSNR of 40 outputs of each job against a reference: OpenCV's decode, then resize and blur in float32.
 Needs OpenCV's Python module and NumPy."""
 import argparse
 import json
@@ -77,21 +81,75 @@ def opencv_job(folder: pathlib.Path, out: pathlib.Path) -> float:
         return len(jobs) / (time.perf_counter() - start)
 
 
+# The files' bytes, loaded before the pool forks, so that the workers time decoding and encoding alone.
+_ENCODED: list = []
+_FRAMES: list = []
+
+
+def _decode_range(span):
+    start = time.perf_counter()
+    for index in range(*span):
+        cv2.imdecode(np.frombuffer(_ENCODED[index], np.uint8), cv2.IMREAD_COLOR)
+    return time.perf_counter() - start
+
+
+def _encode_range(span):
+    start, written = time.perf_counter(), 0
+    for index in range(*span):
+        written += len(cv2.imencode(".jpg", _FRAMES[index], [cv2.IMWRITE_JPEG_QUALITY, 90])[1])
+    return time.perf_counter() - start, written
+
+
+def _spans(count: int, parts: int):
+    step = -(-count // parts)
+    return [(begin, min(begin + step, count)) for begin in range(0, count, step)]
+
+
+def opencv_codec_rows(folder: pathlib.Path, count: int) -> dict:
+    """OpenCV's decoder alone and its encoder alone (1280x720 frames, quality 90) on every core, one process
+    each, the files in memory: images/s and MB/s of the whole pool, from its first start to its last end."""
+    global _ENCODED, _FRAMES
+    paths = sorted(folder.glob("*.jpg"))[:count]
+    _ENCODED = [p.read_bytes() for p in paths]
+    cores = os.cpu_count()
+    cv2.setNumThreads(1)
+    context = multiprocessing.get_context("fork")  # the workers share the loaded files
+    with context.Pool(cores) as pool:
+        start = time.perf_counter()
+        pool.map(_decode_range, _spans(len(_ENCODED), cores))
+        decode_s = time.perf_counter() - start
+    _FRAMES = [cv2.resize(cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), (1280, 720),
+                          interpolation=cv2.INTER_LINEAR) for data in _ENCODED]
+    with context.Pool(cores) as pool:
+        start = time.perf_counter()
+        encoded = pool.map(_encode_range, _spans(len(_FRAMES), cores))
+        encode_s = time.perf_counter() - start
+    rows = {"files": len(_ENCODED), "processes": cores,
+            "decode_images_per_s": len(_ENCODED) / decode_s,
+            "decode_mb_per_s": sum(map(len, _ENCODED)) / decode_s / 1e6,
+            "encode_images_per_s": len(_FRAMES) / encode_s,
+            "encode_mb_per_s_out": sum(written for _, written in encoded) / encode_s / 1e6}
+    _ENCODED, _FRAMES = [], []
+    return rows
+
+
 def imgpipe_job(imgpipe: str, folder: pathlib.Path, out: pathlib.Path, *codec_args: str) -> dict:
     """images_per_s: the job's own rate (imgpipe's summary); wall_images_per_s: the whole command, start-up
-    (CUDA context, nvJPEG handles) included."""
+    (CUDA context, nvJPEG handles) included; timings: the --timings lines."""
     result = {}
     for _ in range(2):
         shutil.rmtree(out, ignore_errors=True)
         start = time.perf_counter()
         run = subprocess.run([imgpipe, "batch", str(folder), str(out), "--ops", OPS, "--format", "jpg",
-                              "--quality", "90", *codec_args], capture_output=True, text=True)
+                              "--quality", "90", "--timings", *codec_args], capture_output=True, text=True)
         wall = time.perf_counter() - start
-        summary = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
+        lines = run.stderr.replace("\r", "\n").splitlines()
+        summary = next((line for line in reversed(lines) if " done, " in line and "images/s" in line), "")
         rate = re.search(r"\(([\d.]+) images/s\)", summary)
         files = len(list(folder.glob("*.jpg")))
         result = {"exit": run.returncode, "summary": summary, "images_per_s": float(rate.group(1)) if rate else 0.0,
-                  "wall_s": wall, "wall_images_per_s": files / wall}
+                  "wall_s": wall, "wall_images_per_s": files / wall,
+                  "timings": [line for line in lines if "timings: " in line]}
     return result
 
 
@@ -106,16 +164,26 @@ def psnr_against_reference(folder: pathlib.Path, outputs: pathlib.Path, count: i
     return float(10 * np.log10(255.0 ** 2 / np.mean(errors)))
 
 
+def default_work(files: int) -> str:
+    """/dev/shm where it holds the folder and both jobs' outputs (about 0.5 MB a file) with room to spare."""
+    shm = pathlib.Path("/dev/shm")
+    if shm.is_dir() and shutil.disk_usage(shm).free > files * 1_000_000:
+        return str(shm / "imgpipe-jpeg-bench")
+    return "/tmp/imgpipe-jpeg-bench"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--imgpipe", required=True)
     parser.add_argument("--bench-jpeg")
     parser.add_argument("--files", type=int, default=2000)
-    parser.add_argument("--work", default="/tmp/imgpipe-jpeg-bench")
+    parser.add_argument("--work", help="where the folder and the outputs go (default: see above)")
     parser.add_argument("--slots", help="imgpipe batch --slots (default: imgpipe's)")
+    parser.add_argument("--cpu-codec-files", type=int, default=1000,
+                        help="files in OpenCV's decode-only and encode-only rows (held in memory, decoded too)")
     parser.add_argument("--json")
     args = parser.parse_args()
-    work = pathlib.Path(args.work)
+    work = pathlib.Path(args.work or default_work(args.files))
     folder = work / "in"
     print(f"making {args.files} 1080p quality-90 JPEGs in {folder}", file=sys.stderr)
     make_folder(folder, args.files)
@@ -127,6 +195,11 @@ def main() -> int:
         print(bench.stdout + bench.stderr)
         if bench.returncode == 0:
             results["codec_rows"] = json.loads((work / "bench_jpeg.json").read_text())["rows"]
+    cpu_rows = results["opencv_codec_rows"] = opencv_codec_rows(folder, args.cpu_codec_files)
+    print(f"OpenCV on {cpu_rows['processes']} processes, {cpu_rows['files']} files in memory: decode "
+          f"{cpu_rows['decode_images_per_s']:.0f} images/s ({cpu_rows['decode_mb_per_s']:.0f} MB/s in), encode "
+          f"1280x720 quality 90 {cpu_rows['encode_images_per_s']:.0f} images/s "
+          f"({cpu_rows['encode_mb_per_s_out']:.0f} MB/s out)")
     slots = ["--slots", args.slots] if args.slots else []
     results["imgpipe_gpu_codecs"] = imgpipe_job(args.imgpipe, folder, work / "out-gpu", "--decoder", "gpu",
                                                  "--encoder", "gpu", *slots)
