@@ -479,6 +479,12 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
   result["files"] = folder.files.size();
   result["unsupported"] = folder.unsupported;
   result["seconds"] = summary.seconds;
+  nb::dict stages;  // as `imgpipe batch --timings`: seconds summed over the files, per stage of the job
+  stages["read"] = summary.stages.read;
+  stages["submit"] = summary.stages.submit;
+  stages["complete"] = summary.stages.complete;
+  stages["write"] = summary.stages.write;
+  result["stage_seconds"] = stages;
   result["errors"] = errors;
   result["device_failure"] = summary.device_failure.empty() ? nb::none() : nb::cast(summary.device_failure);
   return result;
@@ -615,8 +621,10 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,
            nb::arg("shard") = nb::none(),
            "Every image under input_dir through the chain into output_dir, as `imgpipe batch` does. Returns "
-           "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'errors': [(path, message)], "
-           "'device_failure'}; a bad file is reported there, not raised. shard=(k, n) keeps shard k of n.")
+           "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'stage_seconds', 'errors': "
+           "[(path, message)], 'device_failure'}; a bad file is reported there, not raised. 'stage_seconds' holds "
+           "the seconds the files spent in each stage ('read', 'submit', 'complete', 'write'), summed over the "
+           "files. shard=(k, n) keeps shard k of n.")
       .def("run_files", &imgpipe::python::run_files, nb::arg("input_dir"), nb::arg("files"), nb::arg("output_dir"),
            nb::kw_only(), nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0,
            nb::arg("overwrite") = false, nb::arg("skip_existing") = false,

@@ -77,6 +77,9 @@ def test_run_folder_is_the_batch_job(tmp_path):
     p = imgpipe.Pipeline(CHAIN, backend=backend)
     summary = p.run_folder(str(source), str(tmp_path / "out"), jobs=2)
     assert (summary["done"], summary["failed"], summary["files"]) == (len(photos()), 1, len(photos()) + 1)
+    stages = summary["stage_seconds"]
+    assert set(stages) == {"read", "submit", "complete", "write"}
+    assert stages["read"] > 0 and stages["write"] > 0, "decoding and encoding files takes time"
     [(path, message)] = summary["errors"]
     assert path == str(source / "broken.ppm") and message.startswith(f"{path}: truncated raster")
     command = run_command("batch", source, tmp_path / "command", "--ops", CHAIN, "--backend", backend)
