@@ -140,9 +140,10 @@ enum class Interchange { dlpack_cuda, cuda_array_interface, other };
 
 Interchange interchange_of(const nb::object& array) {
   constexpr int kDlpackCuda = 2;
-  if (speaks_only_cuda_array_interface(array)) return Interchange::cuda_array_interface;
-  return nb::hasattr(array, "__dlpack__") && nb::hasattr(array, "__dlpack_device__") &&
-                 nb::cast<int>(array.attr("__dlpack_device__")()[0]) == kDlpackCuda
+  if (!nb::hasattr(array, "__dlpack__")) {
+    return nb::hasattr(array, "__cuda_array_interface__") ? Interchange::cuda_array_interface : Interchange::other;
+  }
+  return nb::hasattr(array, "__dlpack_device__") && nb::cast<int>(array.attr("__dlpack_device__")()[0]) == kDlpackCuda
              ? Interchange::dlpack_cuda
              : Interchange::other;
 }
