@@ -264,8 +264,8 @@ struct GpuJpegDecoder::Impl {
     bool queued_ = false;
   };
 
-  // A nearly empty batch costs the lane about as long as a full one, so a lane that finds files waiting while
-  // other callers are still parsing theirs waits for them, for up to this long.
+  // The hardware engines decode larger batches faster per file, so a lane that finds files waiting while other
+  // callers are still parsing theirs waits for them, for up to this long.
   static constexpr std::chrono::microseconds kFillWait{1000};
 
   // A state for batched hardware decoding, its memory pool allocated now for a batch of 1080p photos rather than
