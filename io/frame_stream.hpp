@@ -131,8 +131,8 @@ class FrameStreamSource final : public Source {
 };
 
 // Each item's frame as an image file in `folder`, named by its frame number from 0 (000000.jpg, 000001.jpg...),
-// encoded (on several threads at once where the job has them) and written atomically (write_image; with Existing::keep an existing file
-// is an error, never replaced). With a GPU JPEG encoder and `extension` .jpg, frames are encoded on the GPU
+// encoded (on several threads at once where the job has them) and written atomically (write_image; with
+// Existing::keep an existing file is an error, never replaced). With a GPU JPEG encoder and `extension` .jpg, frames are encoded on the GPU
 // from the engine's device outputs. The folder is created when missing.
 class ImageSequenceSink final : public Sink {
  public:

@@ -10,10 +10,9 @@
 // Built with nv-codec-headers only (IMGPIPE_HAVE_NVDEC); elsewhere gpu_video_unavailable() says why.
 #pragma once
 
+#include "folder.hpp"
 #include "frame_stream.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -36,8 +35,7 @@ enum class VideoCodec { h264, hevc };
 // The codec of an elementary stream file, from its extension; nullopt for anything else (containers such as
 // .mp4 are decoded on the CPU).
 inline std::optional<VideoCodec> elementary_stream_codec(const std::filesystem::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = lowercase_extension(path);
   if (ext == ".h264" || ext == ".264" || ext == ".avc") return VideoCodec::h264;
   if (ext == ".hevc" || ext == ".h265" || ext == ".265") return VideoCodec::hevc;
   return std::nullopt;
