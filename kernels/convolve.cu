@@ -18,6 +18,7 @@
 //   map indices through reflect101/replicate.
 #include "convolve.cuh"
 
+#include "aos_tile.cuh"
 #include "cuda_check.hpp"
 #include "fixed_linear.cuh"
 #include "launch.cuh"
@@ -25,6 +26,7 @@
 #include "tap_slots.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -33,6 +35,7 @@ namespace imgpipe::cuda {
 namespace {
 
 __constant__ float c_taps[kTapSlots][kMaxTaps];  // 15.5 KiB of constant memory
+__constant__ int c_int_taps[kTapSlots][kMaxTaps];  // the same taps in units of 1 / ConstantTaps::unit()
 
 TapSlots& tap_slots() {
   static TapSlots slots;
@@ -270,6 +273,181 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
       dst[offset(kOutStep * (x0 + c), y0 + r, out.pitch)] = window(tile, r, c);
 }
 
+// ---------------------------------------------------------------------------- interleaved, batched
+
+// Interleaved tiles: 64x32 pixels, 192 bytes a row, which 48 threads cover four bytes ("a quad") each; 4 rows
+// of such threads. In the column pass each thread walks 8 rows of its quad, so every staged row-pass value is
+// read from shared memory once per thread instead of once per tap.
+constexpr int kAosTileW = 64;
+constexpr int kAosTileH = 32;
+constexpr int kAosQuads = 3 * kAosTileW / 4;
+constexpr int kAosBlockY = 4;
+constexpr int kAosThreads = kAosQuads * kAosBlockY;
+constexpr int kAosRowsPerThread = kAosTileH / kAosBlockY;
+
+// Tap k of kTaps, k known at compile time, weighs the four bytes 3k bytes on (the same channel, k pixels on) into
+// both lane words.
+template <int kWords, int... K>
+__device__ __forceinline__ void weigh_row(const std::uint32_t (&w)[kWords], const int* taps, std::uint32_t& even,
+                                          std::uint32_t& odd, std::integer_sequence<int, K...>) {
+  ((even += static_cast<std::uint32_t>(taps[K]) * even_lanes(bytes_at<3 * K>(w)),
+    odd += static_cast<std::uint32_t>(taps[K]) * odd_lanes(bytes_at<3 * K>(w))),
+   ...);
+}
+
+// The column pass's sum as a byte: round_shift >= 0 when the scale is 2^-round_shift (the Gaussian's 1/65536),
+// an integer rounding; else the float product, as the float kernels round it. Both equal saturate_round(sum *
+// scale) for the sums separable_aos_takes() admits.
+__device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int round_shift, float scale) {
+  if (round_shift >= 0) return min((sum + ((1u << round_shift) >> 1)) >> round_shift, 255u);
+  return saturate_round(__uint2float_rn(sum) * scale);
+}
+
+template <int kRadius>
+__global__ void __launch_bounds__(kAosThreads)
+    separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
+  constexpr int kTaps = 2 * kRadius + 1;
+  constexpr int kInRows = kAosTileH + 2 * kRadius;
+  constexpr int kInBytes = 3 * (kAosTileW + 2 * kRadius);
+  constexpr int kWords = 3 * (kTaps - 1) / 4 + 2;  // a quad's bytes 4q .. 4q + 3 (kTaps - 1) + 3
+  constexpr int kStride = aos_tile_stride(kInBytes, kAosQuads + kWords);
+  __shared__ alignas(16) std::uint8_t tile[kInRows * kStride];
+  __shared__ std::uint8_t shift[kInRows];
+  __shared__ uint2 rows[kInRows][kAosQuads];  // the row pass, even and odd lanes
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
+  stage_aos_tile<kInRows, kInBytes, kStride, kAosThreads>(tile, shift, in.data + blockIdx.z * in.frame_stride,
+                                                          in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
+  __syncthreads();
+  const int* taps = c_int_taps[slot];
+  const int q = threadIdx.x;
+  for (int r = threadIdx.y; r < kInRows; r += kAosBlockY) {
+    std::uint32_t w[kWords];
+    staged_words<kWords, kStride>(tile, shift, r, q, w);
+    std::uint32_t even = 0, odd = 0;
+    weigh_row(w, taps, even, odd, std::make_integer_sequence<int, kTaps>{});
+    rows[r][q] = make_uint2(even, odd);
+  }
+  __syncthreads();
+  const int r0 = threadIdx.y * kAosRowsPerThread;
+  std::uint32_t sum[kAosRowsPerThread][4] = {};
+#pragma unroll
+  for (int i = 0; i < kAosRowsPerThread + kTaps - 1; ++i) {
+    const uint2 e = rows[r0 + i][q];
+    const std::uint32_t lane[4] = {e.x & 0xFFFFu, e.y & 0xFFFFu, e.x >> 16, e.y >> 16};  // bytes 0, 1, 2, 3
+#pragma unroll
+    for (int m = 0; m < kAosRowsPerThread; ++m) {
+      const int k = i - m;
+      if (k < 0 || k >= kTaps) continue;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) sum[m][b] += static_cast<std::uint32_t>(taps[k]) * lane[b];
+    }
+  }
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+  if (byte_x >= row_bytes) return;
+#pragma unroll
+  for (int m = 0; m < kAosRowsPerThread; ++m) {
+    const int y = y0 + r0 + m;
+    if (y >= out.extent.height) break;
+    std::uint32_t packed = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) packed |= scaled_byte(sum[m][b], round_shift, scale) << (8 * b);
+    std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
+    store_quad(row + byte_x, row + row_bytes, packed);
+  }
+}
+
+// 3x3 windows on interleaved tiles, in 16-bit lanes: each of kSums sums starts at its lane bias, which keeps it
+// from going negative, and finish() takes the unbiased sums to the output byte.
+struct SharpenAos {  // any nine integer taps (the slot's), the sum scaled and rounded
+  static constexpr int kSums = 1;
+  int slot;
+  std::uint32_t bias;
+  float scale;
+  __device__ int tap(int, int j, int i) const { return c_int_taps[slot][3 * j + i]; }
+  __device__ std::uint32_t lane_bias(int) const { return bias; }
+  __device__ std::uint32_t finish(const int (&v)[kSums]) const {
+    return scale == 1.f ? static_cast<std::uint32_t>(min(max(v[0], 0), 255))
+                        : saturate_round(static_cast<float>(v[0]) * scale);
+  }
+};
+
+struct SobelAos {  // |Gx| + |Gy|, saturated
+  static constexpr int kSums = 2;
+  __device__ int tap(int s, int j, int i) const {
+    const int across = (i - 1) * (j == 1 ? 2 : 1), down = (j - 1) * (i == 1 ? 2 : 1);
+    return s == 0 ? across : down;
+  }
+  __device__ std::uint32_t lane_bias(int) const { return 4 * 255; }
+  __device__ std::uint32_t finish(const int (&v)[kSums]) const {
+    return static_cast<std::uint32_t>(min(255, abs(v[0]) + abs(v[1])));
+  }
+};
+
+template <class Window>
+__global__ void __launch_bounds__(kAosThreads)
+    filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, Window window) {
+  constexpr int kInRows = kAosTileH + 2;
+  constexpr int kInBytes = 3 * (kAosTileW + 2);
+  constexpr int kWords = 3;  // a quad's bytes 4q .. 4q + 9: its left, own and right neighbours
+  constexpr int kStride = aos_tile_stride(kInBytes, kAosQuads + kWords);
+  constexpr int kSums = Window::kSums;
+  __shared__ alignas(16) std::uint8_t tile[kInRows * kStride];
+  __shared__ std::uint8_t shift[kInRows];
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
+  stage_aos_tile<kInRows, kInBytes, kStride, kAosThreads>(tile, shift, in.data + blockIdx.z * in.frame_stride,
+                                                          in.pitch, in.extent, x0 - 1, y0 - 1, border);
+  __syncthreads();
+  const int q = threadIdx.x, r0 = threadIdx.y * kAosRowsPerThread;
+  std::uint32_t even[kAosRowsPerThread][kSums], odd[kAosRowsPerThread][kSums];
+#pragma unroll
+  for (int m = 0; m < kAosRowsPerThread; ++m)
+#pragma unroll
+    for (int s = 0; s < kSums; ++s) even[m][s] = odd[m][s] = window.lane_bias(s) * 0x00010001u;
+#pragma unroll
+  for (int i = 0; i < kAosRowsPerThread + 2; ++i) {
+    std::uint32_t w[kWords];
+    staged_words<kWords, kStride>(tile, shift, r0 + i, q, w);
+    const std::uint32_t across[3] = {bytes_at<0>(w), bytes_at<3>(w), bytes_at<6>(w)};
+#pragma unroll
+    for (int m = 0; m < kAosRowsPerThread; ++m) {
+      const int j = i - m;
+      if (j < 0 || j > 2) continue;
+#pragma unroll
+      for (int s = 0; s < kSums; ++s)
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const auto t = static_cast<std::uint32_t>(window.tap(s, j, c));
+          even[m][s] += t * even_lanes(across[c]);
+          odd[m][s] += t * odd_lanes(across[c]);
+        }
+    }
+  }
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+  if (byte_x >= row_bytes) return;
+#pragma unroll
+  for (int m = 0; m < kAosRowsPerThread; ++m) {
+    const int y = y0 + r0 + m;
+    if (y >= out.extent.height) break;
+    std::uint32_t packed = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      int v[kSums];
+#pragma unroll
+      for (int s = 0; s < kSums; ++s) {
+        const std::uint32_t lanes = b % 2 == 0 ? even[m][s] : odd[m][s];
+        v[s] = static_cast<int>((b < 2 ? lanes & 0xFFFFu : lanes >> 16)) - static_cast<int>(window.lane_bias(s));
+      }
+      packed |= window.finish(v) << (8 * b);
+    }
+    std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
+    store_quad(row + byte_x, row + row_bytes, packed);
+  }
+}
+
 // One instantiation per radius; the launch picks it at run time.
 using SeparableKernel = void (*)(ConstPlanesView, PlanesView, int, const float*, float, BorderMode);
 template <bool kGlobalTaps, bool kUniformBorder, int kInStep, int kOutStep, int... R>
@@ -313,9 +491,24 @@ ConstantTaps::ConstantTaps(std::span<const float> taps, float scale)
     : size_(static_cast<int>(taps.size())), scale_(scale) {
   require(!taps.empty() && taps.size() <= static_cast<std::size_t>(kMaxTaps),
           "ConstantTaps: 1 to " + std::to_string(kMaxTaps) + " taps");
+  std::array<int, kMaxTaps> integers{};
+  for (const int unit : {1, 256}) {
+    bool whole = true;
+    for (std::size_t k = 0; k < taps.size() && whole; ++k) {
+      const double units = static_cast<double>(taps[k]) * unit;
+      whole = std::nearbyint(units) == units && std::abs(units) <= 65535;
+      if (whole) integers[k] = static_cast<int>(units);
+    }
+    if (!whole) continue;
+    unit_ = unit;
+    for (std::size_t k = 0; k < taps.size(); ++k) (integers[k] > 0 ? positive_sum_ : negative_sum_) += std::abs(integers[k]);
+    break;
+  }
   slot_ = TapSlot(tap_slots(), taps, [&](int slot) {
     IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
                                           static_cast<std::size_t>(slot) * sizeof(c_taps[0])));
+    IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_int_taps, integers.data(), taps.size() * sizeof(int),
+                                          static_cast<std::size_t>(slot) * sizeof(c_int_taps[0])));
     wait_for_uploads();
   });
 }
@@ -391,6 +584,103 @@ void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stri
       opencv_scale(first_in.extent.width, first_in.extent.height, first_out.extent.width, first_out.extent.height),
       taps.slot(), taps.scale(), border);
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_separable_exact_kernel", stream);
+}
+
+namespace {
+
+// A lane holds 0 .. 65535: the row pass's sums (255 times the taps' sum) must fit, and the column pass's
+// (255 times its square) must stay exact in float with the rounding's half added, as the float kernels' are.
+constexpr long long kLaneLimit = 65536;
+constexpr long long kFloatExact = 1LL << 24;
+
+std::pair<AosFrames, AosFramesOut> aos_frames(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                                              std::size_t out_frame_stride, int frames, const char* what) {
+  require_filter(first_in.extent, first_out.extent, what);
+  return aos_batch(first_in, in_frame_stride, first_out, out_frame_stride, frames, what);
+}
+
+dim3 aos_tile_grid(Extent e, int frames) {
+  return dim3(static_cast<unsigned>(div_up(e.width, kAosTileW)), static_cast<unsigned>(div_up(e.height, kAosTileH)),
+              static_cast<unsigned>(frames));
+}
+
+// frame f of a batch as a view
+ConstAosView frame_at(ConstAosView first, std::size_t stride, int f) {
+  return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
+}
+AosView frame_at(AosView first, std::size_t stride, int f) {
+  return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
+}
+
+template <int... R>
+auto separable_aos_kernels(std::integer_sequence<int, R...>) {
+  using Kernel = void (*)(AosFrames, AosFramesOut, int, int, float, BorderMode);
+  return std::array<Kernel, sizeof...(R)>{&separable_aos_kernel<R + 1>...};
+}
+
+template <class Window>
+void launch_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                          std::size_t out_frame_stride, int frames, BorderMode border, Window window,
+                          cudaStream_t stream) {
+  const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "filter3x3_aos");
+  filter3x3_aos_kernel<Window><<<aos_tile_grid(in.extent, frames), dim3(kAosQuads, kAosBlockY), 0, stream>>>(
+      in, out, border, window);
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
+}
+
+}  // namespace
+
+bool separable_aos_takes(const ConstantTaps& taps) {
+  const long long sum = taps.positive_sum();
+  return taps.unit() > 0 && taps.negative_sum() == 0 && 255 * sum < kLaneLimit &&
+         255 * sum * sum + kLaneLimit / 2 < kFloatExact;
+}
+
+bool filter3x3_aos_takes(const ConstantTaps& taps) {
+  return taps.size() == 9 && taps.unit() == 1 && 255LL * (taps.positive_sum() + taps.negative_sum()) < kLaneLimit;
+}
+
+void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream) {
+  require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
+          "separable_aos: odd tap count from 3 to " + std::to_string(kMaxTaps));
+  const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "separable_aos");
+  if (!separable_aos_takes(taps)) {
+    for (int f = 0; f < frames; ++f) {
+      separable_frames(as_frame(frame_at(first_in, in_frame_stride, f)),
+                       as_frame(frame_at(first_out, out_frame_stride, f)), taps, border, stream);
+    }
+    return;
+  }
+  // The sum is in units of 1 / unit^2; a power-of-two scale of it becomes a rounding shift.
+  const float scale = taps.scale() / static_cast<float>(taps.unit() * taps.unit());
+  int exponent = 0;
+  const bool power_of_two = std::frexp(scale, &exponent) == 0.5f && exponent <= 1 && exponent > -31;
+  const int round_shift = power_of_two ? 1 - exponent : -1;
+  static const auto kernels = separable_aos_kernels(std::make_integer_sequence<int, kMaxRadius>{});
+  kernels[taps.size() / 2 - 1]<<<aos_tile_grid(in.extent, frames), dim3(kAosQuads, kAosBlockY), 0, stream>>>(
+      in, out, taps.slot(), round_shift, scale, border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
+}
+
+void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream) {
+  require(taps.size() == 9, "filter3x3_aos: nine taps");
+  if (!filter3x3_aos_takes(taps)) {
+    for (int f = 0; f < frames; ++f) {
+      filter3x3_frames(as_frame(frame_at(first_in, in_frame_stride, f)),
+                       as_frame(frame_at(first_out, out_frame_stride, f)), taps, border, stream);
+    }
+    return;
+  }
+  launch_filter3x3_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, border,
+                       SharpenAos{taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale()},
+                       stream);
+}
+
+void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+               int frames, BorderMode border, cudaStream_t stream) {
+  launch_filter3x3_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, border, SobelAos{}, stream);
 }
 
 // The 3x3 kernel for `window` on frames of these layouts.

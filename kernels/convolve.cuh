@@ -37,10 +37,20 @@ class ConstantTaps {
   int size() const noexcept { return slot_.held() ? size_ : 0; }  // 0 once moved from
   float scale() const noexcept { return scale_; }
 
+  // The taps as whole multiples of 1 / unit(), unit 1 (box, sharpen) or 256 (OpenCV's fixed-point Gaussian),
+  // also held as integers in the slot for the interleaved kernels; 0 when they are neither. The sums of those
+  // integers' positive and negative parts.
+  int unit() const noexcept { return unit_; }
+  int positive_sum() const noexcept { return positive_sum_; }
+  int negative_sum() const noexcept { return negative_sum_; }
+
  private:
   TapSlot slot_;
   int size_ = 0;
   float scale_ = 1.f;
+  int unit_ = 0;
+  int positive_sum_ = 0;
+  int negative_sum_ = 0;
 };
 
 // naive: `taps` is a device array of ksize * ksize floats, row-major; `scale` multiplies the sum before rounding.
@@ -75,6 +85,22 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
 void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                                 std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
                                 cudaStream_t stream);
+
+// The separable filter and the 3x3 filters on `frames` interleaved frames per launch (1 to kMaxFramesPerLaunch),
+// frame f at first_in.data + f * in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch
+// and alignment. A tile of 64x32 pixels and its halo comes into shared memory as whole words; the row pass and
+// the column pass weigh two bytes per 32-bit multiply-add (16-bit lanes) with the taps as integers, which
+// gives separable_frames' (filter3x3_frames', sobel_frames') bytes exactly, and each thread stores its
+// outputs four bytes at a time. Taps that the lanes cannot hold (aos_takes is false) run separable_frames /
+// filter3x3_frames frame by frame instead.
+bool separable_aos_takes(const ConstantTaps& taps);
+bool filter3x3_aos_takes(const ConstantTaps& taps);
+void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream);
+void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream);
+void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+               int frames, BorderMode border, cudaStream_t stream);
 
 // 3x3 filters on frames of either layout in and out, as separable_frames. `taps`: nine values, row-major
 // (sharpen).

@@ -10,8 +10,13 @@
 // as 32-bit words, one bank each, so the padding works as in the textbook; the tile is 4 KiB either way.
 // Rotations by 90/270 are a transpose with one axis reversed: the same tile, another output address.
 // Mirror ops keep the axes; reading a row backwards is still coalesced, so they need no tile.
+// The interleaved variant (reorient_aos) stages 32x32 pixels of the interleaved frame as whole words and writes
+// each output row of the tile as whole words too, four bytes a thread, so neither side moves single bytes
+// through global memory; its tile rows are 27 words, an odd count, so the 32 rows a warp's column read crosses
+// sit in distinct banks.
 #include "transpose.cuh"
 
+#include "aos_tile.cuh"
 #include "cuda_check.hpp"
 #include "frame_access.cuh"
 #include "launch.cuh"
@@ -95,6 +100,50 @@ __global__ void mirror_kernel(Source in, Target out, Extent extent) {
   for (int c = static_cast<int>(blockIdx.z); c < 3; c += static_cast<int>(gridDim.z)) *out.at(x, y, c) = *in.at(s.x, s.y, c);
 }
 
+constexpr int kAosTileBytes = 3 * kTile;          // one tile row of interleaved pixels
+constexpr int kAosQuads = kAosTileBytes / 4;      // threads across a tile row, four bytes each
+constexpr int kAosStride = 4 * 27;                 // bytes per staged row
+static_assert(kAosStride >= 4 * (kAosTileBytes / 4 + 2), "a staged row holds every word stage_aos_tile writes");
+
+// One block per 32x32 output tile of one frame (blockIdx.z): the input tile it comes from is staged, then each
+// thread gathers four output bytes of a row from the tile's columns and stores them as one word.
+template <Reorient kOp>
+__global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrames in, AosFramesOut out) {
+  __shared__ alignas(16) std::uint8_t tile[kTile * kAosStride];
+  __shared__ std::uint8_t shift[kTile];
+  const int ox0 = blockIdx.x * kTile, oy0 = blockIdx.y * kTile;
+  // Output (ox, oy) is input (oy, ox) for a transpose, (oy, H-1-ox) for rotate90, (W-1-oy, ox) for rotate270.
+  const int left = kOp == Reorient::rotate270 ? in.extent.width - oy0 - kTile : oy0;
+  const int top = kOp == Reorient::rotate90 ? in.extent.height - ox0 - kTile : ox0;
+  stage_aos_tile<kTile, kAosTileBytes, kAosStride, kAosQuads * kRows>(
+      tile, shift, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, left, top, BorderMode::replicate);
+  __syncthreads();
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  const std::size_t byte_x = 3 * static_cast<std::size_t>(ox0) + 4 * threadIdx.x;
+  if (byte_x >= row_bytes) return;
+  for (int r = threadIdx.y; r < kTile && oy0 + r < out.extent.height; r += kRows) {
+    const int column = kOp == Reorient::rotate270 ? kTile - 1 - r : r;
+    std::uint32_t packed = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int byte = 4 * static_cast<int>(threadIdx.x) + b, pixel = byte / 3;
+      const int row = kOp == Reorient::rotate90 ? kTile - 1 - pixel : pixel;
+      packed |= static_cast<std::uint32_t>(tile[row * kAosStride + shift[row] + 3 * column + byte - 3 * pixel]) << (8 * b);
+    }
+    std::uint8_t* dst_row = frame + static_cast<std::size_t>(oy0 + r) * out.pitch;
+    store_quad(dst_row + byte_x, dst_row + row_bytes, packed);
+  }
+}
+
+template <Reorient kOp>
+void launch_reorient_aos(const AosFrames& in, const AosFramesOut& out, int frames, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(div_up(out.extent.width, kTile)),
+                  static_cast<unsigned>(div_up(out.extent.height, kTile)), static_cast<unsigned>(frames));
+  reorient_aos_kernel<kOp><<<grid, dim3(kAosQuads, kRows), 0, stream>>>(in, out);
+  IMGPIPE_CUDA_LAUNCH_CHECK("reorient_aos_kernel", stream);
+}
+
 template <Reorient kOp, int kPad>
 void launch_tile(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
   const dim3 block(kTile, kRows);
@@ -146,6 +195,27 @@ void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out
     default: break;
   }
   throw std::invalid_argument("reorient_mirror: only rotate180 and the flips keep the axes");
+}
+
+void reorient_aos(Reorient op, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                  std::size_t out_frame_stride, int frames, cudaStream_t stream) {
+  require(same_extent(first_out.extent, reoriented_extent(op, first_in.extent)),
+          "reorient: output extent does not match the op");
+  const auto [in, out] = aos_batch(first_in, in_frame_stride, first_out, out_frame_stride, frames, "reorient_aos");
+  switch (op) {
+    case Reorient::transpose: return launch_reorient_aos<Reorient::transpose>(in, out, frames, stream);
+    case Reorient::rotate90: return launch_reorient_aos<Reorient::rotate90>(in, out, frames, stream);
+    case Reorient::rotate270: return launch_reorient_aos<Reorient::rotate270>(in, out, frames, stream);
+    case Reorient::rotate180:
+    case Reorient::flip_h:
+    case Reorient::flip_v: break;
+  }
+  for (int f = 0; f < frames; ++f) {
+    const std::size_t i = static_cast<std::size_t>(f);
+    reorient_mirror(op, as_frame(ConstAosView{first_in.data + i * in_frame_stride, first_in.extent, first_in.pitch}),
+                    as_frame(AosView{first_out.data + i * out_frame_stride, first_out.extent, first_out.pitch}),
+                    stream);
+  }
 }
 
 void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {

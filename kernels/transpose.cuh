@@ -2,7 +2,8 @@
 // transpose, serves every one of them that swaps the axes (a quarter turn is a transpose with one axis
 // reversed: the same tile, another output address). `Reorient` names the op as the chain does (transpose,
 // rotate=90/180/270, flip=h/v); each variant below takes any of them. Exact: pixels only move.
-// Three variants with the same shape, so tests and benchmarks can loop over them:
+// Three variants with the same shape, so tests and benchmarks can loop over them (and reorient_aos, below, on
+// interleaved batches):
 //   reorient_naive         AoS, one thread per pixel, reads coalesced, writes scattered.
 //   reorient_tiled         planes, a 32x32 shared-memory tile, unpadded (bank conflicts on the transposed read).
 //   reorient_tiled_padded  planes, the tile padded to 32x33: the optimized path's choice.
@@ -15,6 +16,8 @@
 #include "planes.hpp"
 
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 namespace imgpipe::cuda {
 
@@ -33,5 +36,10 @@ void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_
 void reorient_tiled_padded(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
 // rotate180, flip_h and flip_v only (std::invalid_argument otherwise), on frames of either layout.
 void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out, cudaStream_t stream);
+// Any op on `frames` interleaved frames (1 to kMaxFramesPerLaunch), frame f at first_in.data + f *
+// in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch and alignment: the ops that swap
+// the axes as one launch of the interleaved tiled transpose, the others as reorient_mirror frame by frame.
+void reorient_aos(Reorient op, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                  std::size_t out_frame_stride, int frames, cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

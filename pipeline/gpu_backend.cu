@@ -189,7 +189,13 @@ bool same_planes(const cuda::ConstPlanesView& a, const cuda::ConstPlanesView& b)
          a.extent.width == b.extent.width && a.extent.height == b.extent.height;
 }
 
-struct ResizeLinearStage {
+// The resizes run on planes only.
+struct PlanesOnly {
+  bool takes_interleaved() const { return false; }
+  bool batches() const { return false; }
+};
+
+struct ResizeLinearStage : PlanesOnly {
   // Textures over the whole input buffer, made when that buffer is first seen or reallocated. Where the
   // texture unit cannot cover it (over 65000 rows), the hand-written bilinear runs instead.
   std::optional<cuda::LinearPlaneTextures> textures;
@@ -210,13 +216,13 @@ struct ResizeLinearStage {
   }
 };
 
-struct ResizeExactStage {  // OpenCV's fixed-point bilinear, by hand
+struct ResizeExactStage : PlanesOnly {  // OpenCV's fixed-point bilinear, by hand
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
     cuda::resize_linear_exact_planes(cuda::as_const(in.view(extent)), out, stream);
   }
 };
 
-struct ResizeNearestStage {
+struct ResizeNearestStage : PlanesOnly {
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
     cuda::resize_nearest_planes(cuda::as_const(in.view(extent)), out, stream);
   }
@@ -224,7 +230,28 @@ struct ResizeNearestStage {
 
 // The stages from here on also run on frames of either layout (run_frame) where takes_interleaved() says so:
 // first in the chain they read the interleaved input, last they write the interleaved output, without a layout
-// pass.
+// pass. Those with run_batch also run on interleaved frames alone, a batch of them at a time: where every stage
+// from some point of the chain on has it, the chain runs there without planes.
+
+// `frames` interleaved frames of one size, frame f at in.data + f * in_stride (and out likewise).
+struct InterleavedBatch {
+  cuda::ConstAosView in;
+  std::size_t in_stride;
+  cuda::AosView out;
+  std::size_t out_stride;
+  int frames;
+};
+
+// A batch as one run_frame call per frame, for the stages whose kernels take one frame.
+template <class Stage>
+void frame_by_frame(Stage& stage, const InterleavedBatch& b, cudaStream_t stream) {
+  for (int f = 0; f < b.frames; ++f) {
+    const std::size_t i = static_cast<std::size_t>(f);
+    stage.run_frame(cuda::as_frame(cuda::ConstAosView{b.in.data + i * b.in_stride, b.in.extent, b.in.pitch}),
+                    cuda::as_frame(cuda::AosView{b.out.data + i * b.out_stride, b.out.extent, b.out.pitch}), stream);
+  }
+}
+
 struct SeparableStage {  // gaussian, box
   cuda::ConstantTaps taps;
   cuda::BorderMode border;
@@ -234,6 +261,10 @@ struct SeparableStage {  // gaussian, box
   bool takes_interleaved() const { return true; }
   void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
     cuda::separable_frames(in, out, taps, border, stream);
+  }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::separable_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, taps, border, stream);
   }
 };
 
@@ -247,6 +278,10 @@ struct SharpenStage {
   void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
     cuda::filter3x3_frames(in, out, taps, border, stream);
   }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::filter3x3_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, taps, border, stream);
+  }
 };
 
 struct SobelStage {
@@ -257,6 +292,10 @@ struct SobelStage {
   bool takes_interleaved() const { return true; }
   void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
     cuda::sobel_frames(in, out, border, stream);
+  }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::sobel_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, border, stream);
   }
 };
 
@@ -269,6 +308,10 @@ struct ReorientStage {
   void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
     cuda::reorient_mirror(op, in, out, stream);
   }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::reorient_aos(op, b.in, b.in_stride, b.out, b.out_stride, b.frames, stream);
+  }
 };
 
 struct GrayStage {
@@ -279,6 +322,8 @@ struct GrayStage {
   void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
     cuda::gray_frames(in, out, stream);
   }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) { frame_by_frame(*this, b, stream); }
 };
 
 struct NormalizeStage {
@@ -290,22 +335,18 @@ struct NormalizeStage {
   void run_frame(const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t stream) {
     cuda::normalize_frames(in, out, scratch, stream);
   }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) { frame_by_frame(*this, b, stream); }
 };
-
 
 using Stage = std::variant<ResizeLinearStage, ResizeExactStage, ResizeNearestStage, SeparableStage, SharpenStage,
                            SobelStage, ReorientStage, GrayStage, NormalizeStage>;
 
 bool takes_interleaved(const Stage& stage) {
-  return std::visit(
-      [](const auto& s) {
-        if constexpr (requires { s.takes_interleaved(); }) {
-          return s.takes_interleaved();
-        } else {
-          return false;
-        }
-      },
-      stage);
+  return std::visit([](const auto& s) { return s.takes_interleaved(); }, stage);
+}
+bool batches(const Stage& stage) {
+  return std::visit([](const auto& s) { return s.batches(); }, stage);
 }
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
@@ -423,12 +464,14 @@ class OptimizedPlan {
   // stages stay planned as the fallback for those frames (FusedHead).
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
+    batches_from_.assign(stages_.size() + 1, true);
+    for (std::size_t p = stages_.size(); p-- > 0;) batches_from_[p] = batches_from_[p + 1] && batches(stages_[p].stage);
   }
 
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
     if (!fuses(in_size) || !head_->takes(in, in_size, 1, at_exact_ratio_)) {
-      run_planes(in, 0, out, stream);
+      run_stages(in, 0, 1, out, stream);
       return;
     }
     const Size resized = sizes_[head_->ops];
@@ -438,38 +481,42 @@ class OptimizedPlan {
     }
     head_frames_.grow(resized.rgb_bytes());
     head_->run(in, in_size, 1, at_exact_ratio_, head_frames_.data(), resized, stream);
-    run_planes(head_frames_.data(), head_->ops, out, stream);
+    run_stages(head_frames_.data(), head_->ops, 1, out, stream);
   }
 
-  // `frames` packed frames back to back (frame f at f * in_size.rgb_bytes()). A fused head runs as one
-  // batched launch for all of them; the stages after it (or the whole chain, when nothing fuses) frame by frame.
+  // `frames` packed frames back to back (frame f at f * in_size.rgb_bytes()). A fused head runs as one batched
+  // launch for a batch of them, and so do the stages after it (or the whole chain, when nothing fuses) where
+  // they all run on interleaved frames; otherwise those go frame by frame.
   void run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
     const Size out_size = sizes_.back();
-    if (!fuses(in_size) || !head_->takes(in, in_size, frames, at_exact_ratio_)) {
-      for (int f = 0; f < frames; ++f) run(in + frame_offset(in_size, f), in_size, out + frame_offset(out_size, f), stream);
-      return;
-    }
-    const Size resized = sizes_[head_->ops];
-    const bool alone = stages_.size() == head_->ops;
-    for (int first = 0; first < frames; first += kMaxBatch) {
-      const int count = std::min(kMaxBatch, frames - first);
-      std::uint8_t* head_out = out + frame_offset(out_size, first);
-      if (!alone) {
+    const bool head = fuses(in_size) && head_->takes(in, in_size, frames, at_exact_ratio_);
+    const std::size_t first_stage = head ? head_->ops : 0;
+    const Size resized = sizes_[first_stage];
+    const bool alone = stages_.size() == first_stage;
+    const int per_batch = batch_size(first_stage);
+    for (int first = 0; first < frames; first += per_batch) {
+      const int count = std::min(per_batch, frames - first);
+      const std::uint8_t* rest_in = in + frame_offset(in_size, first);
+      std::uint8_t* batch_out = out + frame_offset(out_size, first);
+      if (head) {
+        if (alone) {
+          head_->run(rest_in, in_size, count, at_exact_ratio_, batch_out, resized, stream);
+          continue;
+        }
         head_frames_.grow(resized.rgb_bytes() * static_cast<std::size_t>(count));
-        head_out = head_frames_.data();
+        head_->run(rest_in, in_size, count, at_exact_ratio_, head_frames_.data(), resized, stream);
+        rest_in = head_frames_.data();
       }
-      head_->run(in + frame_offset(in_size, first), in_size, count, at_exact_ratio_, head_out, resized, stream);
-      if (alone) continue;
-      for (int f = 0; f < count; ++f) {
-        run_planes(head_frames_.data() + frame_offset(resized, f), head_->ops,
-                   out + frame_offset(out_size, first + f), stream);
-      }
+      run_stages(rest_in, first_stage, count, batch_out, stream);
     }
   }
 
  private:
   static constexpr int kMaxBatch = 64;  // frames per batched launch: bounds the head's scratch
+  // What the interleaved ping-pong buffers may hold for a batch, together; a batch of frames larger than that
+  // (64 4K frames would take 3.2 GB) is cut into smaller batches.
+  static constexpr std::size_t kInterleavedScratch = std::size_t{512} << 20;
 
   struct PlannedStage {
     Stage stage;
@@ -478,6 +525,69 @@ class OptimizedPlan {
   };
 
   static std::size_t frame_offset(Size s, int f) { return s.rgb_bytes() * static_cast<std::size_t>(f); }
+
+  // The frame before stage p, and after the last at p = stages_.size(); sizes_ filled.
+  Size size_before(std::size_t p) const { return p < stages_.size() ? sizes_[stages_[p].first] : sizes_.back(); }
+
+  // The largest frame between two stages from `first` on: what the interleaved ping-pong buffers hold per frame.
+  std::size_t largest_intermediate(std::size_t first) const {
+    std::size_t bytes = 0;
+    for (std::size_t p = first + 1; p < stages_.size(); ++p) bytes = std::max(bytes, size_before(p).rgb_bytes());
+    return bytes;
+  }
+
+  // Frames per batch when the stages from `first` on run after a batched head or batched themselves.
+  int batch_size(std::size_t first) const {
+    if (!batches_from_[first]) return kMaxBatch;
+    const std::size_t bytes = largest_intermediate(first);
+    if (bytes == 0) return kMaxBatch;
+    return static_cast<int>(std::clamp<std::size_t>(kInterleavedScratch / (2 * bytes), 1, kMaxBatch));
+  }
+
+  // Stages from `first` on over `frames` packed interleaved frames from `in` into packed frames at `out`: as
+  // batches on interleaved frames where every one of them runs so, else frame by frame through run_planes.
+  void run_stages(const std::uint8_t* in, std::size_t first, int frames, std::uint8_t* out, cudaStream_t stream) {
+    if (first == stages_.size()) {  // the empty chain
+      IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(out, in, frame_offset(sizes_.back(), frames), cudaMemcpyDeviceToDevice,
+                                         stream));
+      return;
+    }
+    if (batches_from_[first]) {
+      run_interleaved(in, first, frames, out, stream);
+      return;
+    }
+    const Size in_size = size_before(first), out_size = sizes_.back();
+    for (int f = 0; f < frames; ++f) {
+      run_planes(in + frame_offset(in_size, f), first, out + frame_offset(out_size, f), stream);
+    }
+  }
+
+  // Stages from `first` on, each one batched launch (or one per frame) on interleaved frames, ping-ponging
+  // between two interleaved buffers; no planes, no layout passes.
+  void run_interleaved(const std::uint8_t* in, std::size_t first, int frames, std::uint8_t* out,
+                       cudaStream_t stream) {
+    const std::size_t scratch = largest_intermediate(first) * static_cast<std::size_t>(frames);
+    if (scratch > 0) {
+      interleaved_[0].grow(scratch);
+      interleaved_[1].grow(scratch);
+    }
+    const std::uint8_t* src = in;
+    for (std::size_t p = first; p < stages_.size(); ++p) {
+      const Size from = size_before(p), to = size_before(p + 1);
+      std::uint8_t* dst = p + 1 == stages_.size() ? out : interleaved_[(p - first) % 2].data();
+      const InterleavedBatch batch{aos(src, from), from.rgb_bytes(), aos(dst, to), to.rgb_bytes(), frames};
+      std::visit(
+          [&](auto& stage) {
+            if constexpr (requires { stage.run_batch(batch, stream); }) {
+              stage.run_batch(batch, stream);
+            } else {
+              throw std::logic_error("optimized plan: a planes-only stage in an interleaved run");
+            }
+          },
+          stages_[p].stage);
+      src = dst;
+    }
+  }
 
   // Whether this input size runs the fused head (sizes_ filled for it); the answer is kept per input size.
   bool fuses(Size in_size) {
@@ -497,9 +607,6 @@ class OptimizedPlan {
   // `first`): deinterleave, the plane stages, interleave into `out`; a first stage that takes the interleaved
   // frame reads `in` itself, and a last one writes `out` itself, in place of those passes.
   void run_planes(const std::uint8_t* in, std::size_t first, std::uint8_t* out, cudaStream_t stream) {
-    const auto size_at = [&](std::size_t p) {  // the frame before stage p; after the last at stages_.size()
-      return p < stages_.size() ? sizes_[stages_[p].first] : sizes_.back();
-    };
     // The layout passes, unless the first stage reads the interleaved input or the last writes the output.
     const bool staged = first < stages_.size();
     const bool reads_interleaved = staged && takes_interleaved(stages_[first].stage);
@@ -511,7 +618,7 @@ class OptimizedPlan {
     cuda::Extent need[2] = {};
     for (std::size_t p = first; p <= stages_.size(); ++p) {
       if ((p == first && reads_interleaved) || (p == stages_.size() && writes_interleaved)) continue;
-      const Size s = size_at(p);
+      const Size s = size_before(p);
       need[(p - first) % 2].width = std::max(need[(p - first) % 2].width, s.width);
       need[(p - first) % 2].height = std::max(need[(p - first) % 2].height, s.height);
     }
@@ -519,7 +626,7 @@ class OptimizedPlan {
       if (need[k].width > 0) planes_[k].reserve(need[k]);
     }
 
-    const Size in_size = size_at(first);
+    const Size in_size = size_before(first);
     const Size out_size = sizes_.back();
     if (!reads_interleaved) cuda::deinterleave(aos(in, in_size), planes_[0].view(extent_of(in_size)), stream);
     int current = 0;
@@ -556,6 +663,8 @@ class OptimizedPlan {
   std::vector<Size> sizes_;
   cuda::PlaneBuffer planes_[2];
   cuda::DeviceBuffer head_frames_;  // the fused head's output when more ops follow
+  cuda::DeviceBuffer interleaved_[2];  // run_interleaved's frames between its stages
+  std::vector<bool> batches_from_;     // at p: every stage from p on runs batched on interleaved frames
   Size fits_for_{};                 // the input size fuses() and at_exact_ratio_ last answered for
   bool fits_ = false;
   bool at_exact_ratio_ = false;     // the head's sizes are at the fused kernel's exact ratios

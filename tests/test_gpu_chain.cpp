@@ -216,7 +216,8 @@ TEST(OptimizedFusedHead, FallsBackToPlaneStagesForRefusedSizes) {
 }
 
 // run_batch gives run()'s bytes frame by frame: a fused head alone (one batched launch), a fused head with
-// ops after it, a chain that does not fuse, and the naive path.
+// ops after it, chains that do not fuse, chains that run batched on interleaved frames throughout (from the
+// start or after the head), and the naive path. Rows of 609 bytes: no row after the first is word-aligned.
 TEST(DeviceChainBatch, EqualsRunFrameByFrame) {
   SKIP_WITHOUT_DEVICE();
   constexpr int kFrames = 5;
@@ -228,6 +229,10 @@ TEST(DeviceChainBatch, EqualsRunFrameByFrame) {
   for (const Case& c : {Case{GpuPath::optimized, "resize=150x90,gaussian=5:1.0"},
                         Case{GpuPath::optimized, "resize=150x90,box=3,transpose"},
                         Case{GpuPath::optimized, "gaussian=3:0.0,flip=h"},
+                        Case{GpuPath::optimized, "gray,sobel,normalize"},
+                        Case{GpuPath::optimized, "sharpen=replicate,rotate=180,box=31"},
+                        Case{GpuPath::optimized, "resize=150x90,gaussian=5:1.0,sharpen,flip=v"},
+                        Case{GpuPath::optimized, "transpose,gaussian=7:2.0"},
                         Case{GpuPath::naive, "resize=150x90,gaussian=5:1.0"}}) {
     const Chain chain = parse_chain(c.text);
     const Size out_size = output_size(chain, in_size);

@@ -6,9 +6,12 @@
 #include "reference.hpp"
 #include "transpose.cuh"
 
+#include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace imgpipe::testing {
@@ -29,13 +32,14 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GpuOpTest, on_both_paths_and_image_sets(transpo
 
 // ------------------------------------------------------------------- the transpose variants, directly
 
-enum class ReorientVariant { naive, tiled, tiled_padded };
+enum class ReorientVariant { naive, tiled, tiled_padded, interleaved };
 
 std::string variant_name(ReorientVariant v) {
   switch (v) {
     case ReorientVariant::naive: return "naive";
     case ReorientVariant::tiled: return "tiled";
     case ReorientVariant::tiled_padded: return "tiled_padded";
+    case ReorientVariant::interleaved: return "interleaved";
   }
   return "unknown";
 }
@@ -64,6 +68,11 @@ Image run_reorient(ReorientVariant variant, cuda::Reorient op, const Image& in) 
   if (variant == ReorientVariant::naive) {
     cuda::reorient_naive(op, cuda::as_const(aos(d_in.data(), in.size())), aos(d_out.data(), out_size),
                          device.stream());
+    return device.download(d_out.data(), out_size);
+  }
+  if (variant == ReorientVariant::interleaved) {
+    cuda::reorient_aos(op, cuda::as_const(aos(d_in.data(), in.size())), in.bytes(), aos(d_out.data(), out_size),
+                       out_size.rgb_bytes(), 1, device.stream());
     return device.download(d_out.data(), out_size);
   }
   const cuda::PlaneBuffer planes_in(extent_of(in.size()));
@@ -100,13 +109,60 @@ TEST_P(ReorientTest, IsExact) {
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, ReorientTest,
                          ::testing::Combine(::testing::Values(ReorientVariant::naive, ReorientVariant::tiled,
-                                                              ReorientVariant::tiled_padded),
+                                                              ReorientVariant::tiled_padded, ReorientVariant::interleaved),
                                             ::testing::ValuesIn(reorient_cases()),
                                             ::testing::Values(Images::photos, Images::odd_sizes)),
                          [](const auto& info) {
                            return variant_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name + "_" +
                                   images_name(std::get<2>(info.param));
                          });
+
+// The interleaved variant on three frames per launch whose rows and frames start at every alignment (pitch 3w + 1,
+// the first frame one byte into its buffer, 5 bytes between frames): each frame exact, no byte between rows or
+// frames written.
+TEST(ReorientInterleaved, BatchesAtAnyAlignment) {
+  SKIP_WITHOUT_DEVICE();
+  for (const ReorientCase& c : reorient_cases()) {
+    for (const Size size : std::vector<Size>{{1, 1}, {3, 7}, {33, 65}, {203, 117}}) {
+      const Device device;
+      const cuda::Extent out_extent = cuda::reoriented_extent(c.kernel_op, extent_of(size));
+      const Size out_size{out_extent.width, out_extent.height};
+      const auto layout = [](Size s) {
+        const std::size_t pitch = 3 * static_cast<std::size_t>(s.width) + 1;
+        return std::pair{pitch, pitch * static_cast<std::size_t>(s.height) + 5};
+      };
+      const auto [in_pitch, in_stride] = layout(size);
+      const auto [out_pitch, out_stride] = layout(out_size);
+      constexpr int kFrames = 3;
+      std::vector<Image> frames;
+      const cuda::DeviceBuffer d_in = device.poisoned(1 + kFrames * in_stride);
+      const cuda::DeviceBuffer d_out = device.poisoned(1 + kFrames * out_stride);
+      for (int f = 0; f < kFrames; ++f) {
+        frames.push_back(testing::random_image(size, 40u + static_cast<std::uint32_t>(f)));
+        const std::size_t row = 3 * static_cast<std::size_t>(size.width);
+        IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(d_in.data() + 1 + f * in_stride, in_pitch, frames.back().data(), row, row,
+                                             size.height, cudaMemcpyHostToDevice, device.stream()));
+      }
+      cuda::reorient_aos(c.kernel_op, {d_in.data() + 1, extent_of(size), in_pitch}, in_stride,
+                         {d_out.data() + 1, out_extent, out_pitch}, out_stride, kFrames, device.stream());
+      const std::vector<std::uint8_t> all =
+          device.download(d_out.data(), 1 + kFrames * out_stride, 1 + kFrames * out_stride, 1);
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::size_t at = i - 1;
+        const bool in_frame = i > 0 && at % out_stride < out_pitch * out_size.height &&
+                              at % out_stride % out_pitch < 3 * static_cast<std::size_t>(out_size.width);
+        if (!in_frame && all[i] != kPoison) ++outside;
+      }
+      EXPECT_EQ(outside, 0u) << c.name << " " << to_string(size) << ": bytes outside the frames were written";
+      for (int f = 0; f < kFrames; ++f) {
+        const Image got = device.download(d_out.data() + 1 + f * out_stride, out_size, out_pitch);
+        EXPECT_TRUE(within(got, reference::apply(c.chain_op, frames[static_cast<std::size_t>(f)]), 0))
+            << c.name << " " << to_string(size) << ", frame " << f;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace imgpipe::testing

@@ -55,6 +55,7 @@ for step in "${steps[@]}"; do
         [test_gpu_chain]='Chains/*:BothPaths/*:GpuBackend.*'
         [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:*OpenCvArithmetic*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
+        [test_filter_aos]='*Box*:*Sobel*:*ThreeByThree*:*Refuses*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*'
         [test_gpu_jpeg]='*'
         [test_gpu_video]='*'

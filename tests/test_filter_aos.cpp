@@ -1,0 +1,216 @@
+// The interleaved, batched filters (separable_aos, filter3x3_aos, sobel_aos in kernels/convolve.cuh) give the
+// bytes of the tiled plane kernels (separable_frames, filter3x3_frames, sobel_frames), which the op tests check
+// against the reference: every tap count, both borders, photographs and sizes no tile divides, pitches and base
+// addresses of every alignment, and several frames per launch. Outputs are poisoned first, and the bytes between
+// rows and between frames must stay poison. Skips without a CUDA device.
+#include "chain.hpp"
+#include "convolve.cuh"
+#include "gpu_test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace imgpipe::testing {
+namespace {
+
+using cuda::BorderMode;
+
+// One frame per plane-kernel launch, as the optimized path ran these filters before: the expected bytes.
+using PlaneFilter = std::function<void(const cuda::ConstFrameView&, const cuda::FrameView&, cudaStream_t)>;
+// `frames` interleaved frames per launch.
+using BatchFilter =
+    std::function<void(cuda::ConstAosView, std::size_t, cuda::AosView, std::size_t, int, cudaStream_t)>;
+
+struct Layout {
+  std::size_t pitch_pad;  // bytes past 3 * width in each row
+  std::size_t offset;     // bytes from an allocation's start to the first frame
+  std::size_t frame_gap;  // bytes between one frame's last row and the next frame
+};
+
+// The layouts every filter runs on: packed and aligned, then rows and frames misaligned in every way.
+const std::vector<Layout> kLayouts = {{0, 0, 0}, {1, 1, 3}, {5, 3, 1}, {2, 2, 6}};
+
+struct Batch {
+  std::vector<Image> frames;
+  std::string what;
+};
+
+// `frames` frames of `size` as one upload in `layout`; the filter's output in the same layout, poisoned; every
+// frame compared with the plane kernel's bytes, and every padding byte still poison.
+void expect_same_bytes(const Batch& batch, const Layout& layout, const PlaneFilter& planes, const BatchFilter& aos) {
+  const Device device;
+  const Size size = batch.frames.front().size();
+  const auto frames = static_cast<int>(batch.frames.size());
+  const std::size_t row = 3 * static_cast<std::size_t>(size.width);
+  const std::size_t pitch = row + layout.pitch_pad;
+  const std::size_t stride = pitch * static_cast<std::size_t>(size.height) + layout.frame_gap;
+  const std::size_t bytes = layout.offset + stride * static_cast<std::size_t>(frames);
+  const cuda::DeviceBuffer in = device.poisoned(bytes);
+  const cuda::DeviceBuffer out = device.poisoned(bytes);
+  for (int f = 0; f < frames; ++f) {
+    const Image& image = batch.frames[static_cast<std::size_t>(f)];
+    IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(in.data() + layout.offset + stride * f, pitch, image.data(), row, row,
+                                         size.height, cudaMemcpyHostToDevice, device.stream()));
+  }
+  const cuda::Extent extent = extent_of(size);
+  aos({in.data() + layout.offset, extent, pitch}, stride, {out.data() + layout.offset, extent, pitch}, stride, frames,
+      device.stream());
+  const std::vector<std::uint8_t> got = device.download(out.data(), bytes, bytes, 1);
+
+  std::size_t written_padding = 0;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const bool before = i < layout.offset;
+    const std::size_t at = i - layout.offset;
+    const bool in_frame = !before && at % stride < pitch * size.height && at % stride % pitch < row;
+    if (!in_frame && got[i] != kPoison) ++written_padding;
+  }
+  EXPECT_EQ(written_padding, 0u) << batch.what << ": bytes outside the frames were written";
+
+  for (int f = 0; f < frames; ++f) {
+    const Image& image = batch.frames[static_cast<std::size_t>(f)];
+    const cuda::DeviceBuffer d_in = device.upload(image);
+    const cuda::DeviceBuffer d_out = device.poisoned(image.bytes());
+    planes(cuda::as_frame(cuda::ConstAosView{d_in.data(), extent, row}),
+           cuda::as_frame(cuda::AosView{d_out.data(), extent, row}), device.stream());
+    const Image expected = device.download(d_out.data(), size);
+    const Image actual = device.download(out.data() + layout.offset + stride * f, size, pitch);
+    EXPECT_TRUE(within(actual, expected, 0))
+        << batch.what << ", frame " << f << ", pitch +" << layout.pitch_pad << ", offset " << layout.offset;
+  }
+}
+
+// The photographs one frame at a time, and odd sizes (1x1 and 3x7 among them) three frames per launch.
+const std::vector<Batch>& batches() {
+  static const std::vector<Batch> kBatches = [] {
+  std::vector<Batch> all;
+  for (const NamedImage& photo : photos()) all.push_back({{photo.image}, photo.name});
+  std::uint32_t seed = 11;
+  for (const Size size : std::vector<Size>{{1, 1}, {3, 7}, {2, 1}, {63, 31}, {64, 32}, {65, 33}, {203, 117}, {1000, 3}}) {
+    Batch b{{}, to_string(size) + " x3"};
+    for (int f = 0; f < 3; ++f) b.frames.push_back(f == 1 ? random_image(size, seed++) : synthetic_image(size, seed++));
+    all.push_back(std::move(b));
+  }
+  return all;
+  }();
+  return kBatches;
+}
+
+std::string border_name(BorderMode b) { return b == BorderMode::replicate ? "replicate" : "reflect101"; }
+
+void expect_separable_matches(const cuda::ConstantTaps& taps, const std::string& what, bool packs) {
+  EXPECT_EQ(cuda::separable_aos_takes(taps), packs) << what;
+  for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
+    const PlaneFilter planes = [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
+      cuda::separable_frames(in, out, taps, border, s);
+    };
+    const BatchFilter aos = [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n,
+                                cudaStream_t s) { cuda::separable_aos(in, is, out, os, n, taps, border, s); };
+    for (const Batch& batch : batches()) {
+      for (const Layout& layout : kLayouts) {
+        expect_same_bytes({batch.frames, what + " " + border_name(border) + " on " + batch.what}, layout, planes, aos);
+      }
+    }
+  }
+}
+
+std::vector<float> fixed_point_gaussian(int ksize, double sigma) {
+  std::vector<float> taps;
+  for (const int tap : gaussian_fixed_point_taps(ksize, sigma)) taps.push_back(static_cast<float>(tap) / 256.f);
+  return taps;
+}
+
+TEST(FilterAos, GaussianAtEveryKernelSizeGivesThePlaneKernelsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  for (int ksize = 3; ksize <= cuda::kMaxTaps; ksize += 2) {
+    const cuda::ConstantTaps taps(fixed_point_gaussian(ksize, ksize == 5 ? 1.0 : 0.0));
+    expect_separable_matches(taps, "gaussian " + std::to_string(ksize), true);
+  }
+}
+
+TEST(FilterAos, BoxGivesThePlaneKernelsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  for (const int ksize : {3, 5, 9, 31}) {
+    const std::vector<float> ones(static_cast<std::size_t>(ksize), 1.f);
+    const cuda::ConstantTaps taps(ones, 1.f / static_cast<float>(ksize * ksize));
+    expect_separable_matches(taps, "box " + std::to_string(ksize), true);
+  }
+}
+
+// Taps that are no whole 1/256 (or whose sums the 16-bit lanes cannot hold) take the plane kernel per frame.
+TEST(FilterAos, TapsTheLanesCannotHoldFallBackToThePlaneKernel) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<float> raw;
+  for (const double w : gaussian_weights(7, 1.3)) raw.push_back(static_cast<float>(w));
+  expect_separable_matches(cuda::ConstantTaps(raw), "float gaussian 7", false);
+  expect_separable_matches(cuda::ConstantTaps(std::vector<float>{-1.f, 3.f, -1.f}), "negative taps", false);
+  expect_separable_matches(cuda::ConstantTaps(std::vector<float>(31, 9.f)), "sums past the lanes", false);
+}
+
+void expect_3x3_matches(const PlaneFilter& planes, const BatchFilter& aos, const std::string& what) {
+  for (const Batch& batch : batches()) {
+    for (const Layout& layout : kLayouts) expect_same_bytes({batch.frames, what + " on " + batch.what}, layout, planes, aos);
+  }
+}
+
+TEST(FilterAos, ThreeByThreeFiltersGiveThePlaneKernelsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  struct Case {
+    std::vector<float> taps;
+    float scale;
+    const char* name;
+    bool packs;
+  };
+  for (const Case& c : {Case{{0, -1, 0, -1, 5, -1, 0, -1, 0}, 1.f, "sharpen", true},
+                        Case{{1, 1, 1, 1, 1, 1, 1, 1, 1}, 1.f / 9.f, "mean", true},
+                        Case{{-1, -2, -1, 0, 0, 0, 1, 2, 1}, 0.5f, "half sobel", true},
+                        Case{{0.f, -0.5f, 0.f, -0.5f, 3.f, -0.5f, 0.f, -0.5f, 0.f}, 1.f, "fractional", false}}) {
+    const cuda::ConstantTaps taps(c.taps, c.scale);
+    EXPECT_EQ(cuda::filter3x3_aos_takes(taps), c.packs) << c.name;
+    for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
+      expect_3x3_matches(
+          [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
+            cuda::filter3x3_frames(in, out, taps, border, s);
+          },
+          [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s) {
+            cuda::filter3x3_aos(in, is, out, os, n, taps, border, s);
+          },
+          std::string(c.name) + " " + border_name(border));
+    }
+  }
+}
+
+TEST(FilterAos, SobelGivesThePlaneKernelsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
+    expect_3x3_matches(
+        [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
+          cuda::sobel_frames(in, out, border, s);
+        },
+        [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s) {
+          cuda::sobel_aos(in, is, out, os, n, border, s);
+        },
+        "sobel " + border_name(border));
+  }
+}
+
+TEST(FilterAos, RefusesBatchesThatOverlapOrDifferInSize) {
+  SKIP_WITHOUT_DEVICE();
+  const cuda::ConstantTaps taps(fixed_point_gaussian(5, 1.0));
+  cuda::DeviceBuffer buffer(3 * 8 * 8 * 4);
+  const cuda::ConstAosView in{buffer.data(), {8, 8}, 24};
+  const cuda::AosView out{buffer.data() + 2 * 24 * 8, {8, 8}, 24};
+  const cuda::AosView smaller{buffer.data() + 2 * 24 * 8, {7, 8}, 24};
+  EXPECT_THROW(cuda::separable_aos(in, 24 * 4, out, 24 * 8, 2, taps, BorderMode::reflect101, nullptr),
+               std::invalid_argument);  // frames closer than a frame apart
+  EXPECT_THROW(cuda::separable_aos(in, 24 * 8, smaller, 24 * 8, 1, taps, BorderMode::reflect101, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(cuda::sobel_aos(in, 24 * 8, out, 24 * 8, 0, BorderMode::reflect101, nullptr), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace imgpipe::testing
