@@ -48,47 +48,73 @@ __host__ __device__ constexpr int aos_tile_stride(int bytes, int words_read) {
   return 4 * (bytes / 4 + 2 > words_read ? bytes / 4 + 2 : words_read);
 }
 
-// Tile rows r = 0 .. kRows-1 hold frame row border_index(top + r) and bytes [3 * left, 3 * left + kBytes) of it
-// (kBytes = 3 * pixels); row r's byte b sits at tile[r * kStride + shift[r] + b]. Where the tile's columns lie
-// inside the frame, which is block-uniform, rows come in as aligned 32-bit words (shift = the row's
-// misalignment) and only the two words at a row's ends are assembled from bytes, so nothing outside the row is
-// read. Elsewhere every byte is mapped through the border rule (shift 0). Called by all kThreads threads; the
-// caller synchronises before reading.
+// Tile rows r = 0 .. kRows-1 hold frame row border_index(top + r) and the bytes of pixels left .. left +
+// kBytes / 3 - 1 of it (kBytes = 3 * pixels); row r's byte b sits at tile[r * kStride + shift[r] + b], shift[r]
+// being the misalignment of that byte's address in the frame, so the row arrives as aligned 32-bit words.
+// Every thread issues all of its loads before it stores any: one memory latency per tile, not one per word.
+// Only the pixels inside the frame are read, the two words at the ends of that span assembled from bytes; where
+// the tile reaches past the frame's left or right edge (block-uniform), its outside pixels are then copied
+// within shared memory from the pixels the border rule names, or read, where the staged span lacks them.
+// Called by all kThreads threads; the caller synchronises before reading the tile.
 template <int kRows, int kBytes, int kStride, int kThreads>
 __device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, std::uint8_t* shift, const std::uint8_t* frame,
                                                std::size_t pitch, Extent e, int left, int top, BorderMode border) {
+  constexpr int kPixels = kBytes / 3;
   constexpr int kWords = kBytes / 4 + 2;
+  constexpr int kLoads = (kRows * kWords + kThreads - 1) / kThreads;
   static_assert(4 * kWords <= kStride, "the tile's rows must hold every word of a shifted row");
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const bool inside = left >= 0 && left + kBytes / 3 <= e.width;
-  if (inside) {
-    for (int i = tid; i < kRows * kWords; i += kThreads) {
-      const int r = i / kWords, w = i - r * kWords;
-      const std::uint8_t* first =
-          frame + static_cast<std::size_t>(border_index(top + r, e.height, border)) * pitch + 3 * left;
-      const unsigned misalign = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(first) & 3u);
-      const std::uint8_t* word = first - misalign + 4 * w;
-      std::uint32_t v = 0;
-      if (word >= first && word + 4 <= first + kBytes) {
-        v = __ldg(reinterpret_cast<const unsigned*>(word));
-      } else {
+  const bool rows_inside = top >= 0 && top + kRows <= e.height;
+  const int first_pixel = max(left, 0), end_pixel = min(left + kPixels, e.width);  // the span inside the frame
+  const auto row_of = [&](int r) {
+    const int y = rows_inside ? top + r : border_index(top + r, e.height, border);
+    return reinterpret_cast<std::uintptr_t>(frame) + static_cast<std::size_t>(y) * pitch;
+  };
+  std::uint32_t words[kLoads];
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          if (word + b >= first && word + b < first + kBytes) v |= static_cast<std::uint32_t>(__ldg(word + b)) << (8 * b);
+  for (int j = 0; j < kLoads; ++j) {
+    const int i = tid + j * kThreads;
+    if (i >= kRows * kWords) break;
+    const int r = i / kWords, w = i - r * kWords;
+    const std::uintptr_t row = row_of(r);
+    const std::uintptr_t origin = row + 3 * static_cast<std::ptrdiff_t>(left);  // the tile's byte 0, maybe outside
+    const std::uintptr_t word = (origin & ~std::uintptr_t{3}) + 4 * static_cast<unsigned>(w);
+    const std::uintptr_t begin = row + 3 * static_cast<std::size_t>(first_pixel);
+    const std::uintptr_t end = row + 3 * static_cast<std::size_t>(max(end_pixel, first_pixel));
+    if (word >= begin && word + 4 <= end) {
+      words[j] = __ldg(reinterpret_cast<const unsigned*>(word));
+    } else {
+      std::uint32_t v = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        if (word + b >= begin && word + b < end) {
+          v |= static_cast<std::uint32_t>(__ldg(reinterpret_cast<const std::uint8_t*>(word + b))) << (8 * b);
         }
       }
-      reinterpret_cast<std::uint32_t*>(tile + r * kStride)[w] = v;
-      if (w == 0) shift[r] = static_cast<std::uint8_t>(misalign);
+      words[j] = v;
     }
-    return;
   }
-  for (int i = tid; i < kRows * kBytes; i += kThreads) {
-    const int r = i / kBytes, b = i - r * kBytes;
-    const std::uint8_t* row = frame + static_cast<std::size_t>(border_index(top + r, e.height, border)) * pitch;
-    const int pixel = b / 3;
-    tile[r * kStride + b] = __ldg(row + 3 * border_index(left + pixel, e.width, border) + (b - 3 * pixel));
+#pragma unroll
+  for (int j = 0; j < kLoads; ++j) {
+    const int i = tid + j * kThreads;
+    if (i >= kRows * kWords) break;
+    const int r = i / kWords, w = i - r * kWords;
+    reinterpret_cast<std::uint32_t*>(tile + r * kStride)[w] = words[j];
+    if (w == 0) shift[r] = static_cast<std::uint8_t>((row_of(r) + 3 * static_cast<std::ptrdiff_t>(left)) & 3u);
   }
-  for (int r = tid; r < kRows; r += kThreads) shift[r] = 0;
+  if (first_pixel == left && end_pixel == left + kPixels) return;
+  __syncthreads();  // block-uniform: the staged span is complete before the border pixels copy from it
+  const int outside = (first_pixel - left) + (left + kPixels - end_pixel);
+  for (int i = tid; i < kRows * 3 * outside; i += kThreads) {
+    const int r = i / (3 * outside), k = i - r * 3 * outside, c = k % 3;
+    const int before = first_pixel - left, n = k / 3;
+    const int pixel = n < before ? left + n : end_pixel + (n - before);
+    const int source = border_index(pixel, e.width, border);
+    std::uint8_t* row = tile + r * kStride + shift[r];
+    row[3 * (pixel - left) + c] = source >= first_pixel && source < end_pixel
+                                      ? row[3 * (source - left) + c]
+                                      : __ldg(reinterpret_cast<const std::uint8_t*>(row_of(r)) + 3 * source + c);
+  }
 }
 
 // kWords consecutive words of a staged row's bytes 4q onwards: word i holds bytes 4q + 4i .. 4q + 4i + 3.

@@ -10,10 +10,10 @@
 // as 32-bit words, one bank each, so the padding works as in the textbook; the tile is 4 KiB either way.
 // Rotations by 90/270 are a transpose with one axis reversed: the same tile, another output address.
 // Mirror ops keep the axes; reading a row backwards is still coalesced, so they need no tile.
-// The interleaved variant (reorient_aos) stages 32x32 pixels of the interleaved frame as whole words and writes
-// each output row of the tile as whole words too, four bytes a thread, so neither side moves single bytes
-// through global memory; its tile rows are 27 words, an odd count, so the 32 rows a warp's column read crosses
-// sit in distinct banks.
+// The interleaved variant (reorient_aos, every op) stages 32x32 pixels of the interleaved frame as whole words
+// and writes each output row of the tile as whole words too, four bytes a thread, so neither side moves single
+// bytes through global memory; its tile rows are 27 words, an odd count, so the 32 rows a warp's column read
+// crosses sit in distinct banks.
 #include "transpose.cuh"
 
 #include "aos_tile.cuh"
@@ -106,15 +106,20 @@ constexpr int kAosStride = 4 * 27;                 // bytes per staged row
 static_assert(kAosStride >= 4 * (kAosTileBytes / 4 + 2), "a staged row holds every word stage_aos_tile writes");
 
 // One block per 32x32 output tile of one frame (blockIdx.z): the input tile it comes from is staged, then each
-// thread gathers four output bytes of a row from the tile's columns and stores them as one word.
+// thread gathers four output bytes of a row from the tile and stores them as one word. Output pixel (ox, oy) is
+// input (x, y) = (oy, ox) for a transpose, (oy, H-1-ox) rotate90, (W-1-oy, ox) rotate270, (W-1-ox, oy) flip_h,
+// (ox, H-1-oy) flip_v, (W-1-ox, H-1-oy) rotate180; `left` and `top` are the input tile's first column and row.
 template <Reorient kOp>
 __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrames in, AosFramesOut out) {
   __shared__ alignas(16) std::uint8_t tile[kTile * kAosStride];
   __shared__ std::uint8_t shift[kTile];
+  constexpr bool kSwaps = kOp == Reorient::transpose || kOp == Reorient::rotate90 || kOp == Reorient::rotate270;
+  constexpr bool kReverseX = kOp == Reorient::rotate270 || kOp == Reorient::flip_h || kOp == Reorient::rotate180;
+  constexpr bool kReverseY = kOp == Reorient::rotate90 || kOp == Reorient::flip_v || kOp == Reorient::rotate180;
   const int ox0 = blockIdx.x * kTile, oy0 = blockIdx.y * kTile;
-  // Output (ox, oy) is input (oy, ox) for a transpose, (oy, H-1-ox) for rotate90, (W-1-oy, ox) for rotate270.
-  const int left = kOp == Reorient::rotate270 ? in.extent.width - oy0 - kTile : oy0;
-  const int top = kOp == Reorient::rotate90 ? in.extent.height - ox0 - kTile : ox0;
+  const int x0 = kSwaps ? oy0 : ox0, y0 = kSwaps ? ox0 : oy0;  // the input tile's corner, before reversal
+  const int left = kReverseX ? in.extent.width - x0 - kTile : x0;
+  const int top = kReverseY ? in.extent.height - y0 - kTile : y0;
   stage_aos_tile<kTile, kAosTileBytes, kAosStride, kAosQuads * kRows>(
       tile, shift, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, left, top, BorderMode::replicate);
   __syncthreads();
@@ -123,13 +128,14 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
   const std::size_t byte_x = 3 * static_cast<std::size_t>(ox0) + 4 * threadIdx.x;
   if (byte_x >= row_bytes) return;
   for (int r = threadIdx.y; r < kTile && oy0 + r < out.extent.height; r += kRows) {
-    const int column = kOp == Reorient::rotate270 ? kTile - 1 - r : r;
     std::uint32_t packed = 0;
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       const int byte = 4 * static_cast<int>(threadIdx.x) + b, pixel = byte / 3;
-      const int row = kOp == Reorient::rotate90 ? kTile - 1 - pixel : pixel;
-      packed |= static_cast<std::uint32_t>(tile[row * kAosStride + shift[row] + 3 * column + byte - 3 * pixel]) << (8 * b);
+      const int tx = kSwaps ? r : pixel, ty = kSwaps ? pixel : r;  // in the tile, before reversal
+      const int row = kReverseY ? kTile - 1 - ty : ty, column = kReverseX ? kTile - 1 - tx : tx;
+      packed |= static_cast<std::uint32_t>(tile[row * kAosStride + shift[row] + 3 * column + byte - 3 * pixel])
+                << (8 * b);
     }
     std::uint8_t* dst_row = frame + static_cast<std::size_t>(oy0 + r) * out.pitch;
     store_quad(dst_row + byte_x, dst_row + row_bytes, packed);
@@ -205,17 +211,12 @@ void reorient_aos(Reorient op, ConstAosView first_in, std::size_t in_frame_strid
   switch (op) {
     case Reorient::transpose: return launch_reorient_aos<Reorient::transpose>(in, out, frames, stream);
     case Reorient::rotate90: return launch_reorient_aos<Reorient::rotate90>(in, out, frames, stream);
+    case Reorient::rotate180: return launch_reorient_aos<Reorient::rotate180>(in, out, frames, stream);
     case Reorient::rotate270: return launch_reorient_aos<Reorient::rotate270>(in, out, frames, stream);
-    case Reorient::rotate180:
-    case Reorient::flip_h:
-    case Reorient::flip_v: break;
+    case Reorient::flip_h: return launch_reorient_aos<Reorient::flip_h>(in, out, frames, stream);
+    case Reorient::flip_v: return launch_reorient_aos<Reorient::flip_v>(in, out, frames, stream);
   }
-  for (int f = 0; f < frames; ++f) {
-    const std::size_t i = static_cast<std::size_t>(f);
-    reorient_mirror(op, as_frame(ConstAosView{first_in.data + i * in_frame_stride, first_in.extent, first_in.pitch}),
-                    as_frame(AosView{first_out.data + i * out_frame_stride, first_out.extent, first_out.pitch}),
-                    stream);
-  }
+  throw std::invalid_argument("reorient: unknown op");
 }
 
 void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream) {

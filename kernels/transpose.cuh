@@ -36,9 +36,9 @@ void reorient_tiled(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_
 void reorient_tiled_padded(Reorient op, ConstPlanesView in, PlanesView out, cudaStream_t stream);
 // rotate180, flip_h and flip_v only (std::invalid_argument otherwise), on frames of either layout.
 void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out, cudaStream_t stream);
-// Any op on `frames` interleaved frames (1 to kMaxFramesPerLaunch), frame f at first_in.data + f *
-// in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch and alignment: the ops that swap
-// the axes as one launch of the interleaved tiled transpose, the others as reorient_mirror frame by frame.
+// Any op on `frames` interleaved frames (1 to kMaxFramesPerLaunch) in one launch, frame f at first_in.data + f *
+// in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch and alignment: a 32x32 tile of
+// the interleaved frame staged as words, written back as words in its new place.
 void reorient_aos(Reorient op, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                   std::size_t out_frame_stride, int frames, cudaStream_t stream);
 
