@@ -42,30 +42,25 @@ inline std::pair<AosFrames, AosFramesOut> aos_batch(ConstAosView first_in, std::
           {first_out.data, first_out.pitch, out_frame_stride, first_out.extent}};
 }
 
-// The row stride in bytes of a staged tile `bytes` wide whose readers read words 0 .. words_read - 1 of a row
-// (staged_words reads one past its window): whole words, as many as staging or reading reaches.
-__host__ __device__ constexpr int aos_tile_stride(int bytes, int words_read) {
-  return 4 * (bytes / 4 + 2 > words_read ? bytes / 4 + 2 : words_read);
-}
-
 // Tile rows r = 0 .. kRows-1 hold frame row border_index(top + r) and the bytes of pixels left .. left +
-// kBytes / 3 - 1 of it (kBytes = 3 * pixels); row r's byte b sits at tile[r * kStride + shift[r] + b], shift[r]
-// being the misalignment of that byte's address in the frame, so the row arrives as aligned 32-bit words.
-// Every thread issues all of its loads before it stores any: one memory latency per tile, not one per word.
-// Only the pixels inside the frame are read, the two words at the ends of that span assembled from bytes; where
-// the tile reaches past the frame's left or right edge (block-uniform), its outside pixels are then copied
-// within shared memory from the pixels the border rule names, or read, where the staged span lacks them.
-// Called by all kThreads threads; the caller synchronises before reading the tile.
+// kBytes / 3 - 1 of it (kBytes = 3 * pixels): row r's byte b at tile[r * kStride + b], whatever the frame row's
+// alignment, so that a word of the tile holds the same four byte positions in every row. Interior words come
+// from two aligned 32-bit loads and a funnel shift; every thread issues all of its loads before it stores any
+// (one memory latency per tile, not one per word). Only the pixels inside the frame are read, the words at the
+// ends of that span assembled from bytes; where the tile reaches past the frame's left or right edge
+// (block-uniform), its outside pixels are then copied within shared memory from the pixels the border rule
+// names, or read where the staged span lacks them. Called by all kThreads threads; the caller synchronises
+// before reading the tile.
 template <int kRows, int kBytes, int kStride, int kThreads>
-__device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, std::uint8_t* shift, const std::uint8_t* frame,
-                                               std::size_t pitch, Extent e, int left, int top, BorderMode border) {
+__device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, const std::uint8_t* frame, std::size_t pitch,
+                                               Extent e, int left, int top, BorderMode border) {
   constexpr int kPixels = kBytes / 3;
-  constexpr int kWords = kBytes / 4 + 2;
+  constexpr int kWords = (kBytes + 3) / 4;
   constexpr int kLoads = (kRows * kWords + kThreads - 1) / kThreads;
-  static_assert(4 * kWords <= kStride, "the tile's rows must hold every word of a shifted row");
+  static_assert(4 * kWords <= kStride, "a tile row holds its words");
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const bool rows_inside = top >= 0 && top + kRows <= e.height;
-  const int first_pixel = max(left, 0), end_pixel = min(left + kPixels, e.width);  // the span inside the frame
+  const int first_pixel = max(left, 0), end_pixel = max(min(left + kPixels, e.width), first_pixel);
   const auto row_of = [&](int r) {
     const int y = rows_inside ? top + r : border_index(top + r, e.height, border);
     return reinterpret_cast<std::uintptr_t>(frame) + static_cast<std::size_t>(y) * pitch;
@@ -77,18 +72,20 @@ __device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, std::uint8_t*
     if (i >= kRows * kWords) break;
     const int r = i / kWords, w = i - r * kWords;
     const std::uintptr_t row = row_of(r);
-    const std::uintptr_t origin = row + 3 * static_cast<std::ptrdiff_t>(left);  // the tile's byte 0, maybe outside
-    const std::uintptr_t word = (origin & ~std::uintptr_t{3}) + 4 * static_cast<unsigned>(w);
+    // The tile's bytes 4w .. 4w + 3 (its byte 0 may lie outside the frame: only the address is formed).
+    const std::uintptr_t at = row + 3 * static_cast<std::ptrdiff_t>(left) + 4 * static_cast<unsigned>(w);
     const std::uintptr_t begin = row + 3 * static_cast<std::size_t>(first_pixel);
-    const std::uintptr_t end = row + 3 * static_cast<std::size_t>(max(end_pixel, first_pixel));
-    if (word >= begin && word + 4 <= end) {
-      words[j] = __ldg(reinterpret_cast<const unsigned*>(word));
+    const std::uintptr_t end = row + 3 * static_cast<std::size_t>(end_pixel);
+    const std::uintptr_t aligned = at & ~std::uintptr_t{3};
+    if (aligned >= begin && aligned + 8 <= end) {
+      const unsigned* pair = reinterpret_cast<const unsigned*>(aligned);
+      words[j] = __funnelshift_r(__ldg(pair), __ldg(pair + 1), 8 * static_cast<unsigned>(at & 3u));
     } else {
       std::uint32_t v = 0;
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
-        if (word + b >= begin && word + b < end) {
-          v |= static_cast<std::uint32_t>(__ldg(reinterpret_cast<const std::uint8_t*>(word + b))) << (8 * b);
+        if (at + b >= begin && at + b < end) {
+          v |= static_cast<std::uint32_t>(__ldg(reinterpret_cast<const std::uint8_t*>(at + b))) << (8 * b);
         }
       }
       words[j] = v;
@@ -100,36 +97,27 @@ __device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, std::uint8_t*
     if (i >= kRows * kWords) break;
     const int r = i / kWords, w = i - r * kWords;
     reinterpret_cast<std::uint32_t*>(tile + r * kStride)[w] = words[j];
-    if (w == 0) shift[r] = static_cast<std::uint8_t>((row_of(r) + 3 * static_cast<std::ptrdiff_t>(left)) & 3u);
   }
   if (first_pixel == left && end_pixel == left + kPixels) return;
   __syncthreads();  // block-uniform: the staged span is complete before the border pixels copy from it
-  const int outside = (first_pixel - left) + (left + kPixels - end_pixel);
+  const int before = first_pixel - left, outside = before + (left + kPixels - end_pixel);
   for (int i = tid; i < kRows * 3 * outside; i += kThreads) {
-    const int r = i / (3 * outside), k = i - r * 3 * outside, c = k % 3;
-    const int before = first_pixel - left, n = k / 3;
+    const int r = i / (3 * outside), k = i - r * 3 * outside, n = k / 3, c = k - 3 * n;
     const int pixel = n < before ? left + n : end_pixel + (n - before);
     const int source = border_index(pixel, e.width, border);
-    std::uint8_t* row = tile + r * kStride + shift[r];
+    std::uint8_t* row = tile + r * kStride;
     row[3 * (pixel - left) + c] = source >= first_pixel && source < end_pixel
                                       ? row[3 * (source - left) + c]
                                       : __ldg(reinterpret_cast<const std::uint8_t*>(row_of(r)) + 3 * source + c);
   }
 }
 
-// kWords consecutive words of a staged row's bytes 4q onwards: word i holds bytes 4q + 4i .. 4q + 4i + 3.
+// kWords consecutive words of a staged row r from word q on.
 template <int kWords, int kStride>
-__device__ __forceinline__ void staged_words(const std::uint8_t* tile, const std::uint8_t* shift, int r, int q,
-                                             std::uint32_t (&out)[kWords]) {
+__device__ __forceinline__ void tile_words(const std::uint8_t* tile, int r, int q, std::uint32_t (&out)[kWords]) {
   const std::uint32_t* row = reinterpret_cast<const std::uint32_t*>(tile + r * kStride) + q;
-  const unsigned s = 8u * shift[r];
-  std::uint32_t next = row[0];
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) {
-    const std::uint32_t word = next;
-    next = row[i + 1];
-    out[i] = __funnelshift_r(word, next, s);
-  }
+  for (int i = 0; i < kWords; ++i) out[i] = row[i];
 }
 
 // The four bytes starting `kOffset` bytes into a run of words (kOffset known at compile time).
@@ -144,8 +132,13 @@ __device__ __forceinline__ std::uint32_t bytes_at(const std::uint32_t (&w)[kWord
 
 // A word's four bytes as two words of 16-bit lanes: bytes 0 and 2 (even), bytes 1 and 3 (odd). Integer taps
 // multiply both lanes at once; a lane's sum stays exact while it stays in 0 .. 65535 (after any bias).
-__device__ __forceinline__ std::uint32_t even_lanes(std::uint32_t w) { return w & 0x00FF00FFu; }
-__device__ __forceinline__ std::uint32_t odd_lanes(std::uint32_t w) { return (w >> 8) & 0x00FF00FFu; }
+__device__ __forceinline__ std::uint32_t even_lanes(std::uint32_t w) { return __byte_perm(w, 0u, 0x4240); }
+__device__ __forceinline__ std::uint32_t odd_lanes(std::uint32_t w) { return __byte_perm(w, 0u, 0x4341); }
+
+// A word's four byte positions as 32-bit values, from its lane words.
+__device__ __forceinline__ uint4 lane_positions(std::uint32_t even, std::uint32_t odd) {
+  return make_uint4(even & 0xFFFFu, odd & 0xFFFFu, even >> 16, odd >> 16);
+}
 
 // Four output bytes at `dst` (bytes past `limit` are not written): one 32-bit store where the address allows.
 __device__ __forceinline__ void store_quad(std::uint8_t* dst, const std::uint8_t* limit, std::uint32_t bytes) {

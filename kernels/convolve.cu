@@ -274,26 +274,23 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 }
 
 // ---------------------------------------------------------------------------- interleaved, batched
-
-// Interleaved tiles: 64x32 pixels, 192 bytes a row, which 48 threads cover four bytes ("a quad") each; 4 rows
-// of such threads. In the column pass each thread walks 8 rows of its quad, so every staged row-pass value is
-// read from shared memory once per thread instead of once per tap.
+//
+// A block covers 64x32 output pixels of one frame (blockIdx.z) with 256 threads. The tile and its halo are
+// staged as words whose four bytes are the same positions in every row (stage_aos_tile). The separable filter
+// then runs its column pass first, on words: the taps are integers (ConstantTaps::unit), so one 32-bit
+// multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at most 255 times the taps' sum)
+// fit them. The row pass weighs those sums in 32 bits, each byte position a register of a 16-byte shared load,
+// and each thread stores four output bytes as one word. Integer sums make the order of the passes free: the
+// bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the same
+// shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
 constexpr int kAosTileW = 64;
 constexpr int kAosTileH = 32;
-constexpr int kAosQuads = 3 * kAosTileW / 4;
-constexpr int kAosBlockY = 4;
-constexpr int kAosThreads = kAosQuads * kAosBlockY;
-constexpr int kAosRowsPerThread = kAosTileH / kAosBlockY;
+constexpr int kAosQuads = 3 * kAosTileW / 4;  // four-byte groups of an output row
+constexpr int kAosThreads = 256;
+constexpr int kColumnRows = 8;  // output rows of one column-pass item: each staged word is read once per item
 
-// Tap k of kTaps, k known at compile time, weighs the four bytes 3k bytes on (the same channel, k pixels on) into
-// both lane words.
-template <int kWords, int... K>
-__device__ __forceinline__ void weigh_row(const std::uint32_t (&w)[kWords], const int* taps, std::uint32_t& even,
-                                          std::uint32_t& odd, std::integer_sequence<int, K...>) {
-  ((even += static_cast<std::uint32_t>(taps[K]) * even_lanes(bytes_at<3 * K>(w)),
-    odd += static_cast<std::uint32_t>(taps[K]) * odd_lanes(bytes_at<3 * K>(w))),
-   ...);
-}
+// The column sums' row stride, in positions: the staged row's words, four positions each.
+__host__ __device__ constexpr int tile_words_of(int radius) { return (3 * (kAosTileW + 2 * radius) + 3) / 4; }
 
 // The column pass's sum as a byte: round_shift >= 0 when the scale is 2^-round_shift (the Gaussian's 1/65536),
 // an integer rounding; else the float product, as the float kernels round it. Both equal saturate_round(sum *
@@ -303,148 +300,196 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int roun
   return saturate_round(__uint2float_rn(sum) * scale);
 }
 
+// The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
+__host__ __device__ constexpr int aos_tile_bytes(int radius) { return (kAosTileH + 2 * radius) * 4 * tile_words_of(radius); }
+__host__ __device__ constexpr int aos_shared_bytes(int radius) {
+  return (aos_tile_bytes(radius) + 15) / 16 * 16 + kAosTileH * 4 * tile_words_of(radius) * 4;
+}
+
 template <int kRadius>
 __global__ void __launch_bounds__(kAosThreads)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kAosTileH + 2 * kRadius;
-  constexpr int kInBytes = 3 * (kAosTileW + 2 * kRadius);
-  constexpr int kWords = 3 * (kTaps - 1) / 4 + 2;  // a quad's bytes 4q .. 4q + 3 (kTaps - 1) + 3
-  constexpr int kStride = aos_tile_stride(kInBytes, kAosQuads + kWords);
-  __shared__ alignas(16) std::uint8_t tile[kInRows * kStride];
-  __shared__ std::uint8_t shift[kInRows];
-  __shared__ uint2 rows[kInRows][kAosQuads];  // the row pass, even and odd lanes
+  constexpr int kWords = tile_words_of(kRadius);
+  constexpr int kStride = 4 * kWords;
+  extern __shared__ uint4 aos_shared[];
+  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
+  uint4* sums = aos_shared + (aos_tile_bytes(kRadius) + 15) / 16;  // [kAosTileH][kWords] groups of four positions
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kInRows, kInBytes, kStride, kAosThreads>(tile, shift, in.data + blockIdx.z * in.frame_stride,
-                                                          in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
+  stage_aos_tile<kInRows, 3 * (kAosTileW + 2 * kRadius), kStride, kAosThreads>(
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
   __syncthreads();
   const int* taps = c_int_taps[slot];
-  const int q = threadIdx.x;
-  for (int r = threadIdx.y; r < kInRows; r += kAosBlockY) {
-    std::uint32_t w[kWords];
-    staged_words<kWords, kStride>(tile, shift, r, q, w);
-    std::uint32_t even = 0, odd = 0;
-    weigh_row(w, taps, even, odd, std::make_integer_sequence<int, kTaps>{});
-    rows[r][q] = make_uint2(even, odd);
+  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
+    const int r0 = item / kWords * kColumnRows, w = item % kWords;
+    std::uint32_t even[kColumnRows] = {}, odd[kColumnRows] = {};
+#pragma unroll
+    for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
+      const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(tile + (r0 + i) * kStride)[w];
+      const std::uint32_t e = even_lanes(word), o = odd_lanes(word);
+#pragma unroll
+      for (int m = 0; m < kColumnRows; ++m) {
+        const int k = i - m;
+        if (k < 0 || k >= kTaps) continue;
+        even[m] += static_cast<std::uint32_t>(taps[k]) * e;
+        odd[m] += static_cast<std::uint32_t>(taps[k]) * o;
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kWords + w] = lane_positions(even[m], odd[m]);
   }
   __syncthreads();
-  const int r0 = threadIdx.y * kAosRowsPerThread;
-  std::uint32_t sum[kAosRowsPerThread][4] = {};
-#pragma unroll
-  for (int i = 0; i < kAosRowsPerThread + kTaps - 1; ++i) {
-    const uint2 e = rows[r0 + i][q];
-    const std::uint32_t lane[4] = {e.x & 0xFFFFu, e.y & 0xFFFFu, e.x >> 16, e.y >> 16};  // bytes 0, 1, 2, 3
-#pragma unroll
-    for (int m = 0; m < kAosRowsPerThread; ++m) {
-      const int k = i - m;
-      if (k < 0 || k >= kTaps) continue;
-#pragma unroll
-      for (int b = 0; b < 4; ++b) sum[m][b] += static_cast<std::uint32_t>(taps[k]) * lane[b];
-    }
-  }
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
-  if (byte_x >= row_bytes) return;
+  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
+    const int r = item / kAosQuads, q = item % kAosQuads;
+    const int y = y0 + r;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    if (y >= out.extent.height || byte_x >= row_bytes) continue;
+    // Output byte c weighs positions c + 3k, k = 0 .. kTaps - 1, of the quad's sums onwards.
+    std::uint32_t sum[4] = {};
 #pragma unroll
-  for (int m = 0; m < kAosRowsPerThread; ++m) {
-    const int y = y0 + r0 + m;
-    if (y >= out.extent.height) break;
+    for (int l = 0; l < (3 * kTaps + 3) / 4; ++l) {
+      const uint4 group = sums[r * kWords + q + l];
+      const std::uint32_t position[4] = {group.x, group.y, group.z, group.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int offset = 4 * l + e - c;
+          if (offset >= 0 && offset % 3 == 0 && offset / 3 < kTaps) {
+            sum[c] += static_cast<std::uint32_t>(taps[offset / 3]) * position[e];
+          }
+        }
+    }
     std::uint32_t packed = 0;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) packed |= scaled_byte(sum[m][b], round_shift, scale) << (8 * b);
+    for (int c = 0; c < 4; ++c) packed |= scaled_byte(sum[c], round_shift, scale) << (8 * c);
     std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
     store_quad(row + byte_x, row + row_bytes, packed);
   }
 }
 
-// 3x3 windows on interleaved tiles, in 16-bit lanes: each of kSums sums starts at its lane bias, which keeps it
-// from going negative, and finish() takes the unbiased sums to the output byte.
-struct SharpenAos {  // any nine integer taps (the slot's), the sum scaled and rounded
-  static constexpr int kSums = 1;
-  int slot;
-  std::uint32_t bias;
-  float scale;
-  __device__ int tap(int, int j, int i) const { return c_int_taps[slot][3 * j + i]; }
-  __device__ std::uint32_t lane_bias(int) const { return bias; }
-  __device__ std::uint32_t finish(const int (&v)[kSums]) const {
-    return scale == 1.f ? static_cast<std::uint32_t>(min(max(v[0], 0), 255))
-                        : saturate_round(static_cast<float>(v[0]) * scale);
-  }
-};
-
-struct SobelAos {  // |Gx| + |Gy|, saturated
-  static constexpr int kSums = 2;
-  __device__ int tap(int s, int j, int i) const {
-    const int across = (i - 1) * (j == 1 ? 2 : 1), down = (j - 1) * (i == 1 ? 2 : 1);
-    return s == 0 ? across : down;
-  }
-  __device__ std::uint32_t lane_bias(int) const { return 4 * 255; }
-  __device__ std::uint32_t finish(const int (&v)[kSums]) const {
-    return static_cast<std::uint32_t>(min(255, abs(v[0]) + abs(v[1])));
-  }
-};
-
-template <class Window>
-__global__ void __launch_bounds__(kAosThreads)
-    filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, Window window) {
-  constexpr int kInRows = kAosTileH + 2;
-  constexpr int kInBytes = 3 * (kAosTileW + 2);
-  constexpr int kWords = 3;  // a quad's bytes 4q .. 4q + 9: its left, own and right neighbours
-  constexpr int kStride = aos_tile_stride(kInBytes, kAosQuads + kWords);
-  constexpr int kSums = Window::kSums;
-  __shared__ alignas(16) std::uint8_t tile[kInRows * kStride];
-  __shared__ std::uint8_t shift[kInRows];
+// |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
+// (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
+// + 2 d(x) + d(x + 1) - 4 * 255.
+__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
+  constexpr int kWords = tile_words_of(1);
+  constexpr int kStride = 4 * kWords;
+  extern __shared__ uint4 aos_shared[];
+  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
+  uint4* sums = aos_shared + (aos_tile_bytes(1) + 15) / 16;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kInRows, kInBytes, kStride, kAosThreads>(tile, shift, in.data + blockIdx.z * in.frame_stride,
-                                                          in.pitch, in.extent, x0 - 1, y0 - 1, border);
+  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kAosThreads>(
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - 1, y0 - 1, border);
   __syncthreads();
-  const int q = threadIdx.x, r0 = threadIdx.y * kAosRowsPerThread;
-  std::uint32_t even[kAosRowsPerThread][kSums], odd[kAosRowsPerThread][kSums];
+  constexpr std::uint32_t kBias = 255u * 0x00010001u;
+  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
+    const int r0 = item / kWords * kColumnRows, w = item % kWords;
+    std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
 #pragma unroll
-  for (int m = 0; m < kAosRowsPerThread; ++m)
+    for (int i = 0; i < kColumnRows + 2; ++i) {
+      const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(tile + (r0 + i) * kStride)[w];
+      e[i] = even_lanes(word);
+      o[i] = odd_lanes(word);
+    }
 #pragma unroll
-    for (int s = 0; s < kSums; ++s) even[m][s] = odd[m][s] = window.lane_bias(s) * 0x00010001u;
-#pragma unroll
-  for (int i = 0; i < kAosRowsPerThread + 2; ++i) {
-    std::uint32_t w[kWords];
-    staged_words<kWords, kStride>(tile, shift, r0 + i, q, w);
-    const std::uint32_t across[3] = {bytes_at<0>(w), bytes_at<3>(w), bytes_at<6>(w)};
-#pragma unroll
-    for (int m = 0; m < kAosRowsPerThread; ++m) {
-      const int j = i - m;
-      if (j < 0 || j > 2) continue;
-#pragma unroll
-      for (int s = 0; s < kSums; ++s)
-#pragma unroll
-        for (int c = 0; c < 3; ++c) {
-          const auto t = static_cast<std::uint32_t>(window.tap(s, j, c));
-          even[m][s] += t * even_lanes(across[c]);
-          odd[m][s] += t * odd_lanes(across[c]);
-        }
+    for (int m = 0; m < kColumnRows; ++m) {
+      const std::uint32_t se = e[m] + 2 * e[m + 1] + e[m + 2], so = o[m] + 2 * o[m + 1] + o[m + 2];
+      const std::uint32_t de = e[m + 2] + kBias - e[m], dO = o[m + 2] + kBias - o[m];
+      sums[(r0 + m) * kWords + w] = make_uint4(__byte_perm(se, de, 0x5410), __byte_perm(so, dO, 0x5410),
+                                               __byte_perm(se, de, 0x7632), __byte_perm(so, dO, 0x7632));
     }
   }
+  __syncthreads();
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
-  if (byte_x >= row_bytes) return;
+  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
+    const int r = item / kAosQuads, q = item % kAosQuads;
+    const int y = y0 + r;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    if (y >= out.extent.height || byte_x >= row_bytes) continue;
+    std::uint32_t position[12];  // the quad's positions 0 .. 9: pixels -1, 0 and +1 of its four bytes
 #pragma unroll
-  for (int m = 0; m < kAosRowsPerThread; ++m) {
-    const int y = y0 + r0 + m;
-    if (y >= out.extent.height) break;
+    for (int l = 0; l < 3; ++l) {
+      const uint4 group = sums[r * kWords + q + l];
+      position[4 * l] = group.x;
+      position[4 * l + 1] = group.y;
+      position[4 * l + 2] = group.z;
+      position[4 * l + 3] = group.w;
+    }
     std::uint32_t packed = 0;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      int v[kSums];
-#pragma unroll
-      for (int s = 0; s < kSums; ++s) {
-        const std::uint32_t lanes = b % 2 == 0 ? even[m][s] : odd[m][s];
-        v[s] = static_cast<int>((b < 2 ? lanes & 0xFFFFu : lanes >> 16)) - static_cast<int>(window.lane_bias(s));
-      }
-      packed |= window.finish(v) << (8 * b);
+    for (int c = 0; c < 4; ++c) {
+      const std::uint32_t left = position[c], centre = position[c + 3], right = position[c + 6];
+      const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
+      const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
+      packed |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * c);
     }
     std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
     store_quad(row + byte_x, row + row_bytes, packed);
+  }
+}
+
+// Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
+// the negative taps' sum), which keeps it from going negative; the unbiased sum is scaled and rounded.
+__global__ void __launch_bounds__(kAosThreads)
+    filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias,
+                         float scale) {
+  constexpr int kWords = tile_words_of(1);
+  constexpr int kStride = 4 * kWords;
+  __shared__ alignas(16) std::uint8_t tile[(kAosTileH + 2) * kStride];
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
+  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kAosThreads>(
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - 1, y0 - 1, border);
+  __syncthreads();
+  const int* taps = c_int_taps[slot];
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
+  constexpr int kRows = 4;
+  for (int item = threadIdx.x; item < kAosQuads * (kAosTileH / kRows); item += kAosThreads) {
+    const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    if (byte_x >= row_bytes) continue;
+    std::uint32_t even[kRows], odd[kRows];
+#pragma unroll
+    for (int m = 0; m < kRows; ++m) even[m] = odd[m] = bias * 0x00010001u;
+#pragma unroll
+    for (int i = 0; i < kRows + 2; ++i) {
+      std::uint32_t w[3];
+      tile_words<3, kStride>(tile, r0 + i, q, w);
+      const std::uint32_t across[3] = {bytes_at<0>(w), bytes_at<3>(w), bytes_at<6>(w)};  // pixels -1, 0, +1
+#pragma unroll
+      for (int m = 0; m < kRows; ++m) {
+        const int j = i - m;
+        if (j < 0 || j > 2) continue;
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const auto t = static_cast<std::uint32_t>(taps[3 * j + c]);
+          even[m] += t * even_lanes(across[c]);
+          odd[m] += t * odd_lanes(across[c]);
+        }
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kRows; ++m) {
+      const int y = y0 + r0 + m;
+      if (y >= out.extent.height) break;
+      const uint4 lanes = lane_positions(even[m], odd[m]);
+      const std::uint32_t value[4] = {lanes.x, lanes.y, lanes.z, lanes.w};
+      std::uint32_t packed = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int v = static_cast<int>(value[b]) - static_cast<int>(bias);
+        const std::uint32_t byte = scale == 1.f ? static_cast<std::uint32_t>(min(max(v, 0), 255))
+                                                : saturate_round(static_cast<float>(v) * scale);
+        packed |= byte << (8 * b);
+      }
+      std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
+      store_quad(row + byte_x, row + row_bytes, packed);
+    }
   }
 }
 
@@ -612,20 +657,23 @@ AosView frame_at(AosView first, std::size_t stride, int f) {
   return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
 }
 
+struct SeparableAosKernel {
+  void (*kernel)(AosFrames, AosFramesOut, int, int, float, BorderMode);
+  int shared_bytes;
+};
+
 template <int... R>
 auto separable_aos_kernels(std::integer_sequence<int, R...>) {
-  using Kernel = void (*)(AosFrames, AosFramesOut, int, int, float, BorderMode);
-  return std::array<Kernel, sizeof...(R)>{&separable_aos_kernel<R + 1>...};
+  return std::array<SeparableAosKernel, sizeof...(R)>{
+      SeparableAosKernel{&separable_aos_kernel<R + 1>, aos_shared_bytes(R + 1)}...};
 }
 
-template <class Window>
-void launch_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
-                          std::size_t out_frame_stride, int frames, BorderMode border, Window window,
-                          cudaStream_t stream) {
-  const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "filter3x3_aos");
-  filter3x3_aos_kernel<Window><<<aos_tile_grid(in.extent, frames), dim3(kAosQuads, kAosBlockY), 0, stream>>>(
-      in, out, border, window);
-  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
+// Above 48 KiB a kernel's dynamic shared memory must be allowed first (radius 13 and up), on the current device.
+template <class Kernel>
+void allow_shared_bytes(Kernel kernel, int bytes) {
+  if (bytes > 48 * 1024) {
+    IMGPIPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  }
 }
 
 }  // namespace
@@ -658,29 +706,34 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   const bool power_of_two = std::frexp(scale, &exponent) == 0.5f && exponent <= 1 && exponent > -31;
   const int round_shift = power_of_two ? 1 - exponent : -1;
   static const auto kernels = separable_aos_kernels(std::make_integer_sequence<int, kMaxRadius>{});
-  kernels[taps.size() / 2 - 1]<<<aos_tile_grid(in.extent, frames), dim3(kAosQuads, kAosBlockY), 0, stream>>>(
-      in, out, taps.slot(), round_shift, scale, border);
+  const SeparableAosKernel& k = kernels[taps.size() / 2 - 1];
+  allow_shared_bytes(k.kernel, k.shared_bytes);
+  k.kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, k.shared_bytes, stream>>>(in, out, taps.slot(), round_shift,
+                                                                                    scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
 }
 
 void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                    int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream) {
   require(taps.size() == 9, "filter3x3_aos: nine taps");
-  if (!filter3x3_aos_takes(taps)) {
+  if (!filter3x3_aos_takes(taps)) {  // frame by frame, checked there
     for (int f = 0; f < frames; ++f) {
       filter3x3_frames(as_frame(frame_at(first_in, in_frame_stride, f)),
                        as_frame(frame_at(first_out, out_frame_stride, f)), taps, border, stream);
     }
     return;
   }
-  launch_filter3x3_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, border,
-                       SharpenAos{taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale()},
-                       stream);
+  const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "filter3x3_aos");
+  filter3x3_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, 0, stream>>>(
+      in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
 }
 
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream) {
-  launch_filter3x3_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, border, SobelAos{}, stream);
+  const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "sobel_aos");
+  sobel_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, aos_shared_bytes(1), stream>>>(in, out, border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
 }
 
 // The 3x3 kernel for `window` on frames of these layouts.

@@ -103,7 +103,7 @@ __global__ void mirror_kernel(Source in, Target out, Extent extent) {
 constexpr int kAosTileBytes = 3 * kTile;          // one tile row of interleaved pixels
 constexpr int kAosQuads = kAosTileBytes / 4;      // threads across a tile row, four bytes each
 constexpr int kAosStride = 4 * 27;                 // bytes per staged row
-static_assert(kAosStride >= 4 * (kAosTileBytes / 4 + 2), "a staged row holds every word stage_aos_tile writes");
+static_assert(kAosStride >= kAosTileBytes, "a staged row holds the tile's row");
 
 // One block per 32x32 output tile of one frame (blockIdx.z): the input tile it comes from is staged, then each
 // thread gathers four output bytes of a row from the tile and stores them as one word. Output pixel (ox, oy) is
@@ -112,7 +112,6 @@ static_assert(kAosStride >= 4 * (kAosTileBytes / 4 + 2), "a staged row holds eve
 template <Reorient kOp>
 __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrames in, AosFramesOut out) {
   __shared__ alignas(16) std::uint8_t tile[kTile * kAosStride];
-  __shared__ std::uint8_t shift[kTile];
   constexpr bool kSwaps = kOp == Reorient::transpose || kOp == Reorient::rotate90 || kOp == Reorient::rotate270;
   constexpr bool kReverseX = kOp == Reorient::rotate270 || kOp == Reorient::flip_h || kOp == Reorient::rotate180;
   constexpr bool kReverseY = kOp == Reorient::rotate90 || kOp == Reorient::flip_v || kOp == Reorient::rotate180;
@@ -121,7 +120,7 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
   const int left = kReverseX ? in.extent.width - x0 - kTile : x0;
   const int top = kReverseY ? in.extent.height - y0 - kTile : y0;
   stage_aos_tile<kTile, kAosTileBytes, kAosStride, kAosQuads * kRows>(
-      tile, shift, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, left, top, BorderMode::replicate);
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, left, top, BorderMode::replicate);
   __syncthreads();
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
@@ -134,7 +133,7 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
       const int byte = 4 * static_cast<int>(threadIdx.x) + b, pixel = byte / 3;
       const int tx = kSwaps ? r : pixel, ty = kSwaps ? pixel : r;  // in the tile, before reversal
       const int row = kReverseY ? kTile - 1 - ty : ty, column = kReverseX ? kTile - 1 - tx : tx;
-      packed |= static_cast<std::uint32_t>(tile[row * kAosStride + shift[row] + 3 * column + byte - 3 * pixel])
+      packed |= static_cast<std::uint32_t>(tile[row * kAosStride + 3 * column + byte - 3 * pixel])
                 << (8 * b);
     }
     std::uint8_t* dst_row = frame + static_cast<std::size_t>(oy0 + r) * out.pitch;
