@@ -1,6 +1,7 @@
 // Filters: a naive 2-D correlation on the interleaved frame; separable and 3x3 tiled kernels on planes, which
 // also read or write the interleaved frame itself (one channel per grid layer, pixels 3 bytes apart) where the
-// optimized path runs them first or last in a chain.
+// optimized path runs them first or last in a chain among plane stages; and interleaved tiled kernels, batched,
+// in integer arithmetic, which the optimized path runs wherever a chain needs no planes (section below).
 //
 // Why the optimized versions are fast:
 // - Work: a KxK filter costs K^2 multiply-adds per output done directly, 2K as a row pass and a column pass.

@@ -88,11 +88,11 @@ void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stri
 
 // The separable filter and the 3x3 filters on `frames` interleaved frames per launch (1 to kMaxFramesPerLaunch),
 // frame f at first_in.data + f * in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch
-// and alignment. A tile of 64x32 pixels and its halo comes into shared memory as whole words; the row pass and
-// the column pass weigh two bytes per 32-bit multiply-add (16-bit lanes) with the taps as integers, which
-// gives separable_frames' (filter3x3_frames', sobel_frames') bytes exactly, and each thread stores its
-// outputs four bytes at a time. Taps that the lanes cannot hold (aos_takes is false) run separable_frames /
-// filter3x3_frames frame by frame instead.
+// and alignment. A tile of 64x32 pixels and its halo comes into shared memory as whole words; with the taps as
+// integers, the separable filter's column pass weighs two bytes per 32-bit multiply-add (16-bit lanes) and its
+// row pass weighs the 32-bit column sums, which gives separable_frames' (filter3x3_frames', sobel_frames')
+// bytes exactly; each thread stores its outputs four bytes at a time. Taps that the lanes cannot hold
+// (separable_aos_takes, filter3x3_aos_takes false) run separable_frames / filter3x3_frames frame by frame.
 bool separable_aos_takes(const ConstantTaps& taps);
 bool filter3x3_aos_takes(const ConstantTaps& taps);
 void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,

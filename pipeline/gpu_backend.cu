@@ -1,10 +1,12 @@
 // The GPU backends: a chain planned once for the device (taps uploaded, kernels chosen), then run on
 // device-resident frames, frame after frame, on the caller's stream.
 //   naive:     every op on the interleaved frame with the naive kernels, ping-ponging between two AoS buffers.
-//   optimized: one deinterleave into planes, every op on planes with the optimized kernels, ping-ponging
-//              between two plane buffers, one interleave at the end. A linear resize followed by gaussian or
-//              box at the head of the chain is one fused pass on the interleaved frame instead (its output
-//              is `out`, or the frame the deinterleave reads when more ops follow). Filter taps sit in
+//   optimized: where every op from some point of the chain on has an interleaved kernel (the filters, the
+//              geometric ops, gray, normalize), those ops run on interleaved frames, ping-ponging between two
+//              interleaved buffers, a batch of frames per launch; otherwise one deinterleave into planes, every
+//              op on planes with the optimized kernels, ping-ponging between two plane buffers, one interleave
+//              at the end. A linear resize followed by gaussian or box at the head of the chain is one fused
+//              pass on the interleaved frame (its output is `out`, or the frame the rest starts from). Filter taps sit in
 //              __constant__ slots from construction on; textures are made when a plane buffer is
 //              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
 //              uploaded per frame.
