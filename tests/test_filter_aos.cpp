@@ -87,15 +87,15 @@ void expect_same_bytes(const Batch& batch, const Layout& layout, const PlaneFilt
 // The photographs one frame at a time, and odd sizes (1x1 and 3x7 among them) three frames per launch.
 const std::vector<Batch>& batches() {
   static const std::vector<Batch> kBatches = [] {
-  std::vector<Batch> all;
-  for (const NamedImage& photo : photos()) all.push_back({{photo.image}, photo.name});
-  std::uint32_t seed = 11;
-  for (const Size size : std::vector<Size>{{1, 1}, {3, 7}, {2, 1}, {63, 31}, {64, 32}, {65, 33}, {203, 117}, {1000, 3}}) {
-    Batch b{{}, to_string(size) + " x3"};
-    for (int f = 0; f < 3; ++f) b.frames.push_back(f == 1 ? random_image(size, seed++) : synthetic_image(size, seed++));
-    all.push_back(std::move(b));
-  }
-  return all;
+    std::vector<Batch> all;
+    for (const NamedImage& photo : photos()) all.push_back({{photo.image}, photo.name});
+    std::uint32_t seed = 11;
+    for (const Size size : std::vector<Size>{{1, 1}, {3, 7}, {2, 1}, {63, 31}, {64, 32}, {65, 33}, {203, 117}, {1000, 3}}) {
+      Batch b{{}, to_string(size) + " x3"};
+      for (int f = 0; f < 3; ++f) b.frames.push_back(f == 1 ? random_image(size, seed++) : synthetic_image(size, seed++));
+      all.push_back(std::move(b));
+    }
+    return all;
   }();
   return kBatches;
 }
