@@ -55,10 +55,7 @@ enum class Codec { cpu, gpu };
 // --decoder / --encoder: auto takes the GPU where the engine keeps frames on the device and nvJPEG runs here.
 Codec choose_codec(const std::string& option, const std::string& choice, const Engine& engine) {
   if (choice == "cpu") return Codec::cpu;
-  const std::string why_not = !engine.device_frames()
-                                  ? "the engine (" + engine.describe() + ") keeps no frames on the device; GPU "
-                                    "JPEG needs --backend optimized (or auto on a GPU) with --memory pageable or pinned"
-                                  : io::gpu_jpeg_unavailable();
+  const std::string why_not = io::gpu_jpeg_unavailable(engine);
   if (why_not.empty()) return Codec::gpu;
   if (choice == "gpu") throw UsageError(option + " gpu: " + why_not);
   return Codec::cpu;
@@ -182,7 +179,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   const bool gpu_decoding_possible = options.decoder != "cpu" && engine_options.memory != MemoryMode::managed &&
                                      io::gpu_jpeg_unavailable().empty();
   engine_options.slots = options.slots > 0          ? options.slots
-                         : gpu_decoding_possible ? std::max(kGpuJpegSlots, job_slots(workers))
+                         : gpu_decoding_possible ? std::max(io::kGpuJpegSlots, job_slots(workers))
                                                   : job_slots(workers);
   const std::unique_ptr<Engine> engine = make_engine_for_batch(chain, engine_options);
   start_up.engine_made = Clock::now();

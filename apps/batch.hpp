@@ -25,17 +25,13 @@ struct BatchOptions {
   std::string shard;            // "K/N": only the files of shard K of N (io::keep_shard); empty: every file
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
   std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
-  int slots = 0;                  // frames in flight; 0: jobs + 2 (kGpuJpegSlots when decoding JPEG on the GPU)
+  int slots = 0;                  // frames in flight; 0: jobs + 2 (io::kGpuJpegSlots when decoding JPEG on the GPU)
   std::string decoder = "auto";   // JPEG decoding: auto | gpu | cpu
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu
   bool full_chroma = false;       // GPU JPEG encoding in 4:4:4 instead of 4:2:0
   bool exact = false;             // GPU backends round as OpenCV does (Arithmetic::exact)
   bool timings = false;           // after the summary, where the time went (start-up, the job's stages, codecs)
 };
-
-// Frames in flight by default when JPEG is decoded on the GPU: the files waiting together form the hardware
-// decoder's batches, and nvJPEG's hardware backend needs batches of tens of files to reach its rate.
-constexpr int kGpuJpegSlots = 64;
 
 // Runs the batch and returns its exit code: kExitOk, kExitSomeFailed, kExitDevice after a sticky CUDA error,
 // or 128 + the signal after SIGINT/SIGTERM (see signals.hpp). Throws UsageError for bad arguments, before

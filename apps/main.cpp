@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
                           "Also walk folders reached through symbolic links (each folder once, so loops end; never "
                           "links back into the input or into the output folder)");
   add_engine_options(*batch_command, batch.memory, batch.slots,
-                     "0: jobs + 2, or " + std::to_string(kGpuJpegSlots) + " when JPEG is decoded on the GPU",
+                     "0: jobs + 2, or " + std::to_string(io::kGpuJpegSlots) + " when JPEG is decoded on the GPU",
                      batch.exact);
   batch_command->add_option("--decoder", batch.decoder,
                             "JPEG decoding: gpu (nvJPEG: hardware JPEG engines, else GPU hybrid; what they refuse "

@@ -101,10 +101,8 @@ std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, 
 // files are JPEG (gpu insists, auto falls back to the CPU).
 bool encodes_frames_on_gpu(const StreamOptions& options, const Engine& engine) {
   if (options.encoder == "cpu") return false;
-  const std::string why_not = options.format != "jpg"    ? "--format " + options.format + " is not JPEG"
-                              : !engine.device_frames() ? "the engine (" + engine.describe() + ") keeps no frames "
-                                                          "on the device; GPU JPEG needs --backend optimized"
-                                                        : io::gpu_jpeg_unavailable();
+  const std::string why_not =
+      options.format != "jpg" ? "--format " + options.format + " is not JPEG" : io::gpu_jpeg_unavailable(engine);
   if (why_not.empty()) return true;
   if (options.encoder == "gpu") throw UsageError("--encoder gpu: " + why_not);
   return false;

@@ -37,6 +37,20 @@ inline std::string_view to_string(JpegDecoder decoder) {
 // Why GPU JPEG cannot run here (a build without nvJPEG, no CUDA device); empty when it can.
 std::string gpu_jpeg_unavailable();
 
+// Why GPU JPEG cannot run with `engine`: it keeps no frames on the device (the cpu backend, managed memory),
+// or gpu_jpeg_unavailable(); empty when it can.
+inline std::string gpu_jpeg_unavailable(const Engine& engine) {
+  if (!engine.device_frames()) {
+    return "the engine (" + engine.describe() + ") keeps no frames on the device; GPU JPEG needs a GPU backend "
+           "(optimized or naive) with pageable or pinned host memory";
+  }
+  return gpu_jpeg_unavailable();
+}
+
+// Frames in flight by default when JPEG is decoded on the GPU: the files waiting together form the hardware
+// decoder's batches, and nvJPEG's hardware backend needs batches of tens of files to reach its rate.
+constexpr int kGpuJpegSlots = 64;
+
 // What nvJPEG offers on this machine, one line per codec, for `imgpipe backends`.
 std::vector<std::string> describe_gpu_jpeg();
 

@@ -8,6 +8,7 @@
 #include "engine.hpp"
 #include "file_bytes.hpp"
 #include "folder.hpp"
+#include "gpu_jpeg.hpp"
 #include "gpu_backend.hpp"
 #include "image_file.hpp"
 #include "image_folder.hpp"
@@ -23,6 +24,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -129,23 +132,25 @@ nb::capsule device_owner(void* data) {
   return nb::capsule(data, [](void* p) noexcept { cuda::check_noexcept(cudaFree(p), "cudaFree"); });
 }
 
-// DLPack is preferred: __cuda_array_interface__ is read only from arrays without __dlpack__ (Numba's).
-bool speaks_only_cuda_array_interface(const nb::object& array) {
-  return !nb::hasattr(array, "__dlpack__") && nb::hasattr(array, "__cuda_array_interface__");
-}
-
-// How an array reaches imgpipe: a CUDA array through DLPack or __cuda_array_interface__, anything else (NumPy)
-// through nanobind as it is.
+// How an array reaches imgpipe: a CUDA array through DLPack or, without __dlpack__, __cuda_array_interface__;
+// anything else (NumPy) through nanobind as it is. DLPack is preferred: an array offering both (CuPy, PyTorch)
+// comes in through DLPack and its interface is not read.
 enum class Interchange { dlpack_cuda, cuda_array_interface, other };
 
-Interchange interchange_of(const nb::object& array) {
+Interchange interchange_of(const nb::handle& array) {
   constexpr int kDlpackCuda = 2;
-  if (!nb::hasattr(array, "__dlpack__")) {
-    return nb::hasattr(array, "__cuda_array_interface__") ? Interchange::cuda_array_interface : Interchange::other;
+  // DLPack's exporters define __dlpack_device__ beside __dlpack__: one lookup tells both.
+  if (const nb::object device = nb::getattr(array, "__dlpack_device__", nb::none()); !device.is_none()) {
+    return nb::cast<int>(device()[0]) == kDlpackCuda ? Interchange::dlpack_cuda : Interchange::other;
   }
-  return nb::hasattr(array, "__dlpack_device__") && nb::cast<int>(array.attr("__dlpack_device__")()[0]) == kDlpackCuda
-             ? Interchange::dlpack_cuda
-             : Interchange::other;
+  return nb::hasattr(array, "__cuda_array_interface__") ? Interchange::cuda_array_interface : Interchange::other;
+}
+
+// A CUDA array's DLPack capsule, taken through DLPack's handshake with the stream the work will run on (1: the
+// legacy default stream), so the producer orders its pending writes before that stream instead of waiting for
+// them on the host.
+nb::object dlpack_capsule(const nb::handle& array, cudaStream_t stream) {
+  return array.attr("__dlpack__")(nb::arg("stream") = stream ? reinterpret_cast<std::uintptr_t>(stream) : 1);
 }
 
 // Nothing is converted or copied: C-contiguous uint8 only.
@@ -156,12 +161,6 @@ Frames cast_frames(const nb::handle& frames) {
                          "__cuda_array_interface__) of shape (H, W, 3) or (N, H, W, 3)");
   }
   return result;
-}
-
-// A CUDA array is taken through DLPack's handshake with the stream the work will run on (1: the legacy default
-// stream), so the producer orders its pending writes before that stream instead of waiting for them on the host.
-Frames dlpack_frames(const nb::object& frames, cudaStream_t stream) {
-  return cast_frames(frames.attr("__dlpack__")(nb::arg("stream") = stream ? reinterpret_cast<std::uintptr_t>(stream) : 1));
 }
 
 // What an array's __cuda_array_interface__ (version 2 or 3) says, checked on the host before the device is
@@ -294,24 +293,39 @@ Array attach_cuda_array(const CudaArrayInterface& described, const nb::object& o
 }
 
 // out= of a device call: a C-contiguous uint8 device array of the output's shape on the input's device, through
-// DLPack or __cuda_array_interface__.
+// DLPack (with the stream handshake, as for the input) or __cuda_array_interface__.
 OutFrames device_out(const nb::object& out_object, const std::vector<std::size_t>& shape, int device,
-                     ProducerStreams& producers) {
+                     cudaStream_t stream, ProducerStreams& producers) {
   constexpr const char* kOutOfShape =
       "out= must be a contiguous uint8 device array on the input's device, of the output's shape";
   OutFrames out;
-  if (speaks_only_cuda_array_interface(out_object)) {
-    out = attach_cuda_array<OutFrames>(describe_cuda_array(out_object, "out"), out_object, "out", producers);
-  } else if (!nb::try_cast(out_object, out)) {
-    throw nb::value_error(kOutOfShape);
+  switch (interchange_of(out_object)) {
+    case Interchange::dlpack_cuda:
+      if (!nb::try_cast(dlpack_capsule(out_object, stream), out, /*convert=*/false)) throw nb::value_error(kOutOfShape);
+      break;
+    case Interchange::cuda_array_interface:
+      out = attach_cuda_array<OutFrames>(describe_cuda_array(out_object, "out"), out_object, "out", producers);
+      break;
+    case Interchange::other: throw nb::value_error(kOutOfShape);
   }
-  if (out.device_type() != nb::device::cuda::value || out.device_id() != device || out.ndim() != shape.size()) {
-    throw nb::value_error(kOutOfShape);
-  }
+  if (out.device_id() != device || out.ndim() != shape.size()) throw nb::value_error(kOutOfShape);
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (out.shape(i) != shape[i]) throw nb::value_error("out= must have the output's shape");
   }
   return out;
+}
+
+// The array type a new device result takes: the input's own library where nanobind makes its arrays (CuPy,
+// PyTorch), else one that speaks DLPack (nanobind's array, for jax.numpy.from_dlpack, cupy.from_dlpack...).
+enum class DeviceLibrary { cupy, pytorch, other };
+
+DeviceLibrary library_of(const nb::handle& array) {
+  const nb::object module = nb::getattr(array.type(), "__module__", nb::none());
+  std::string_view name;
+  if (nb::isinstance<nb::str>(module)) name = nb::borrow<nb::str>(module).c_str();
+  if (name.starts_with("cupy")) return DeviceLibrary::cupy;
+  if (name.starts_with("torch")) return DeviceLibrary::pytorch;
+  return DeviceLibrary::other;
 }
 
 class Pipeline {
@@ -349,13 +363,13 @@ class Pipeline {
     }
     const cudaStream_t stream = stream_of(stream_object);
     ProducerStreams producers(stream);
-    const Frames frames = interchange == Interchange::dlpack_cuda ? dlpack_frames(frames_object, stream)
+    const Frames frames = interchange == Interchange::dlpack_cuda ? cast_frames(dlpack_capsule(frames_object, stream))
                           : described ? attach_cuda_array<Frames>(*described, frames_object, "frames", producers)
                                       : cast_frames(frames_object);
     const Shape in = shape_of(frames);
     const Size out_size = imgpipe::output_size(chain_, in.size);
     if (frames.device_type() == nb::device::cuda::value) {
-      return on_device(frames, in, out_size, stream, producers, out);
+      return on_device(frames, in, out_size, stream, producers, out, library_of(frames_object));
     }
     if (frames.device_type() != nb::device::cpu::value) throw nb::type_error("frames must be on the host or a CUDA device");
     if (!out.is_none()) throw nb::value_error("out= is for device arrays; host calls return a new array");
@@ -395,13 +409,13 @@ class Pipeline {
   }
 
   nb::object on_device(const Frames& frames, const Shape& in, Size out_size, cudaStream_t stream,
-                       ProducerStreams& producers, const nb::object& out_object) {
+                       ProducerStreams& producers, const nb::object& out_object, DeviceLibrary library) {
     const std::vector<std::size_t> shape = shape_for(in, out_size);
     IMGPIPE_CUDA_CHECK(cudaSetDevice(frames.device_id()));
     std::uint8_t* result = nullptr;
     nb::object owner;
     if (!out_object.is_none()) {
-      result = device_out(out_object, shape, frames.device_id(), producers).data();
+      result = device_out(out_object, shape, frames.device_id(), stream, producers).data();
     } else {
       IMGPIPE_CUDA_CHECK(cudaMalloc(&result, static_cast<std::size_t>(in.frames) * out_size.rgb_bytes()));
       owner = device_owner(result);
@@ -421,9 +435,17 @@ class Pipeline {
     }
     producers.make_producers_wait();
     if (!out_object.is_none()) return out_object;
-    return nb::cast(nb::ndarray<std::uint8_t>(result, shape.size(), shape.data(), owner, nullptr,
-                                              nb::dtype<std::uint8_t>(), nb::device::cuda::value,
-                                              frames.device_id()));
+    const auto result_as = [&]<class Library>(Library) {
+      return nb::cast(nb::ndarray<Library, std::uint8_t>(result, shape.size(), shape.data(), owner, nullptr,
+                                                         nb::dtype<std::uint8_t>(), nb::device::cuda::value,
+                                                         frames.device_id()));
+    };
+    switch (library) {
+      case DeviceLibrary::cupy: return result_as(nb::cupy{});
+      case DeviceLibrary::pytorch: return result_as(nb::pytorch{});
+      case DeviceLibrary::other: break;
+    }
+    return result_as(nb::array_api{});
   }
 
   Chain chain_;
@@ -443,33 +465,89 @@ io::ExistingOutputs existing_outputs(bool overwrite, bool skip_existing) {
                    : (skip_existing ? io::ExistingOutputs::skip : io::ExistingOutputs::refuse);
 }
 
-void check_output_options(const std::string& format, int quality) {
-  if (format != "same" && format != "ppm" && !io::has_opencv_codecs()) {
-    throw nb::value_error(("format '" + format + "' needs a build with OpenCV; this build writes PPM only").c_str());
+// Where a folder job decodes and encodes JPEG: decoder= and encoder= of run_folder and run_files, as the
+// command's --decoder and --encoder.
+struct JpegCodecs {
+  std::string decoder = "auto";
+  std::string encoder = "auto";
+  bool full_chroma = false;
+};
+
+void check_codec_choice(const char* option, const std::string& choice) {
+  if (choice != "auto" && choice != "gpu" && choice != "cpu") {
+    throw nb::value_error((std::string(option) + " '" + choice + "': auto, gpu or cpu").c_str());
+  }
+}
+
+// Whether GPU JPEG can run for this pipeline before its engine exists (the engine then has the last word).
+bool gpu_jpeg_possible(const Pipeline& pipeline, const std::string& choice) {
+  return choice != "cpu" && pipeline.kind() != BackendKind::cpu && io::gpu_jpeg_unavailable().empty();
+}
+
+void check_output_options(const Pipeline& pipeline, const std::string& format, int quality, const JpegCodecs& codecs) {
+  check_codec_choice("decoder", codecs.decoder);
+  check_codec_choice("encoder", codecs.encoder);
+  const bool writes_format = format == "same" || format == "ppm" || io::has_opencv_codecs() ||
+                             (format == "jpg" && gpu_jpeg_possible(pipeline, codecs.encoder));
+  if (!writes_format) {
+    throw nb::value_error(("format '" + format + "' needs a build with OpenCV" +
+                           (format == "jpg" ? " or the GPU JPEG encoder on a GPU backend" : "") +
+                           "; this build writes PPM only")
+                              .c_str());
   }
   if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
+}
+
+// GPU for `choice` auto or gpu where the engine keeps frames on the device and nvJPEG runs here; gpu insists.
+bool uses_gpu_jpeg(const char* option, const std::string& choice, const Engine& engine) {
+  if (choice == "cpu") return false;
+  const std::string why_not = io::gpu_jpeg_unavailable(engine);
+  if (why_not.empty()) return true;
+  if (choice == "gpu") throw nb::value_error((std::string(option) + "='gpu': " + why_not).c_str());
+  return false;
 }
 
 // The planned files through the chain, as `imgpipe batch` runs them; per-file failures come back in the result,
 // not raised.
 nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::string& output_dir, int quality,
-                  int jobs, bool overwrite, std::uint64_t max_pixels) {
+                  int jobs, bool overwrite, std::uint64_t max_pixels, const JpegCodecs& codecs) {
   const Chain& chain = pipeline.parsed_chain();
-  const int workers = job_workers(jobs);
+  int workers = job_workers(jobs);
   JobSummary summary;
+  std::array<std::uint64_t, 3> decoded_by{};
+  std::uint64_t gpu_encoded = 0;
+  bool gpu_decoding = false, gpu_encoding = false;
   std::vector<std::pair<std::string, std::string>> failures;
   {
     nb::gil_scoped_release released;
+    // More frames in flight where JPEG may be decoded on the GPU: the files waiting together form its batches.
+    const int slots = gpu_jpeg_possible(pipeline, codecs.decoder) ? std::max(io::kGpuJpegSlots, job_slots(workers))
+                                                                   : job_slots(workers);
+    const std::unique_ptr<Engine> engine =
+        make_engine(pipeline.kind(), chain, EngineOptions{slots, MemoryMode::pinned, true, pipeline.arithmetic()});
+    std::optional<io::GpuJpegDecoder> decoder;
+    std::optional<io::GpuJpegEncoder> encoder;
+    if (uses_gpu_jpeg("decoder", codecs.decoder, *engine)) {
+      decoder.emplace(io::GpuJpegDecoder::Options{});
+      // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
+      workers = std::max(workers, engine->slots());
+    }
+    if (uses_gpu_jpeg("encoder", codecs.encoder, *engine)) {
+      encoder.emplace(io::GpuJpegEncoder::Options{quality, codecs.full_chroma});
+    }
     std::filesystem::create_directories(output_dir);
-    const std::unique_ptr<Engine> engine = make_engine(
-        pipeline.kind(), chain, EngineOptions{job_slots(workers), MemoryMode::pinned, true, pipeline.arithmetic()});
-    io::ImageFolderSource source(folder, chain, max_pixels);
-    io::ImageFolderSink sink(folder, quality, overwrite ? io::Existing::replace : io::Existing::keep);
+    io::ImageFolderSource source(folder, chain, max_pixels, decoder ? &*decoder : nullptr);
+    io::ImageFolderSink sink(folder, quality, overwrite ? io::Existing::replace : io::Existing::keep,
+                             encoder ? &*encoder : nullptr);
     summary = run_job(source, *engine, sink, JobOptions{workers, false, {}}, [&](const ItemResult& result) {
       if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
         failures.emplace_back(result.item.name, io::failure_message(result, kLimitHint));
       }
     });
+    gpu_decoding = decoder.has_value();
+    gpu_encoding = encoder.has_value();
+    decoded_by = source.jpeg_decoders();
+    gpu_encoded = sink.gpu_encoded();
   }
   nb::list errors;
   for (const auto& [path, message] : failures) errors.append(nb::make_tuple(path, message));
@@ -486,6 +564,20 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
   stages["complete"] = summary.stages.complete;
   stages["write"] = summary.stages.write;
   result["stage_seconds"] = stages;
+  result["decoder"] = gpu_decoding ? "gpu" : "cpu";
+  result["encoder"] = gpu_encoding ? "gpu" : "cpu";
+  // As the command's summary: with the GPU decoder, the JPEG files each decoder took (the hardware engines,
+  // nvJPEG's hybrid backend, the CPU for what both refused); with the GPU encoder, the files it encoded.
+  if (gpu_decoding) {
+    nb::dict decoders;
+    decoders["hardware"] = decoded_by[static_cast<std::size_t>(io::JpegDecoder::hardware)];
+    decoders["gpu_hybrid"] = decoded_by[static_cast<std::size_t>(io::JpegDecoder::gpu_hybrid)];
+    decoders["cpu"] = decoded_by[static_cast<std::size_t>(io::JpegDecoder::cpu)];
+    result["jpeg_decoded_by"] = decoders;
+  } else {
+    result["jpeg_decoded_by"] = nb::none();
+  }
+  result["gpu_encoded"] = gpu_encoded;
   result["errors"] = errors;
   result["device_failure"] = summary.device_failure.empty() ? nb::none() : nb::cast(summary.device_failure);
   return result;
@@ -494,25 +586,29 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
 // The batch job on a folder, as `imgpipe batch` runs it.
 nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std::string& output_dir,
                     const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
-                    std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard) {
+                    std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard,
+                    const std::string& decoder, const std::string& encoder, bool full_chroma) {
   const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
-  check_output_options(format, quality);
+  const JpegCodecs codecs{decoder, encoder, full_chroma};
+  check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
   io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
   if (shard) io::keep_shard(folder, input_dir, shard->first, shard->second);
-  return run_plan(pipeline, folder, output_dir, quality, jobs, overwrite, max_pixels);
+  return run_plan(pipeline, folder, output_dir, quality, jobs, overwrite, max_pixels, codecs);
 }
 
 // The batch job on chosen files of a folder (paths relative to it, as list_images gives them).
 nb::dict run_files(Pipeline& pipeline, const std::string& input_dir, const std::vector<std::string>& files,
                    const std::string& output_dir, const std::string& format, int quality, int jobs, bool overwrite,
-                   bool skip_existing, std::uint64_t max_pixels) {
+                   bool skip_existing, std::uint64_t max_pixels, const std::string& decoder,
+                   const std::string& encoder, bool full_chroma) {
   const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
-  check_output_options(format, quality);
+  const JpegCodecs codecs{decoder, encoder, full_chroma};
+  check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
   const std::vector<std::filesystem::path> relative(files.begin(), files.end());
   return run_plan(pipeline, io::plan_files(input_dir, relative, output_dir, format, existing), output_dir, quality,
-                  jobs, overwrite, max_pixels);
+                  jobs, overwrite, max_pixels, codecs);
 }
 
 // The images under a folder, relative to it, sorted, as the batch job walks it (entries named like images that
@@ -612,24 +708,33 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("out") = nb::none(),
            "Runs the chain on uint8 RGB frames of shape (H, W, 3), or (N, H, W, 3) for a batch. A NumPy array "
            "gives a new NumPy array. A device array (anything with __dlpack__: CuPy, PyTorch, JAX; or, without "
-           "__dlpack__, with __cuda_array_interface__: Numba) is read in place and the result is a device array "
-           "(DLPack) or `out`, enqueued on `stream` (an int, or an object with cuda_stream or ptr; None: the "
-           "default stream) and not waited for; the producer's pending writes are ordered before that stream "
+           "__dlpack__, with __cuda_array_interface__: Numba) is read in place and the result is `out` or a new "
+           "device array: a CuPy array for CuPy input, a PyTorch tensor for PyTorch input, else an array that "
+           "speaks DLPack (jax.numpy.from_dlpack, cupy.from_dlpack). The work is enqueued on `stream` (an int, or "
+           "an object with cuda_stream or ptr; None: the default stream) and not waited for: read the result on "
+           "that stream, or synchronize it first; the producer's pending writes are ordered before that stream "
            "(DLPack's handshake, or the stream __cuda_array_interface__ names). Frames must be C-contiguous uint8: "
            "nothing is converted or copied on the way in.")
       .def("run_folder", &imgpipe::python::run_folder, nb::arg("input_dir"), nb::arg("output_dir"), nb::kw_only(),
            nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0, nb::arg("overwrite") = false,
            nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,
-           nb::arg("shard") = nb::none(),
+           nb::arg("shard") = nb::none(), nb::arg("decoder") = "auto", nb::arg("encoder") = "auto",
+           nb::arg("full_chroma") = false,
            "Every image under input_dir through the chain into output_dir, as `imgpipe batch` does. Returns "
-           "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'stage_seconds', 'errors': "
-           "[(path, message)], 'device_failure'}; a bad file is reported there, not raised. 'stage_seconds' holds "
-           "the seconds the files spent in each stage ('read', 'submit', 'complete', 'write'), summed over the "
-           "files. shard=(k, n) keeps shard k of n.")
+           "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'stage_seconds', 'decoder', "
+           "'encoder', 'jpeg_decoded_by', 'gpu_encoded', 'errors': [(path, message)], 'device_failure'}; a bad "
+           "file is reported there, not raised. 'stage_seconds' holds the seconds the files spent in each stage "
+           "('read', 'submit', 'complete', 'write'), summed over the files. shard=(k, n) keeps shard k of n. "
+           "decoder= and encoder= (auto, gpu, cpu) say where JPEG files are decoded and encoded, as the command's "
+           "--decoder and --encoder: auto takes nvJPEG on the GPU backends where it runs, gpu insists (ValueError "
+           "saying why it cannot); 'decoder' and 'encoder' in the result say which ran, 'jpeg_decoded_by' how "
+           "many JPEG files each GPU-side decoder took ({'hardware', 'gpu_hybrid', 'cpu'}; None when decoding on "
+           "the CPU). full_chroma: GPU-encoded JPEG in 4:4:4 instead of 4:2:0.")
       .def("run_files", &imgpipe::python::run_files, nb::arg("input_dir"), nb::arg("files"), nb::arg("output_dir"),
            nb::kw_only(), nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0,
            nb::arg("overwrite") = false, nb::arg("skip_existing") = false,
-           nb::arg("max_pixels") = io::kDefaultMaxPixels,
+           nb::arg("max_pixels") = io::kDefaultMaxPixels, nb::arg("decoder") = "auto", nb::arg("encoder") = "auto",
+           nb::arg("full_chroma") = false,
            "run_folder on chosen files of input_dir, given relative to it (as imgpipe.list_images lists them): "
            "one batch of a distributed job whose driver listed the folder once. Same result dict.");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
