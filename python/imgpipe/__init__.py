@@ -3,14 +3,15 @@
     import imgpipe
     p = imgpipe.Pipeline("resize=1280x720,gaussian=5:1.0", backend="optimized")
     out = p(frame)                  # NumPy (H, W, 3) or (N, H, W, 3) uint8 -> NumPy
-    out = p(cupy_frames, stream=s)  # any DLPack device array -> device array, on the caller's stream
+    out = p(cupy_frames, stream=s)  # CuPy -> CuPy, torch -> torch (any DLPack device array), on stream s
     p(numba_frames, out=numba_out)  # __cuda_array_interface__ (Numba) too, in and out
-    p.run_folder("photos", "out")   # the batch job: {'done', 'failed', 'errors', ...}
+    p.run_folder("photos", "out")   # the batch job: {'done', 'failed', 'errors', ...}; JPEG on the GPU where
+                                    # imgpipe.gpu_jpeg()['usable'] (decoder=, encoder= choose)
     p.run_files("photos", imgpipe.list_images("photos")[:100], "out")   # the job on chosen files
     imgpipe.backends()
     frame = imgpipe.decode(data); data = imgpipe.encode(frame, ".png")   # file bytes <-> frames
     imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """
-from ._imgpipe import Pipeline, backends, decode, encode, list_images
+from ._imgpipe import Pipeline, backends, decode, encode, gpu_jpeg, list_images
 
-__all__ = ["Pipeline", "backends", "decode", "encode", "list_images"]
+__all__ = ["Pipeline", "backends", "decode", "encode", "gpu_jpeg", "list_images"]

@@ -670,6 +670,14 @@ nb::list backends() {
   return list;
 }
 
+// Whether JPEG can be decoded and encoded on the GPU here, and what nvJPEG offers, as `imgpipe backends` says.
+nb::dict gpu_jpeg() {
+  nb::dict d;
+  d["usable"] = io::gpu_jpeg_unavailable().empty();
+  d["detail"] = io::describe_gpu_jpeg();
+  return d;
+}
+
 }  // namespace
 }  // namespace imgpipe::python
 
@@ -745,6 +753,9 @@ NB_MODULE(_imgpipe, m) {
         nb::arg("quality") = 95, "The bytes of the image file the batch job would write for `extension`");
   m.def("list_images", &imgpipe::python::list_images, nb::arg("input_dir"),
         "The images under input_dir, relative to it and sorted, as the batch job walks it");
+  m.def("gpu_jpeg", &imgpipe::python::gpu_jpeg,
+        "Whether run_folder can decode and encode JPEG on the GPU here (nvJPEG and a CUDA device), and what "
+        "nvJPEG offers, one line each: {'usable', 'detail': [...]}");
   m.def("backends", &imgpipe::python::backends,
         "What is compiled in and usable here: [{'name', 'compiled_in', 'usable', 'detail'}]");
 }

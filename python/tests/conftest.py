@@ -1,5 +1,6 @@
 """Shared by the Python tests: the photographs in data/ppm, PPM files read and written without OpenCV, and the
 imgpipe command the module is checked against. ctest sets IMGPIPE_BINARY and IMGPIPE_DATA_DIR."""
+import functools
 import os
 import pathlib
 import subprocess
@@ -61,8 +62,15 @@ SPIN = r"""extern "C" __global__ void spin(long long cycles) {
 }"""
 
 
-def hold(stream, cycles=200_000_000):
+@functools.cache
+def spin_kernel():
     import cupy  # only the device tests hold streams, and they skip without CuPy
 
+    return cupy.RawKernel(SPIN, "spin")
+
+
+def hold(stream, cycles=200_000_000):
+    import cupy
+
     with stream:
-        cupy.RawKernel(SPIN, "spin")((1,), (1,), (cupy.int64(cycles),))
+        spin_kernel()((1,), (1,), (cupy.int64(cycles),))

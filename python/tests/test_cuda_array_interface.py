@@ -143,6 +143,12 @@ def test_the_producers_pending_writes_come_first():
     frame = cupy.zeros((1080, 1920, 3), cupy.uint8)
     out = cupy.zeros_like(frame)
     p(frame, out=out)  # plans and buffers now, so the calls below only enqueue
+    # CUDA loads a kernel's module at its first launch, and loading may synchronize the device, which would let
+    # the control's spin end before imgpipe reads: every kernel the control runs is launched once before it.
+    frame.fill(200)
+    hold(s1, cycles=1)
+    cupy.all(out == 200)
+    cupy.cuda.Device().synchronize()
 
     def all_written(named_stream):
         frame.fill(0)

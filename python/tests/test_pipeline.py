@@ -1,10 +1,12 @@
 """The module against the imgpipe command: same bytes for the same chain and backend, on real photographs,
 one frame or a batch, a folder job with a bad file in it, and the command's error messages."""
+import shutil
+
 import numpy as np
 import pytest
 
 import imgpipe
-from conftest import DATA, photos, read_ppm, run_command, usable_backends, write_ppm
+from conftest import DATA, photos, read_ppm, run_command, usable, usable_backends, write_ppm
 
 CHAIN = "resize=301x199,gaussian=5:1.0,rotate=90"
 
@@ -103,6 +105,56 @@ def test_run_folder_shards_cover_the_folder_once(tmp_path):
         p.run_folder(str(source), str(tmp_path / f"out{k}"), shard=(k, 3))
         written += sorted(f.name for f in (tmp_path / f"out{k}").glob("*.ppm"))
     assert sorted(written) == sorted(f"f{i}.ppm" for i in range(10))
+
+
+def test_run_folder_checks_and_reports_its_jpeg_codecs(tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    write_ppm(source / "a.ppm", np.full((6, 8, 3), 7, np.uint8))
+    p = imgpipe.Pipeline("flip=h", backend=usable_backends()[0])
+    for option in ("decoder", "encoder"):
+        with pytest.raises(ValueError, match=f"{option} 'hardware': auto, gpu or cpu"):
+            p.run_folder(str(source), str(tmp_path / "refused"), **{option: "hardware"})
+    summary = p.run_folder(str(source), str(tmp_path / "out"), decoder="cpu", encoder="cpu")
+    assert (summary["done"], summary["decoder"], summary["encoder"]) == (1, "cpu", "cpu")
+    assert summary["jpeg_decoded_by"] is None and summary["gpu_encoded"] == 0
+    if usable("cpu"):
+        cpu = imgpipe.Pipeline("flip=h", backend="cpu")
+        for option in ("decoder", "encoder"):
+            with pytest.raises(ValueError, match=f"{option}='gpu': the engine .* keeps no frames on the device"):
+                cpu.run_folder(str(source), str(tmp_path / "refused"), **{option: "gpu"})
+        assert cpu.run_folder(str(source), str(tmp_path / "auto"))["decoder"] == "cpu"
+    assert not (tmp_path / "refused").exists(), "a refused job writes nothing"
+    jpeg = imgpipe.gpu_jpeg()
+    assert isinstance(jpeg["usable"], bool) and jpeg["detail"] and all(isinstance(line, str) for line in jpeg["detail"])
+
+
+@pytest.mark.skipif(not usable("optimized"), reason="no usable CUDA device here; GPU JPEG needs one")
+def test_run_folder_decodes_and_encodes_jpeg_on_the_gpu_as_the_command_does(tmp_path):
+    if not imgpipe.gpu_jpeg()["usable"]:
+        pytest.skip("GPU JPEG is unavailable here: " + "; ".join(imgpipe.gpu_jpeg()["detail"]))
+    source = tmp_path / "in"
+    source.mkdir()
+    photographs = sorted((DATA / "images").glob("*.jpg"))
+    for photo in photographs:
+        shutil.copy(photo, source)
+    (source / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"not a JPEG after all" * 20)
+    chain = "resize=320x240,gaussian=5:1.0"
+    p = imgpipe.Pipeline(chain, backend="optimized")
+    summary = p.run_folder(str(source), str(tmp_path / "out"), format="jpg", quality=90, decoder="gpu",
+                           encoder="gpu", jobs=2)
+    assert (summary["done"], summary["failed"]) == (len(photographs), 1)
+    assert (summary["decoder"], summary["encoder"], summary["gpu_encoded"]) == ("gpu", "gpu", len(photographs))
+    assert sum(summary["jpeg_decoded_by"].values()) == len(photographs)
+    [(path, message)] = summary["errors"]
+    assert path == str(source / "broken.jpg")
+    command = run_command("batch", source, tmp_path / "command", "--ops", chain, "--backend", "optimized",
+                          "--format", "jpg", "--quality", "90", "--decoder", "gpu", "--encoder", "gpu", "--jobs", "2")
+    assert command.returncode == 1 and message in command.stderr, "the command's message for the same file"
+    for photo in photographs:
+        written = (tmp_path / "out" / photo.name).read_bytes()
+        assert written[:3] == b"\xff\xd8\xff", photo.name
+        assert written == (tmp_path / "command" / photo.name).read_bytes(), photo.name
 
 
 def photos_dir():
