@@ -293,12 +293,28 @@ constexpr int kColumnRows = 8;  // output rows of one column-pass item: each sta
 // The column sums' row stride, in positions: the staged row's words, four positions each.
 __host__ __device__ constexpr int tile_words_of(int radius) { return (3 * (kAosTileW + 2 * radius) + 3) / 4; }
 
-// The column pass's sum as a byte: round_shift >= 0 when the scale is 2^-round_shift (the Gaussian's 1/65536),
+// The last pass's sum as a byte: round_shift >= 0 when the scale is 2^-round_shift (the Gaussian's 1/65536),
 // an integer rounding; else the float product, as the float kernels round it. Both equal saturate_round(sum *
 // scale) for the sums separable_aos_takes() admits.
 __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int round_shift, float scale) {
   if (round_shift >= 0) return min((sum + ((1u << round_shift) >> 1)) >> round_shift, 255u);
   return saturate_round(__uint2float_rn(sum) * scale);
+}
+
+// Every output quad (four bytes of an output row) of the block's tile that lies in the frame, spread over the
+// block's threads: `quad(r, q)` gives the four bytes of tile row r, quad q, stored as one word where possible.
+template <class Quad>
+__device__ __forceinline__ void store_tile_quads(const AosFramesOut& out, int x0, int y0, Quad&& quad) {
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
+    const int r = item / kAosQuads, q = item % kAosQuads;
+    const int y = y0 + r;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    if (y >= out.extent.height || byte_x >= row_bytes) continue;
+    std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
+    store_quad(row + byte_x, row + row_bytes, quad(r, q));
+  }
 }
 
 // The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
@@ -341,13 +357,7 @@ __global__ void __launch_bounds__(kAosThreads)
     for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kWords + w] = lane_positions(even[m], odd[m]);
   }
   __syncthreads();
-  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
-  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
-    const int r = item / kAosQuads, q = item % kAosQuads;
-    const int y = y0 + r;
-    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
-    if (y >= out.extent.height || byte_x >= row_bytes) continue;
+  store_tile_quads(out, x0, y0, [&](int r, int q) {
     // Output byte c weighs positions c + 3k, k = 0 .. kTaps - 1, of the quad's sums onwards.
     std::uint32_t sum[4] = {};
 #pragma unroll
@@ -367,9 +377,8 @@ __global__ void __launch_bounds__(kAosThreads)
     std::uint32_t packed = 0;
 #pragma unroll
     for (int c = 0; c < 4; ++c) packed |= scaled_byte(sum[c], round_shift, scale) << (8 * c);
-    std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
-    store_quad(row + byte_x, row + row_bytes, packed);
-  }
+    return packed;
+  });
 }
 
 // |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
@@ -404,13 +413,7 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     }
   }
   __syncthreads();
-  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
-  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
-    const int r = item / kAosQuads, q = item % kAosQuads;
-    const int y = y0 + r;
-    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
-    if (y >= out.extent.height || byte_x >= row_bytes) continue;
+  store_tile_quads(out, x0, y0, [&](int r, int q) {
     std::uint32_t position[12];  // the quad's positions 0 .. 9: pixels -1, 0 and +1 of its four bytes
 #pragma unroll
     for (int l = 0; l < 3; ++l) {
@@ -428,9 +431,8 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
       const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
       packed |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * c);
     }
-    std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
-    store_quad(row + byte_x, row + row_bytes, packed);
-  }
+    return packed;
+  });
 }
 
 // Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
@@ -648,14 +650,6 @@ std::pair<AosFrames, AosFramesOut> aos_frames(ConstAosView first_in, std::size_t
 dim3 aos_tile_grid(Extent e, int frames) {
   return dim3(static_cast<unsigned>(div_up(e.width, kAosTileW)), static_cast<unsigned>(div_up(e.height, kAosTileH)),
               static_cast<unsigned>(frames));
-}
-
-// frame f of a batch as a view
-ConstAosView frame_at(ConstAosView first, std::size_t stride, int f) {
-  return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
-}
-AosView frame_at(AosView first, std::size_t stride, int f) {
-  return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
 }
 
 struct SeparableAosKernel {

@@ -78,6 +78,14 @@ inline std::string frame_batch_problem(ConstAosView first_in, std::size_t in_fra
   return {};
 }
 
+// Frame f of a batch whose first frame is `first` and whose frames start `stride` bytes apart.
+inline ConstAosView frame_at(ConstAosView first, std::size_t stride, int f) {
+  return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
+}
+inline AosView frame_at(AosView first, std::size_t stride, int f) {
+  return {first.data + stride * static_cast<std::size_t>(f), first.extent, first.pitch};
+}
+
 // Whether every row of every frame starts on a `to`-byte boundary (so vector loads and stores may be used).
 inline bool frame_rows_aligned(const void* first, std::size_t pitch, std::size_t frame_stride, int frames,
                                std::size_t to) {

@@ -248,9 +248,8 @@ struct InterleavedBatch {
 template <class Stage>
 void frame_by_frame(Stage& stage, const InterleavedBatch& b, cudaStream_t stream) {
   for (int f = 0; f < b.frames; ++f) {
-    const std::size_t i = static_cast<std::size_t>(f);
-    stage.run_frame(cuda::as_frame(cuda::ConstAosView{b.in.data + i * b.in_stride, b.in.extent, b.in.pitch}),
-                    cuda::as_frame(cuda::AosView{b.out.data + i * b.out_stride, b.out.extent, b.out.pitch}), stream);
+    stage.run_frame(cuda::as_frame(cuda::frame_at(b.in, b.in_stride, f)),
+                    cuda::as_frame(cuda::frame_at(b.out, b.out_stride, f)), stream);
   }
 }
 
@@ -568,11 +567,9 @@ class OptimizedPlan {
   // between two interleaved buffers; no planes, no layout passes.
   void run_interleaved(const std::uint8_t* in, std::size_t first, int frames, std::uint8_t* out,
                        cudaStream_t stream) {
+    // Stage p writes buffer (p - first) % 2 unless it is the last: the second buffer only from three stages on.
     const std::size_t scratch = largest_intermediate(first) * static_cast<std::size_t>(frames);
-    if (scratch > 0) {
-      interleaved_[0].grow(scratch);
-      interleaved_[1].grow(scratch);
-    }
+    for (std::size_t k = 0; k < 2 && first + k + 1 < stages_.size(); ++k) interleaved_[k].grow(scratch);
     const std::uint8_t* src = in;
     for (std::size_t p = first; p < stages_.size(); ++p) {
       const Size from = size_before(p), to = size_before(p + 1);
