@@ -406,10 +406,11 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     }
 #pragma unroll
     for (int m = 0; m < kColumnRows; ++m) {
-      const std::uint32_t se = e[m] + 2 * e[m + 1] + e[m + 2], so = o[m] + 2 * o[m + 1] + o[m + 2];
-      const std::uint32_t de = e[m + 2] + kBias - e[m], dO = o[m + 2] + kBias - o[m];
-      sums[(r0 + m) * kWords + w] = make_uint4(__byte_perm(se, de, 0x5410), __byte_perm(so, dO, 0x5410),
-                                               __byte_perm(se, de, 0x7632), __byte_perm(so, dO, 0x7632));
+      const std::uint32_t smooth_even = e[m] + 2 * e[m + 1] + e[m + 2], smooth_odd = o[m] + 2 * o[m + 1] + o[m + 2];
+      const std::uint32_t diff_even = e[m + 2] + kBias - e[m], diff_odd = o[m + 2] + kBias - o[m];
+      sums[(r0 + m) * kWords + w] =
+          make_uint4(__byte_perm(smooth_even, diff_even, 0x5410), __byte_perm(smooth_odd, diff_odd, 0x5410),
+                     __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
   }
   __syncthreads();
