@@ -18,7 +18,9 @@ the optimized backend and fast arithmetic (Pipeline's default), frames and outpu
     per call is below it; live - GPU is what the Python call adds per frame, overhead = live / C++ - 1.
 
 Each is run with the input as a CuPy array (DLPack, with its stream handshake) and as an object offering only
-__cuda_array_interface__ (as Numba's arrays do) that names no stream. Prints a table; --json writes every number.
+__cuda_array_interface__ (as Numba's arrays do) that names no stream. The calls are made with s as CuPy's
+current stream (`with s:`), as a CuPy program that runs its work on s does: CuPy's side of the handshake then
+has nothing to order (its stream is imgpipe's). Prints a table; --json writes every number.
 """
 import argparse
 import datetime
@@ -91,16 +93,18 @@ def median_and_samples(samples):
 def time_batch(cupy, p, batch, out, calls, repeats, warmup):
     """CUDA events around `calls` back-to-back calls on one stream, and the host clock over them; per call."""
     stream = cupy.cuda.Stream(non_blocking=True)
-    for _ in range(warmup):
-        p(batch, stream=stream, out=out)
+    with stream:
+        for _ in range(warmup):
+            p(batch, stream=stream, out=out)
     stream.synchronize()
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     device_us, host_us = [], []
     for _ in range(repeats):
         start.record(stream)
         began = time.perf_counter()
-        for _ in range(calls):
-            p(batch, stream=stream, out=out)
+        with stream:
+            for _ in range(calls):
+                p(batch, stream=stream, out=out)
         host_us.append(1e6 * (time.perf_counter() - began) / calls)
         stop.record(stream)
         stop.synchronize()
@@ -113,8 +117,9 @@ def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles):
     frame) and live (time per frame on the stream)."""
     stream = cupy.cuda.Stream(non_blocking=True)
     spin = cupy.RawKernel(SPIN, "spin")
-    for frame, out in pairs[:warmup]:
-        p(frame, stream=stream, out=out)
+    with stream:
+        for frame, out in pairs[:warmup]:
+            p(frame, stream=stream, out=out)
     stream.synchronize()
     start, stop, spun = cupy.cuda.Event(), cupy.cuda.Event(), cupy.cuda.Event(disable_timing=True)
     host_us, gpu_us, live_us, busy = [], [], [], True
@@ -124,8 +129,9 @@ def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles):
         spun.record(stream)
         start.record(stream)
         began = time.perf_counter()
-        for frame, out in pairs:
-            p(frame, stream=stream, out=out)
+        with stream:
+            for frame, out in pairs:
+                p(frame, stream=stream, out=out)
         host_us.append(1e6 * (time.perf_counter() - began) / len(pairs))
         busy = busy and not spun.done  # the spin outlasted the calls: none of them waited for the GPU
         stop.record(stream)
@@ -133,8 +139,9 @@ def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles):
         gpu_us.append(1e3 * cupy.cuda.get_elapsed_time(start, stop) / len(pairs))
 
         start.record(stream)
-        for frame, out in pairs:
-            p(frame, stream=stream, out=out)
+        with stream:
+            for frame, out in pairs:
+                p(frame, stream=stream, out=out)
         stop.record(stream)
         stop.synchronize()
         live_us.append(1e3 * cupy.cuda.get_elapsed_time(start, stop) / len(pairs))
