@@ -20,9 +20,12 @@ the optimized backend and fast arithmetic (Pipeline's default), frames and outpu
 Each is run with the input as a CuPy array (DLPack, with its stream handshake) and as an object offering only
 __cuda_array_interface__ (as Numba's arrays do) that names no stream. The calls are made with s as CuPy's
 current stream (`with s:`), as a CuPy program that runs its work on s does: CuPy's side of the handshake then
-has nothing to order (its stream is imgpipe's). Prints a table; --json writes every number.
+has nothing to order (its stream is imgpipe's). One more row (b) makes the DLPack calls with CuPy's default
+stream current instead, so that the handshake orders that stream before s on every call (an event recorded
+and waited for). Prints a table; --json writes every number.
 """
 import argparse
+import contextlib
 import datetime
 import gc
 import json
@@ -112,12 +115,14 @@ def time_batch(cupy, p, batch, out, calls, repeats, warmup):
     return {"us_per_call": median_and_samples(device_us), "host_us_per_call": median_and_samples(host_us)}
 
 
-def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles):
+def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles, stream_current=True):
     """One frame per call, the (frame, out) pairs in turn: held behind a spin (host time per call, GPU time per
-    frame) and live (time per frame on the stream)."""
+    frame) and live (time per frame on the stream). The calls run with their stream as CuPy's current one, or
+    (stream_current=False) with CuPy's default stream current."""
     stream = cupy.cuda.Stream(non_blocking=True)
+    calling = stream if stream_current else contextlib.nullcontext()
     spin = cupy.RawKernel(SPIN, "spin")
-    with stream:
+    with calling:
         for frame, out in pairs[:warmup]:
             p(frame, stream=stream, out=out)
     stream.synchronize()
@@ -129,7 +134,7 @@ def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles):
         spun.record(stream)
         start.record(stream)
         began = time.perf_counter()
-        with stream:
+        with calling:
             for frame, out in pairs:
                 p(frame, stream=stream, out=out)
         host_us.append(1e6 * (time.perf_counter() - began) / len(pairs))
@@ -139,7 +144,7 @@ def time_frames(cupy, p, pairs, repeats, warmup, spin_cycles):
         gpu_us.append(1e3 * cupy.cuda.get_elapsed_time(start, stop) / len(pairs))
 
         start.record(stream)
-        with stream:
+        with calling:
             for frame, out in pairs:
                 p(frame, stream=stream, out=out)
         stop.record(stream)
@@ -223,6 +228,9 @@ def main():
         if name == "cuda_array_interface":
             pairs = [(InterfaceOnly(f), InterfaceOnly(o)) for f, o in pairs]
         single[name] = time_frames(cupy, p, pairs, args.repeats, args.warmup, args.spin_cycles)
+        if name == "dlpack":
+            single["dlpack, default stream current"] = time_frames(cupy, p, pairs, args.repeats, args.warmup,
+                                                                   args.spin_cycles, stream_current=False)
     gc.enable()
 
     cpp = cpp_rows(args.imgpipe, args.size, p.chain, args.batch, args.batch_calls, args.repeats)
@@ -231,7 +239,8 @@ def main():
     cpp_frame_us = cpp.get("frame", {}).get("us_per_frame")
     for name in inputs:
         batched[name]["overhead"] = ratio_minus_one(batched[name]["us_per_call"]["median"], cpp_batch_us)
-        single[name]["live_overhead"] = ratio_minus_one(single[name]["live_us_per_frame"]["median"], cpp_frame_us)
+    for row in single.values():
+        row["live_overhead"] = ratio_minus_one(row["live_us_per_frame"]["median"], cpp_frame_us)
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
     device = device.decode() if isinstance(device, bytes) else device
@@ -245,11 +254,11 @@ def main():
               f"{cell(row['host_us_per_call']['median']):>11}")
     print("\n(b) one frame per call, us: host time per call (GPU held), GPU time per frame, live time per frame "
           "(CUDA events) and what it adds to the GPU's; C++: 'optimized'")
-    print(f"{'input':<22}{'host/call':>10}{'GPU':>8}{'live':>8}{'live-GPU':>10}{'C++':>8}{'overhead':>10}"
+    print(f"{'input':<32}{'host/call':>10}{'GPU':>8}{'live':>8}{'live-GPU':>10}{'C++':>8}{'overhead':>10}"
           "  GPU busy throughout")
     for name, row in single.items():
         overhead = "n/a" if row["live_overhead"] is None else f"{100 * row['live_overhead']:+.1f}%"
-        print(f"{name:<22}{cell(row['host_us_per_call']['median']):>10}{cell(row['gpu_us_per_frame']['median']):>8}"
+        print(f"{name:<32}{cell(row['host_us_per_call']['median']):>10}{cell(row['gpu_us_per_frame']['median']):>8}"
               f"{cell(row['live_us_per_frame']['median']):>8}{cell(row['live_minus_gpu_us']):>10}"
               f"{cell(cpp_frame_us):>8}{overhead:>10}  {row['gpu_busy_throughout']}")
     for reason in [cpp.get("reason")] + [cpp.get(key, {}).get("reason") for key in ("batch", "frame")]:
