@@ -37,12 +37,12 @@ inline std::string_view to_string(JpegDecoder decoder) {
 // Why GPU JPEG cannot run here (a build without nvJPEG, no CUDA device); empty when it can.
 std::string gpu_jpeg_unavailable();
 
-// Why GPU JPEG cannot run with `engine`: it keeps no frames on the device (the cpu backend, managed memory),
-// or gpu_jpeg_unavailable(); empty when it can.
+// Why GPU JPEG cannot run with `engine`: it keeps no frames on the device (only the optimized GPU ring does,
+// with pageable or pinned host memory), or gpu_jpeg_unavailable(); empty when it can.
 inline std::string gpu_jpeg_unavailable(const Engine& engine) {
   if (!engine.device_frames()) {
-    return "the engine (" + engine.describe() + ") keeps no frames on the device; GPU JPEG needs a GPU backend "
-           "(optimized or naive) with pageable or pinned host memory";
+    return "the engine (" + engine.describe() + ") keeps no frames on the device; GPU JPEG needs the optimized "
+           "backend with pageable or pinned host memory";
   }
   return gpu_jpeg_unavailable();
 }

@@ -481,7 +481,7 @@ void check_codec_choice(const char* option, const std::string& choice) {
 
 // Whether GPU JPEG can run for this pipeline before its engine exists (the engine then has the last word).
 bool gpu_jpeg_possible(const Pipeline& pipeline, const std::string& choice) {
-  return choice != "cpu" && pipeline.kind() != BackendKind::cpu && io::gpu_jpeg_unavailable().empty();
+  return choice != "cpu" && pipeline.kind() == BackendKind::optimized && io::gpu_jpeg_unavailable().empty();
 }
 
 void check_output_options(const Pipeline& pipeline, const std::string& format, int quality, const JpegCodecs& codecs) {
@@ -491,7 +491,7 @@ void check_output_options(const Pipeline& pipeline, const std::string& format, i
                              (format == "jpg" && gpu_jpeg_possible(pipeline, codecs.encoder));
   if (!writes_format) {
     throw nb::value_error(("format '" + format + "' needs a build with OpenCV" +
-                           (format == "jpg" ? " or the GPU JPEG encoder on a GPU backend" : "") +
+                           (format == "jpg" ? " or the GPU JPEG encoder (the optimized backend)" : "") +
                            "; this build writes PPM only")
                               .c_str());
   }
@@ -734,7 +734,7 @@ NB_MODULE(_imgpipe, m) {
            "file is reported there, not raised. 'stage_seconds' holds the seconds the files spent in each stage "
            "('read', 'submit', 'complete', 'write'), summed over the files. shard=(k, n) keeps shard k of n. "
            "decoder= and encoder= (auto, gpu, cpu) say where JPEG files are decoded and encoded, as the command's "
-           "--decoder and --encoder: auto takes nvJPEG on the GPU backends where it runs, gpu insists (ValueError "
+           "--decoder and --encoder: auto takes nvJPEG on the optimized backend where it runs, gpu insists (ValueError "
            "saying why it cannot); 'decoder' and 'encoder' in the result say which ran, 'jpeg_decoded_by' how "
            "many JPEG files each GPU-side decoder took ({'hardware', 'gpu_hybrid', 'cpu'}; None when decoding on "
            "the CPU). full_chroma: GPU-encoded JPEG in 4:4:4 instead of 4:2:0.")

@@ -118,12 +118,12 @@ def test_run_folder_checks_and_reports_its_jpeg_codecs(tmp_path):
     summary = p.run_folder(str(source), str(tmp_path / "out"), decoder="cpu", encoder="cpu")
     assert (summary["done"], summary["decoder"], summary["encoder"]) == (1, "cpu", "cpu")
     assert summary["jpeg_decoded_by"] is None and summary["gpu_encoded"] == 0
-    if usable("cpu"):
-        cpu = imgpipe.Pipeline("flip=h", backend="cpu")
+    for backend in {"cpu", "naive"} & set(usable_backends()):  # their engines keep no frames on the device
+        host_engine = imgpipe.Pipeline("flip=h", backend=backend)
         for option in ("decoder", "encoder"):
             with pytest.raises(ValueError, match=f"{option}='gpu': the engine .* keeps no frames on the device"):
-                cpu.run_folder(str(source), str(tmp_path / "refused"), **{option: "gpu"})
-        assert cpu.run_folder(str(source), str(tmp_path / "auto"))["decoder"] == "cpu"
+                host_engine.run_folder(str(source), str(tmp_path / "refused"), **{option: "gpu"})
+        assert host_engine.run_folder(str(source), str(tmp_path / backend))["decoder"] == "cpu"
     assert not (tmp_path / "refused").exists(), "a refused job writes nothing"
     jpeg = imgpipe.gpu_jpeg()
     assert isinstance(jpeg["usable"], bool) and jpeg["detail"] and all(isinstance(line, str) for line in jpeg["detail"])
