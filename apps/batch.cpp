@@ -90,7 +90,7 @@ struct StartUp {
 
 // --timings: the start-up, the mean time an image spent in each stage of the job, and how busy the GPU codecs
 // were. A stage or codec busy for most of the job bounds it.
-std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary& summary,
+std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary& summary, const std::string& cpu,
                                       const io::GpuJpegDecoder* decoder, const io::GpuJpegEncoder* encoder) {
   std::vector<std::string> lines;
   char text[512];
@@ -112,7 +112,8 @@ std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary&
   }
   std::snprintf(text, sizeof text, "); the job %.2f s", summary.seconds);
   lines.push_back(line + text);
-  for (std::string part : {stage_timings(summary, "image"), decoder ? decoder_timings(*decoder, summary.seconds) : "",
+  for (std::string part : {stage_timings(summary, "image"), cpu,
+                           decoder ? decoder_timings(*decoder, summary.seconds) : "",
                            encoder ? encoder_timings(*encoder, summary.seconds) : ""}) {
     if (!part.empty()) lines.push_back(std::move(part));
   }
@@ -226,6 +227,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
 
   Progress progress;
   std::size_t finished = 0;
+  const CpuTime cpu_before = process_cpu_time();
   const JobSummary summary = run_job(source, *engine, sink, job, [&](const ItemResult& result) {
     for (const std::string& warning : result.warnings) progress.message(result.item.name + ": warning: " + warning);
     if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
@@ -235,6 +237,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
     std::snprintf(counter, sizeof counter, "[%zu/%zu] ", ++finished, folder.files.size());
     progress.show(counter + result.item.name);
   });
+  const std::string cpu = cpu_timings(cpu_before, process_cpu_time(), summary.seconds);
 
   const std::size_t not_started = folder.files.size() - summary.items;
   char counts[256];
@@ -263,7 +266,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   if (options.timings) {
     const io::GpuJpegDecoder* decoder_used = gpu_decoder ? &*gpu_decoder : nullptr;
     const io::GpuJpegEncoder* encoder_used = gpu_encoder ? &*gpu_encoder : nullptr;
-    for (const std::string& timing_line : timing_lines(start_up, summary, decoder_used, encoder_used)) {
+    for (const std::string& timing_line : timing_lines(start_up, summary, cpu, decoder_used, encoder_used)) {
       progress.message(timing_line);
     }
   }

@@ -1,7 +1,10 @@
 #include "timings.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 namespace imgpipe::app {
 
@@ -23,12 +26,32 @@ std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_second
   const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
   const double files_per_batch =
       activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0;
-  char text[256];
+  const double lane_seconds = decoder.lanes() * std::max(job_seconds, 1e-9);
+  char text[400];
   std::snprintf(text, sizeof text,
                 "timings: hardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
-                "of the job",
+                "of the job (%.0f%% in nvjpegDecodeBatched, which returns once the engines are nearly done, %.0f%% "
+                "waiting for the GPU work it queued)",
                 static_cast<unsigned long long>(activity.batches), files_per_batch, decoder.lanes(),
-                100.0 * activity.busy_seconds / (decoder.lanes() * std::max(job_seconds, 1e-9)));
+                100.0 * activity.busy_seconds() / lane_seconds, 100.0 * activity.host_seconds / lane_seconds,
+                100.0 * activity.waiting_seconds / lane_seconds);
+  return text;
+}
+
+CpuTime process_cpu_time() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
+}
+
+std::string cpu_timings(const CpuTime& before, const CpuTime& after, double job_seconds) {
+  const double user = after.user - before.user, system = after.system - before.system;
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "timings: CPU: %.1f of the %u cores busy on average over the job (user %.2f s, system %.2f s)",
+                (user + system) / std::max(job_seconds, 1e-9), std::max(1u, std::thread::hardware_concurrency()),
+                user, system);
   return text;
 }
 

@@ -1,7 +1,10 @@
 // imgpipe_bench_jpeg: GPU JPEG rates on a folder of JPEG files, each row against nvJPEG's hardware backend on
 // its own (the ceiling). Every file is read into memory first, so the disk is out of it:
-//   hardware ceiling   nvjpegDecodeBatched on one hardware handle, batches of --batch files from pinned memory
-//                      (and from pageable memory, to show what pinned staging buys)
+//   hardware ceiling   nvjpegDecodeBatched on one hardware handle, batches of --max-batch files (the decoder's
+//                      largest) from pinned memory
+//   nvJPEG backends    the same at --batch files, from pinned, pageable and device memory (what staging the
+//                      files buys), and the GPU-hybrid backend; each row says how much of its time went to the
+//                      nvjpegDecodeBatched calls rather than to the wait after them
 //   imgpipe decoder    io::GpuJpegDecoder called from --threads threads at once (its own batching, fallbacks)
 //   imgpipe encoder    io::GpuJpegEncoder on the decoded frames resized to --encode-size, --threads threads
 // The whole folder job (files on disk -> JPEG files) is `imgpipe batch`; docs/gpu-jpeg.md has the commands.
@@ -86,20 +89,30 @@ Row best_of(const std::string& name, const std::string& detail, int repeats, std
   return {name, detail, images / best, bytes / best / 1e6};
 }
 
-// nvJPEG's hardware backend alone: one handle, one state, batches from pinned memory into device buffers.
-Row hardware_ceiling(const Files& files, const Options& o, bool pinned_input) {
+// Where a batched-decode row reads the files from.
+enum class Input { pinned, pageable, device };
+
+// One of nvJPEG's backends alone: one handle, one state, batches of `batch` files into device buffers, one
+// thread. The hardware backend reads device memory through NVJPEG_BACKEND_HARDWARE_DEVICE.
+Row batched_decode(const Files& files, const Options& o, nvjpegBackend_t backend, Input input, int batch_size) {
+  if (backend == NVJPEG_BACKEND_HARDWARE && input == Input::device) backend = NVJPEG_BACKEND_HARDWARE_DEVICE;
   nvjpegHandle_t handle = nullptr;
-  check(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle), "nvjpegCreateEx(hardware)");
+  check(nvjpegCreateEx(backend, nullptr, nullptr, 0, &handle), "nvjpegCreateEx");
+  const bool pinned_input = input == Input::pinned;
   nvjpegJpegState_t state = nullptr;
   check(nvjpegJpegStateCreate(handle, &state), "nvjpegJpegStateCreate");
   const cuda::Stream stream = cuda::Stream::create();
   std::vector<cuda::PinnedBuffer> pinned;
-  std::vector<cuda::DeviceBuffer> outputs;
+  std::vector<cuda::DeviceBuffer> on_device, outputs;
   std::vector<nvjpegImage_t> images;
   for (const auto& file : files.bytes) {
     if (pinned_input) {
       pinned.emplace_back(file.size());
       std::copy(file.begin(), file.end(), pinned.back().data());
+    }
+    if (input == Input::device) {
+      on_device.emplace_back(file.size());
+      IMGPIPE_CUDA_CHECK(cudaMemcpy(on_device.back().data(), file.data(), file.size(), cudaMemcpyHostToDevice));
     }
     int components = 0;
     nvjpegChromaSubsampling_t subsampling{};
@@ -112,27 +125,37 @@ Row hardware_ceiling(const Files& files, const Options& o, bool pinned_input) {
     image.pitch[0] = static_cast<std::size_t>(widths[0]) * 3;
     images.push_back(image);
   }
-  const int batch = std::min<int>(o.batch, static_cast<int>(files.bytes.size()));
+  const int batch = std::min<int>(batch_size, static_cast<int>(files.bytes.size()));
   check(nvjpegDecodeBatchedInitialize(handle, state, batch, 1, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeBatchedInitialize");
   const std::size_t whole_batches = files.bytes.size() / batch * batch;
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < whole_batches; ++i) bytes += files.bytes[i].size();
-  Row row = best_of(pinned_input ? "nvJPEG hardware batched decode (ceiling)" : "nvJPEG hardware batched decode",
-                    "batch " + std::to_string(batch) + (pinned_input ? ", pinned input" : ", pageable input"),
-                    o.repeats, whole_batches, bytes, [&] {
+  const char* input_name = input == Input::pinned ? ", pinned input" : input == Input::pageable ? ", pageable input"
+                                                                                              : ", device input";
+  Clock::duration in_calls{}, in_all{};
+  const bool hybrid = backend == NVJPEG_BACKEND_GPU_HYBRID;
+  Row row = best_of(hybrid ? "nvJPEG GPU-hybrid batched decode" : "nvJPEG hardware batched decode",
+                    "batch " + std::to_string(batch) + input_name, o.repeats, whole_batches, bytes, [&] {
                       std::vector<const unsigned char*> data(batch);
                       std::vector<std::size_t> lengths(batch);
+                      const auto start = Clock::now();
                       for (std::size_t first = 0; first < whole_batches; first += batch) {
                         for (int i = 0; i < batch; ++i) {
-                          data[i] = pinned_input ? pinned[first + i].data() : files.bytes[first + i].data();
+                          data[i] = input == Input::pinned     ? pinned[first + i].data()
+                                    : input == Input::pageable ? files.bytes[first + i].data()
+                                                               : on_device[first + i].data();
                           lengths[i] = files.bytes[first + i].size();
                         }
+                        const auto call = Clock::now();
                         check(nvjpegDecodeBatched(handle, state, data.data(), lengths.data(), &images[first],
                                                   stream.get()),
                               "nvjpegDecodeBatched");
+                        in_calls += Clock::now() - call;
                       }
                       stream.synchronize();
+                      in_all += Clock::now() - start;
                     });
+  row.detail += ", " + std::to_string(static_cast<int>(100.0 * in_calls / in_all)) + "% of the time in nvJPEG's calls";
   nvjpegJpegStateDestroy(state);
   nvjpegDestroy(handle);
   return row;
@@ -154,9 +177,10 @@ void over_files(std::size_t count, int threads, const std::function<void(std::si
 Row imgpipe_decoder(const Files& files, const Options& o, std::array<std::atomic<std::size_t>, 3>& used) {
   io::GpuJpegDecoder decoder({o.lanes, o.max_batch});
   const cuda::Stream stream = cuda::Stream::create();
-  return best_of("imgpipe GPU JPEG decoder",
+  Row row = best_of("imgpipe GPU JPEG decoder",
                  std::to_string(o.threads) + " threads, " + std::to_string(o.lanes) + " lanes, batches up to " +
-                     std::to_string(o.max_batch), o.repeats, files.bytes.size(),
+                     std::to_string(o.max_batch),
+                 o.repeats, files.bytes.size(),
                  files.total, [&] {
                    for (auto& count : used) count = 0;
                    over_files(files.bytes.size(), o.threads, [&](std::size_t i, cuda::DeviceBuffer& buffer) {
@@ -170,6 +194,15 @@ Row imgpipe_decoder(const Files& files, const Options& o, std::array<std::atomic
                      ++used[static_cast<std::size_t>(by)];
                    });
                  });
+  // Over every run, the warm-up included.
+  const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
+  char text[160];
+  std::snprintf(text, sizeof text, ", %.1f files per batch, lanes' time %.0f%% in nvJPEG's calls and %.0f%% waiting",
+                activity.batches ? double(activity.files) / activity.batches : 0.0,
+                100 * activity.host_seconds / std::max(activity.busy_seconds(), 1e-9),
+                100 * activity.waiting_seconds / std::max(activity.busy_seconds(), 1e-9));
+  row.detail += text;
+  return row;
 }
 
 Row imgpipe_encoder(const Files& files, const Options& o, Size size) {
@@ -217,8 +250,14 @@ int run(const Options& o) {
                files.total / 1e3 / files.bytes.size());
   std::vector<Row> rows;
   std::array<std::atomic<std::size_t>, 3> used{};
-  rows.push_back(hardware_ceiling(files, o, true));
-  rows.push_back(hardware_ceiling(files, o, false));
+  // The ceiling: the hardware backend alone at the decoder's largest batch.
+  rows.push_back(batched_decode(files, o, NVJPEG_BACKEND_HARDWARE, Input::pinned, o.max_batch));
+  rows.back().name += " (ceiling)";
+  for (Input input : {Input::pinned, Input::pageable, Input::device}) {
+    rows.push_back(batched_decode(files, o, NVJPEG_BACKEND_HARDWARE, input, o.batch));
+  }
+  rows.push_back(batched_decode(files, o, NVJPEG_BACKEND_GPU_HYBRID, Input::pageable, o.batch));
+  const std::size_t decoder_row = rows.size();
   rows.push_back(imgpipe_decoder(files, o, used));
   rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
                         ", CPU " + std::to_string(used[2]);
@@ -231,7 +270,7 @@ int run(const Options& o) {
     report["rows"].push_back(
         {{"name", r.name}, {"detail", r.detail}, {"images_per_s", r.images_per_s}, {"megabytes_per_s", r.megabytes_per_s}});
   }
-  std::printf("imgpipe decoder / hardware ceiling: %.1f%%\n", 100 * rows[2].images_per_s / rows[0].images_per_s);
+  std::printf("imgpipe decoder / hardware ceiling at the same batch size: %.1f%%\n", 100 * rows[decoder_row].images_per_s / rows[0].images_per_s);
   if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
   return 0;
 }
@@ -243,7 +282,7 @@ int main(int argc, char** argv) {
                "imgpipe_bench_jpeg"};
   Options o;
   app.add_option("FOLDER", o.folder, "Folder of .jpg files (read into memory first)")->required()->check(CLI::ExistingDirectory);
-  app.add_option("--batch", o.batch, "Files per batch in the hardware ceiling row")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--batch", o.batch, "Files per batch in the rows of nvJPEG's backends beside the ceiling")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--threads", o.threads, "Threads calling imgpipe's decoder and encoder at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

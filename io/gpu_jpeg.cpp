@@ -103,8 +103,13 @@ nvjpegImage_t interleaved(std::uint8_t* data, Size size) {
   return image;
 }
 
+std::int64_t nanoseconds_between(std::chrono::steady_clock::time_point start,
+                                 std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
+}
+
 std::int64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  return nanoseconds_between(start, std::chrono::steady_clock::now());
 }
 
 // Waits for `stream`; false when the GPU work on it failed.
@@ -188,8 +193,8 @@ struct GpuJpegDecoder::Impl {
   std::size_t arriving = 0;  // callers parsing a file they will queue
   bool stopping = false;
 
-  std::atomic<std::uint64_t> batches = 0, batched_files = 0;
-  std::atomic<std::int64_t> busy_ns = 0;
+  std::atomic<std::uint64_t> batches_done = 0, batched_files = 0;
+  std::atomic<std::int64_t> host_ns = 0, waiting_ns = 0;
 
   explicit Impl(const Options& o) : options(o) {
     for (int i = 0; i < std::max(1, options.lanes); ++i) {
@@ -295,8 +300,9 @@ struct GpuJpegDecoder::Impl {
   }
 
   // Takes batches from the queue and decodes them: the files the hardware backend does not take go back to
-  // their threads at once, a batch's files once it is decoded. (A second batch launched while the engines decode
-  // the first measured slower on the H200: the lane then launched whatever had just arrived, and batches shrank.)
+  // their threads at once, a batch's files once it is decoded. nvjpegDecodeBatched returns only once the engines
+  // are nearly done (on the H200 the call took 99% of the time of a loop of batches), so a second batch launched
+  // from this thread cannot overlap the first; nor did a second lane help (docs/gpu-jpeg.md).
   void run_lane(Lane& lane) {
     const bool usable = cudaSetDevice(device) == cudaSuccess;  // the hardware backend needs the device current
     std::vector<Request*> batch;
@@ -307,16 +313,16 @@ struct GpuJpegDecoder::Impl {
         return true;
       });
       if (batch.empty()) continue;
-      const auto start = std::chrono::steady_clock::now();
       const bool decoded = decode_batch(lane, batch);
-      busy_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
-      batches.fetch_add(1, std::memory_order_relaxed);
+      batches_done.fetch_add(1, std::memory_order_relaxed);
       batched_files.fetch_add(batch.size(), std::memory_order_relaxed);
       for (Request* r : batch) finish(*r, decoded ? Request::Outcome::decoded : Request::Outcome::failed);
     }
   }
 
+  // Times its two parts: the nvJPEG calls, and the wait for the GPU work they queued.
   bool decode_batch(Lane& lane, const std::vector<Request*>& batch) {
+    const auto start = std::chrono::steady_clock::now();
     if (!lane.state) lane.state = create_batched_state(lane.handle);
     std::vector<const unsigned char*> data;
     std::vector<std::size_t> lengths;
@@ -326,13 +332,16 @@ struct GpuJpegDecoder::Impl {
       lengths.push_back(r->length);
       images.push_back(interleaved(r->destination, r->size));
     }
-    const bool decoded =
+    const bool submitted =
         lane.state &&
         nvjpegDecodeBatchedInitialize(lane.handle.get(), lane.state.get(), static_cast<int>(batch.size()), 1,
                                       NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS &&
         nvjpegDecodeBatched(lane.handle.get(), lane.state.get(), data.data(), lengths.data(), images.data(),
-                            lane.stream.get()) == NVJPEG_STATUS_SUCCESS &&
-        finished_cleanly(lane.stream.get());
+                            lane.stream.get()) == NVJPEG_STATUS_SUCCESS;
+    const auto submitted_at = std::chrono::steady_clock::now();
+    const bool decoded = finished_cleanly(lane.stream.get()) && submitted;
+    host_ns.fetch_add(nanoseconds_between(start, submitted_at), std::memory_order_relaxed);
+    waiting_ns.fetch_add(nanoseconds_since(submitted_at), std::memory_order_relaxed);
     if (!decoded) lane.state.reset();  // a failed batch leaves its state unusable: the next one makes another
     return decoded;
   }
@@ -398,7 +407,7 @@ struct GpuJpegDecoder::Impl {
       destination = s.stored.data();
     }
 
-    // The hardware reads the bytes where they are: staging them in pinned memory measured no faster.
+    // The hardware reads the bytes where they are: staging them in pinned or device memory measured no faster.
     JpegDecoder used = JpegDecoder::hardware;
     const Request::Outcome hardware = lanes.empty() ? Request::Outcome::refused
                                                     : decode_on_hardware(arrival, s.parsed, jpeg, destination, stored);
@@ -429,7 +438,8 @@ GpuJpegDecoder::~GpuJpegDecoder() = default;
 bool GpuJpegDecoder::has_hardware() const { return !impl_->lanes.empty(); }
 
 GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const {
-  return {impl_->batches.load(), impl_->batched_files.load(), impl_->busy_ns.load() * 1e-9};
+  return {impl_->batches_done.load(), impl_->batched_files.load(), impl_->host_ns.load() * 1e-9,
+          impl_->waiting_ns.load() * 1e-9};
 }
 
 int GpuJpegDecoder::lanes() const { return static_cast<int>(impl_->lanes.size()); }

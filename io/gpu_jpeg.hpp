@@ -82,13 +82,16 @@ class GpuJpegDecoder {
 
   bool has_hardware() const;
 
-  // What the hardware lanes have done so far: batches decoded, the files in them, and the seconds the lanes
-  // spent decoding them (summed over lanes). Busy seconds over a job's time near the lane count means the
-  // hardware decoder bounds the job.
+  // What the hardware lanes have done so far: batches decoded, the files in them, and the seconds the lanes'
+  // threads spent in nvJPEG's calls (which return only once the engines are nearly done) and then waiting for
+  // the GPU work those calls queued, summed over lanes. Busy seconds over a job's time near the lane count means the hardware decoder
+  // bounds the job.
   struct HardwareActivity {
     std::uint64_t batches = 0;
     std::uint64_t files = 0;
-    double busy_seconds = 0;
+    double host_seconds = 0;
+    double waiting_seconds = 0;
+    double busy_seconds() const { return host_seconds + waiting_seconds; }
   };
   HardwareActivity hardware_activity() const;
   int lanes() const;

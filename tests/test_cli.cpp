@@ -117,6 +117,7 @@ TEST_F(Cli, TimingsSayWhereTheTimeWent) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "timings: start-up ")) << run.output;
   EXPECT_TRUE(contains(run.output, "timings: per image, on average: reading and decoding ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "timings: CPU: ")) << run.output;
   EXPECT_FALSE(contains(run.output, "GPU JPEG")) << "codecs that were not used are timed: " << run.output;
   EXPECT_FALSE(contains(imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / "quiet") + " --ops flip=h").output,
                         "timings:"));
