@@ -65,6 +65,9 @@ for step in "${steps[@]}"; do
         for name in "${!filters[@]}"; do
           t="$BUILD/tests/$name"
           [ -x "$t" ] || continue
+          # initcheck does not see what the hardware JPEG engines write, and flags nvJPEG's kernel that reads it
+          # (docs/gpu-jpeg.md).
+          [ "$tool" = initcheck ] && [ "$name" = test_gpu_jpeg ] && continue
           log="$OUT/sanitize-$tool-$name.log"
           timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$t" \
             --gtest_filter="${filters[$name]}" > "$log" 2>&1 &
