@@ -54,11 +54,11 @@ enum class Codec { cpu, gpu };
 
 // --decoder / --encoder: auto takes the GPU where the engine keeps frames on the device and nvJPEG runs here.
 Codec choose_codec(const std::string& option, const std::string& choice, const Engine& engine) {
-  if (choice == "cpu") return Codec::cpu;
-  const std::string why_not = io::gpu_jpeg_unavailable(engine);
-  if (why_not.empty()) return Codec::gpu;
-  if (choice == "gpu") throw UsageError(option + " gpu: " + why_not);
-  return Codec::cpu;
+  try {
+    return io::gpu_jpeg_chosen(choice, engine) ? Codec::gpu : Codec::cpu;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(option + " gpu: " + e.what());
+  }
 }
 
 std::string codec_summary(const io::ImageFolderSource& source, const io::ImageFolderSink& sink, bool gpu_decoder,

@@ -47,6 +47,16 @@ inline std::string gpu_jpeg_unavailable(const Engine& engine) {
   return gpu_jpeg_unavailable();
 }
 
+// Whether a codec choice ("auto", "gpu" or "cpu", as --decoder and --encoder take them) runs on the GPU with
+// `engine`: "auto" wherever GPU JPEG can run, "cpu" never. "gpu" where it cannot throws std::invalid_argument
+// saying why.
+inline bool gpu_jpeg_chosen(std::string_view choice, const Engine& engine) {
+  if (choice == "cpu") return false;
+  const std::string why_not = gpu_jpeg_unavailable(engine);
+  if (choice == "gpu" && !why_not.empty()) throw std::invalid_argument(why_not);
+  return why_not.empty();
+}
+
 // Frames in flight by default when JPEG is decoded on the GPU: the files waiting together form the hardware
 // decoder's batches, and nvJPEG's hardware backend needs batches of tens of files to reach its rate.
 constexpr int kGpuJpegSlots = 64;

@@ -500,11 +500,11 @@ void check_output_options(const Pipeline& pipeline, const std::string& format, i
 
 // GPU for `choice` auto or gpu where the engine keeps frames on the device and nvJPEG runs here; gpu insists.
 bool uses_gpu_jpeg(const char* option, const std::string& choice, const Engine& engine) {
-  if (choice == "cpu") return false;
-  const std::string why_not = io::gpu_jpeg_unavailable(engine);
-  if (why_not.empty()) return true;
-  if (choice == "gpu") throw nb::value_error((std::string(option) + "='gpu': " + why_not).c_str());
-  return false;
+  try {
+    return io::gpu_jpeg_chosen(choice, engine);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error((std::string(option) + "='gpu': " + e.what()).c_str());
+  }
 }
 
 // The planned files through the chain, as `imgpipe batch` runs them; per-file failures come back in the result,
