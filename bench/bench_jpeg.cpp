@@ -155,7 +155,8 @@ Row batched_decode(const Files& files, const Options& o, nvjpegBackend_t backend
                       stream.synchronize();
                       in_all += Clock::now() - start;
                     });
-  row.detail += ", " + std::to_string(static_cast<int>(100.0 * in_calls / in_all)) + "% of the time in nvJPEG's calls";
+  row.detail +=
+      ", " + std::to_string(static_cast<int>(100.0 * in_calls / in_all)) + "% of the time in nvjpegDecodeBatched";
   nvjpegJpegStateDestroy(state);
   nvjpegDestroy(handle);
   return row;
@@ -178,26 +179,26 @@ Row imgpipe_decoder(const Files& files, const Options& o, std::array<std::atomic
   io::GpuJpegDecoder decoder({o.lanes, o.max_batch});
   const cuda::Stream stream = cuda::Stream::create();
   Row row = best_of("imgpipe GPU JPEG decoder",
-                 std::to_string(o.threads) + " threads, " + std::to_string(o.lanes) + " lanes, batches up to " +
-                     std::to_string(o.max_batch),
-                 o.repeats, files.bytes.size(),
-                 files.total, [&] {
-                   for (auto& count : used) count = 0;
-                   over_files(files.bytes.size(), o.threads, [&](std::size_t i, cuda::DeviceBuffer& buffer) {
-                     const io::JpegDecoder by = decoder.decode(
-                         files.bytes[i],
-                         [&](Size size) {
-                           buffer.grow(size.rgb_bytes());
-                           return DeviceFrame{buffer.data(), size, stream.get()};
-                         },
-                         io::kDefaultMaxPixels);
-                     ++used[static_cast<std::size_t>(by)];
-                   });
-                 });
+                    std::to_string(o.threads) + " threads, " + std::to_string(o.lanes) + " lanes, batches up to " +
+                        std::to_string(o.max_batch),
+                    o.repeats, files.bytes.size(), files.total, [&] {
+                      for (auto& count : used) count = 0;
+                      over_files(files.bytes.size(), o.threads, [&](std::size_t i, cuda::DeviceBuffer& buffer) {
+                        const io::JpegDecoder by = decoder.decode(
+                            files.bytes[i],
+                            [&](Size size) {
+                              buffer.grow(size.rgb_bytes());
+                              return DeviceFrame{buffer.data(), size, stream.get()};
+                            },
+                            io::kDefaultMaxPixels);
+                        ++used[static_cast<std::size_t>(by)];
+                      });
+                    });
   // Over every run, the warm-up included.
   const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
   char text[160];
-  std::snprintf(text, sizeof text, ", %.1f files per batch, lanes' time %.0f%% in nvJPEG's calls and %.0f%% waiting",
+  std::snprintf(text, sizeof text,
+                ", %.1f files per batch, lanes' time %.0f%% in nvjpegDecodeBatched and %.0f%% waiting after it",
                 activity.batches ? double(activity.files) / activity.batches : 0.0,
                 100 * activity.host_seconds / std::max(activity.busy_seconds(), 1e-9),
                 100 * activity.waiting_seconds / std::max(activity.busy_seconds(), 1e-9));
@@ -270,7 +271,8 @@ int run(const Options& o) {
     report["rows"].push_back(
         {{"name", r.name}, {"detail", r.detail}, {"images_per_s", r.images_per_s}, {"megabytes_per_s", r.megabytes_per_s}});
   }
-  std::printf("imgpipe decoder / hardware ceiling at the same batch size: %.1f%%\n", 100 * rows[decoder_row].images_per_s / rows[0].images_per_s);
+  std::printf("imgpipe decoder / hardware ceiling at the same batch size: %.1f%%\n",
+              100 * rows[decoder_row].images_per_s / rows[0].images_per_s);
   if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
   return 0;
 }
@@ -282,7 +284,9 @@ int main(int argc, char** argv) {
                "imgpipe_bench_jpeg"};
   Options o;
   app.add_option("FOLDER", o.folder, "Folder of .jpg files (read into memory first)")->required()->check(CLI::ExistingDirectory);
-  app.add_option("--batch", o.batch, "Files per batch in the rows of nvJPEG's backends beside the ceiling")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--batch", o.batch, "Files per batch in the rows of nvJPEG's backends beside the ceiling")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "Threads calling imgpipe's decoder and encoder at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

@@ -193,7 +193,7 @@ struct GpuJpegDecoder::Impl {
   std::size_t arriving = 0;  // callers parsing a file they will queue
   bool stopping = false;
 
-  std::atomic<std::uint64_t> batches_done = 0, batched_files = 0;
+  std::atomic<std::uint64_t> batches = 0, batched_files = 0;
   std::atomic<std::int64_t> host_ns = 0, waiting_ns = 0;
 
   explicit Impl(const Options& o) : options(o) {
@@ -314,7 +314,7 @@ struct GpuJpegDecoder::Impl {
       });
       if (batch.empty()) continue;
       const bool decoded = decode_batch(lane, batch);
-      batches_done.fetch_add(1, std::memory_order_relaxed);
+      batches.fetch_add(1, std::memory_order_relaxed);
       batched_files.fetch_add(batch.size(), std::memory_order_relaxed);
       for (Request* r : batch) finish(*r, decoded ? Request::Outcome::decoded : Request::Outcome::failed);
     }
@@ -438,7 +438,7 @@ GpuJpegDecoder::~GpuJpegDecoder() = default;
 bool GpuJpegDecoder::has_hardware() const { return !impl_->lanes.empty(); }
 
 GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const {
-  return {impl_->batches_done.load(), impl_->batched_files.load(), impl_->host_ns.load() * 1e-9,
+  return {impl_->batches.load(), impl_->batched_files.load(), impl_->host_ns.load() * 1e-9,
           impl_->waiting_ns.load() * 1e-9};
 }
 
