@@ -9,17 +9,21 @@
 #include "file_bytes.hpp"
 #include "gpu_jpeg.hpp"
 #include "ppm.hpp"
+#include "signals.hpp"
 #include "skip_without_device.hpp"
 #include "test_io_helpers.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace imgpipe {
@@ -249,6 +253,53 @@ TEST(GpuJpegBatch, DecodesAndEncodesAFolderOnTheGpuAndReportsTheCorruptFiles) {
   EXPECT_EQ(outputs, names.size() * 3 + scrambled) << "every photo written, no corrupt file written";
   EXPECT_FALSE(fs::exists(out / "m_truncated.jpg"));
   EXPECT_FALSE(fs::exists(out / "m_not_a_jpeg.jpg"));
+}
+
+// SIGINT in the middle of a GPU JPEG batch: no new file is started, the files in flight are finished, and every
+// output is a whole JPEG under its own name, with no temporary left behind.
+TEST(GpuJpegBatch, SigintFinishesTheFilesInFlightAndLeavesOnlyWholeOutputs) {
+  SKIP_WITHOUT_GPU_JPEG();
+  const testing::TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  fs::create_directories(in);
+  constexpr int kFiles = 400;  // several hardware batches of 1080p photos: the signal comes while most wait
+  for (int i = 0; i < kFiles; ++i) {
+    fs::copy_file(kSamples / "rocket_1080p_q90.jpg", in / ("photo_" + std::to_string(1000 + i) + ".jpg"));
+  }
+  app::BatchOptions options;
+  options.input_dir = in;
+  options.output_dir = out;
+  options.ops = "resize=320x240,gaussian=3:0.8";
+  options.backend = "optimized";
+  options.decoder = "gpu";
+  options.encoder = "gpu";
+  options.quality = 90;
+  app::clear_stop_for_tests();
+  std::future<int> batch = std::async(std::launch::async, [&] { return app::run_batch(options); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a hang guard
+  bool written = false;
+  while (!written && std::chrono::steady_clock::now() < deadline &&
+         batch.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    if (!fs::exists(out)) continue;
+    for (const auto& entry : fs::directory_iterator(out)) written |= entry.path().filename().string()[0] != '.';
+  }
+  app::request_stop(SIGINT);
+  const int code = batch.get();
+  app::clear_stop_for_tests();
+  ASSERT_TRUE(written) << "no output appeared";
+  if (code == app::kExitOk) GTEST_SKIP() << "the batch finished before the signal; nothing to check";
+  EXPECT_EQ(code, 130);
+
+  io::GpuJpegDecoder decoder({});
+  std::size_t outputs = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string file = entry.path().filename().string();
+    ASSERT_NE(file[0], '.') << "a temporary was left behind: " << file;
+    ++outputs;
+    EXPECT_EQ(decode_on_gpu(decoder, io::read_file(entry.path())).image.size(), (Size{320, 240})) << file;
+  }
+  EXPECT_GE(outputs, 1u);
+  EXPECT_LT(outputs, static_cast<std::size_t>(kFiles)) << "files were started after the signal";
 }
 
 }  // namespace
