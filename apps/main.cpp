@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
                           "GPU JPEG encoding with 4:4:4 chroma (default 4:2:0, as the CPU encoder writes)");
   batch_command->add_flag("--timings", batch.timings,
                           "After the summary, show where the time went: start-up, each stage of the job per image, "
-                          "and how busy the GPU JPEG codecs were");
+                          "the cores in use, and how busy the GPU JPEG codecs were");
   batch_command->footer(std::string(chain_help()));
 
   StreamOptions stream;
