@@ -208,6 +208,37 @@ TEST(GpuJpegEncode, RoundTripKeepsThePhotographAtEveryChroma) {
   EXPECT_LT(low.size(), high.size()) << "quality reaches the encoder";
 }
 
+// `imgpipe batch IN OUT --ops resize=320x240,gaussian=3:0.8 --decoder gpu --encoder gpu --quality 90` on the
+// optimized backend; its outputs are 320x240 JPEGs.
+app::BatchOptions gpu_batch_options(const fs::path& in, const fs::path& out) {
+  app::BatchOptions options;
+  options.input_dir = in;
+  options.output_dir = out;
+  options.ops = "resize=320x240,gaussian=3:0.8";
+  options.backend = "optimized";
+  options.decoder = "gpu";
+  options.encoder = "gpu";
+  options.quality = 90;
+  return options;
+}
+
+// The files under `out` after a gpu_batch_options() run, each checked to be a whole 320x240 JPEG and none a
+// temporary.
+std::size_t whole_outputs(const fs::path& out) {
+  io::GpuJpegDecoder decoder({});
+  std::size_t outputs = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(out)) {
+    const std::string file = entry.path().filename().string();
+    if (file[0] == '.') {
+      ADD_FAILURE() << "a temporary was left behind: " << file;
+      continue;
+    }
+    ++outputs;
+    EXPECT_EQ(decode_on_gpu(decoder, io::read_file(entry.path())).image.size(), (Size{320, 240})) << file;
+  }
+  return outputs;
+}
+
 TEST(GpuJpegBatch, DecodesAndEncodesAFolderOnTheGpuAndReportsTheCorruptFiles) {
   SKIP_WITHOUT_GPU_JPEG();
   const testing::TempDir dir;
@@ -227,26 +258,11 @@ TEST(GpuJpegBatch, DecodesAndEncodesAFolderOnTheGpuAndReportsTheCorruptFiles) {
   testing::write_bytes(in / "m_scrambled.jpg", scrambled_photo);
   testing::write_bytes(in / "m_not_a_jpeg.jpg", "plain text, not an image");
 
-  app::BatchOptions options;
-  options.input_dir = in;
-  options.output_dir = out;
-  options.ops = "resize=320x240,gaussian=3:0.8";
-  options.backend = "optimized";
-  options.decoder = "gpu";
-  options.encoder = "gpu";
-  options.quality = 90;
+  const app::BatchOptions options = gpu_batch_options(in, out);
   const int code = app::run_batch(options);
   EXPECT_EQ(code, app::kExitSomeFailed);
 
-  io::GpuJpegDecoder decoder({});
-  std::size_t outputs = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(out)) {
-    const std::string file = entry.path().filename().string();
-    ASSERT_NE(file[0], '.') << "a temporary was left behind: " << file;
-    ++outputs;
-    const Decoded back = decode_on_gpu(decoder, io::read_file(entry.path()));
-    EXPECT_EQ(back.image.size(), (Size{320, 240})) << file;
-  }
+  const std::size_t outputs = whole_outputs(out);
   // A scrambled entropy-coded segment may still decode (to garbage, as libjpeg's would): written or refused,
   // either is fair, but never a half-written file.
   const std::size_t scrambled = fs::exists(out / "m_scrambled.jpg") ? 1 : 0;
@@ -266,14 +282,7 @@ TEST(GpuJpegBatch, SigintFinishesTheFilesInFlightAndLeavesOnlyWholeOutputs) {
   for (int i = 0; i < kFiles; ++i) {
     fs::copy_file(kSamples / "rocket_1080p_q90.jpg", in / ("photo_" + std::to_string(1000 + i) + ".jpg"));
   }
-  app::BatchOptions options;
-  options.input_dir = in;
-  options.output_dir = out;
-  options.ops = "resize=320x240,gaussian=3:0.8";
-  options.backend = "optimized";
-  options.decoder = "gpu";
-  options.encoder = "gpu";
-  options.quality = 90;
+  const app::BatchOptions options = gpu_batch_options(in, out);
   app::clear_stop_for_tests();
   std::future<int> batch = std::async(std::launch::async, [&] { return app::run_batch(options); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a hang guard
@@ -290,14 +299,7 @@ TEST(GpuJpegBatch, SigintFinishesTheFilesInFlightAndLeavesOnlyWholeOutputs) {
   if (code == app::kExitOk) GTEST_SKIP() << "the batch finished before the signal; nothing to check";
   EXPECT_EQ(code, 130);
 
-  io::GpuJpegDecoder decoder({});
-  std::size_t outputs = 0;
-  for (const auto& entry : fs::directory_iterator(out)) {
-    const std::string file = entry.path().filename().string();
-    ASSERT_NE(file[0], '.') << "a temporary was left behind: " << file;
-    ++outputs;
-    EXPECT_EQ(decode_on_gpu(decoder, io::read_file(entry.path())).image.size(), (Size{320, 240})) << file;
-  }
+  const std::size_t outputs = whole_outputs(out);
   EXPECT_GE(outputs, 1u);
   EXPECT_LT(outputs, static_cast<std::size_t>(kFiles)) << "files were started after the signal";
 }
