@@ -237,7 +237,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
     std::snprintf(counter, sizeof counter, "[%zu/%zu] ", ++finished, folder.files.size());
     progress.show(counter + result.item.name);
   });
-  const std::string cpu = cpu_timings(cpu_before, process_cpu_time(), summary.seconds);
+  const CpuTime cpu_after = process_cpu_time();
 
   const std::size_t not_started = folder.files.size() - summary.items;
   char counts[256];
@@ -266,6 +266,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   if (options.timings) {
     const io::GpuJpegDecoder* decoder_used = gpu_decoder ? &*gpu_decoder : nullptr;
     const io::GpuJpegEncoder* encoder_used = gpu_encoder ? &*gpu_encoder : nullptr;
+    const std::string cpu = cpu_timings(cpu_before, cpu_after, summary.seconds);
     for (const std::string& timing_line : timing_lines(start_up, summary, cpu, decoder_used, encoder_used)) {
       progress.message(timing_line);
     }

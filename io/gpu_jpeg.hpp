@@ -94,8 +94,8 @@ class GpuJpegDecoder {
 
   // What the hardware lanes have done so far: batches decoded, the files in them, and the seconds the lanes'
   // threads spent in nvJPEG's calls (which return only once the engines are nearly done) and then waiting for
-  // the GPU work those calls queued, summed over lanes. Busy seconds over a job's time near the lane count means the hardware decoder
-  // bounds the job.
+  // the GPU work those calls queued, summed over lanes. Busy seconds over a job's time near the lane count
+  // means the hardware decoder bounds the job.
   struct HardwareActivity {
     std::uint64_t batches = 0;
     std::uint64_t files = 0;
