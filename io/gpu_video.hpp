@@ -10,12 +10,12 @@
 // Built with nv-codec-headers only (IMGPIPE_HAVE_NVDEC); elsewhere gpu_video_unavailable() says why.
 #pragma once
 
+#include "annexb.hpp"
 #include "folder.hpp"
 #include "frame_stream.hpp"
 
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,17 +29,6 @@ int gpu_video_engines();
 
 // What NVDEC offers on this machine, one line per codec, for `imgpipe backends`.
 std::vector<std::string> describe_gpu_video();
-
-enum class VideoCodec { h264, hevc };
-
-// The codec of an elementary stream file, from its extension; nullopt for anything else (containers such as
-// .mp4 are decoded on the CPU).
-inline std::optional<VideoCodec> elementary_stream_codec(const std::filesystem::path& path) {
-  const std::string ext = lowercase_extension(path);
-  if (ext == ".h264" || ext == ".264" || ext == ".avc") return VideoCodec::h264;
-  if (ext == ".hevc" || ext == ".h265" || ext == ".265") return VideoCodec::hevc;
-  return std::nullopt;
-}
 
 // NVDEC cannot decode this stream (a codec, chroma format, bit depth or size its engines do not take); the
 // message says which, and the CPU decoder can try.
