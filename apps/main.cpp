@@ -195,6 +195,12 @@ int main(int argc, char** argv) {
                              "device and NVDEC takes the stream, else cpu, saying why)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
+  stream_command->add_option("--decoders", stream.decoders,
+                             "NVDEC decoders one stream is split over: the stream is cut at its IDR pictures and "
+                             "the pieces decoded side by side, frames kept in order; 0 = one per NVDEC engine for "
+                             "a single video, one per video of a folder; 1 = no split")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   stream_command->add_option("--format", stream.format, "Image files of a folder output")
       ->check(CLI::IsMember({"jpg", "png", "ppm"}))
       ->capture_default_str();

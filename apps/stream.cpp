@@ -88,7 +88,9 @@ std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, 
                                                   Progress& progress) {
   if (options.decoder == "gpu" || (options.decoder == "auto" && engine.device_frames())) {
     try {
-      return io::open_gpu_video_reader(options.input);
+      io::GpuVideoSplit split;
+      split.decoders = options.decoders > 0 ? options.decoders : std::max(1, io::gpu_video_engines());
+      return io::open_gpu_video_reader(options.input, split);
     } catch (const io::GpuVideoRefusal& e) {
       if (options.decoder == "gpu") throw UsageError(std::string("--decoder gpu: ") + e.what());
       if (io::elementary_stream_codec(options.input)) progress.message(std::string(e.what()) + "; decoding on the CPU");
@@ -325,6 +327,7 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
       one.input = videos[i].string();
       one.output = (std::filesystem::path(options.output) / videos[i].filename()).string() + "/";
       one.message_prefix = videos[i].filename().string() + ": ";
+      one.decoders = options.decoders > 0 ? options.decoders : 1;  // the videos already share the engines
       try {
         const StreamResult result = run_one_stream(one, make_engine_for_stream);
         exit_codes[i] = result.exit_code;

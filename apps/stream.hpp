@@ -27,6 +27,8 @@ struct StreamOptions {
   int quality = 95;              // JPEG quality of a folder output
   std::string encoder = "auto";  // JPEG of a folder output: gpu (nvJPEG), cpu, or auto (as --decoder)
   int jobs = 0;                  // a folder of videos: streams at once; 0: one per NVDEC engine, else 4
+  int decoders = 0;  // NVDEC decoders one stream is split over at its IDR pictures; 0: one per engine for a
+                     // single video, one for each video of a folder
   std::string message_prefix;    // before every message (the video's name, when a folder runs)
   std::string memory = "pinned";
   int slots = 3;

@@ -7,6 +7,8 @@
 //   decode + chain + D2H the same, outputs copied to host memory (what `imgpipe stream --output -` sends on)
 // Each stream is its own copy of the file, decoded by its own thread; a row's rate is all streams' frames over
 // the wall time of the slowest. The file is read from disk (the page cache after the first row).
+// With --split, the imgpipe rows are also measured for one stream cut at its IDR pictures and decoded on that
+// many decoders at once (io::GpuVideoSplit), against the ceiling of as many bare streams.
 #include "backends.hpp"
 #include "chain.hpp"
 #include "device_resources.hpp"
@@ -38,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   fs::path input;
   std::vector<int> streams{1, 7, 14};
+  std::vector<int> split;  // decoder counts one split stream is measured with
   std::string ops = "resize=1280x720,gaussian=5:1.0";
   int slots = 4;
   std::string json;
@@ -58,6 +61,7 @@ const char* name_of(Work work) {
 struct Row {
   Work work;
   int streams = 0;
+  int decoders = 1;  // per stream
   std::uint64_t frames = 0;
   double seconds = 0;
   std::string decoder;
@@ -175,12 +179,14 @@ class BareDecoder {
 };
 
 // One stream's frames, decoded and handled as `work` says; returns the frames done.
-std::uint64_t run_stream(const Options& o, Work work, std::string& decoder) {
+std::uint64_t run_stream(const Options& o, Work work, int decoders, std::string& decoder) {
   if (work == Work::nvdec_alone) {
     const bool hevc = io::elementary_stream_codec(o.input) == io::VideoCodec::hevc;
     return BareDecoder(hevc ? cudaVideoCodec_HEVC : cudaVideoCodec_H264).decode_file(o.input);
   }
-  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(o.input);
+  io::GpuVideoSplit split;
+  split.decoders = decoders;
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(o.input, split);
   decoder = reader->decoder();
   if (work == Work::decode) {
     DeviceBuffer frame;
@@ -206,18 +212,20 @@ std::uint64_t run_stream(const Options& o, Work work, std::string& decoder) {
   return summary.done;
 }
 
-Row measure(const Options& o, Work work, int streams) {
+Row measure(const Options& o, Work work, int streams, int decoders) {
   Row row;
   row.work = work;
   row.streams = streams;
+  row.decoders = decoders;
   std::vector<std::thread> threads;
   std::atomic<std::uint64_t> frames{0};
-  std::vector<std::string> failures(streams), decoders(streams);
+  std::vector<std::string> failures(streams), descriptions(streams);
+  const int decoders_per_stream = decoders;
   const Clock::time_point start = Clock::now();
   for (int s = 0; s < streams; ++s) {
     threads.emplace_back([&, s] {
       try {
-        frames += run_stream(o, work, decoders[s]);
+        frames += run_stream(o, work, decoders_per_stream, descriptions[s]);
       } catch (const std::exception& e) {
         failures[s] = e.what();
       }
@@ -229,7 +237,7 @@ Row measure(const Options& o, Work work, int streams) {
     if (!failure.empty()) throw std::runtime_error(failure);
   }
   row.frames = frames;
-  row.decoder = decoders.front();  // empty for the ceiling
+  row.decoder = descriptions.front();  // empty for the ceiling
   return row;
 }
 
@@ -239,17 +247,27 @@ int run(const Options& o) {
     return 1;
   }
   std::vector<Row> rows;
-  std::printf("%-22s %8s %8s %10s %12s\n", "row", "streams", "frames", "seconds", "frames/s");
-  for (const Work work : {Work::nvdec_alone, Work::decode, Work::chain_on_device, Work::chain_to_host}) {
-    for (const int streams : o.streams) {
-      rows.push_back(measure(o, work, streams));
-      const Row& r = rows.back();
-      std::printf("%-22s %8d %8llu %10.3f %12.1f\n", name_of(work), streams,
-                  static_cast<unsigned long long>(r.frames), r.seconds, r.frames_per_s());
-      std::fflush(stdout);
-    }
+  std::printf("%-22s %8s %9s %8s %10s %12s\n", "row", "streams", "decoders", "frames", "seconds", "frames/s");
+  auto add = [&](Work work, int streams, int decoders) {
+    rows.push_back(measure(o, work, streams, decoders));
+    const Row& r = rows.back();
+    std::printf("%-22s %8d %9d %8llu %10.3f %12.1f\n", name_of(work), streams, r.streams * decoders,
+                static_cast<unsigned long long>(r.frames), r.seconds, r.frames_per_s());
+    std::fflush(stdout);
+  };
+  std::vector<int> ceilings = o.streams;  // the split rows' ceiling: as many bare streams as decoders
+  for (const int decoders : o.split) {
+    if (std::ranges::find(ceilings, decoders) == ceilings.end()) ceilings.push_back(decoders);
   }
-  std::printf("decoder: %s; chain: %s\n", rows.back().decoder.c_str(), o.ops.c_str());
+  for (const int streams : ceilings) add(Work::nvdec_alone, streams, 1);
+  for (const Work work : {Work::decode, Work::chain_on_device, Work::chain_to_host}) {
+    for (const int streams : o.streams) add(work, streams, 1);
+    for (const int decoders : o.split) add(work, 1, decoders);
+  }
+  std::printf("decoder: %s; chain: %s\n", rows[rows.size() - 1 - o.split.size()].decoder.c_str(), o.ops.c_str());
+  for (std::size_t i = rows.size() - o.split.size(); i < rows.size(); ++i) {
+    std::printf("split over %d: %s\n", rows[i].decoders, rows[i].decoder.c_str());
+  }
   if (!o.json.empty()) {
     nlohmann::json out;
     out["input"] = o.input.string();
@@ -257,8 +275,9 @@ int run(const Options& o) {
     out["ops"] = o.ops;
     out["slots"] = o.slots;
     for (const Row& r : rows) {
-      out["rows"].push_back({{"row", name_of(r.work)}, {"streams", r.streams}, {"frames", r.frames},
-                             {"seconds", r.seconds}, {"frames_per_s", r.frames_per_s()}});
+      out["rows"].push_back({{"row", name_of(r.work)}, {"streams", r.streams}, {"decoders_per_stream", r.decoders},
+                             {"frames", r.frames}, {"seconds", r.seconds}, {"frames_per_s", r.frames_per_s()},
+                             {"decoder", r.decoder}});
     }
     std::ofstream(o.json) << out.dump(2) << "\n";
   }
@@ -277,6 +296,10 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  app.add_option("--split", o.split,
+                 "Also measure one stream cut at its IDR pictures over each of these decoder counts (e.g. 7)")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 64));
   app.add_option("--ops", o.ops, "The chain of the chain rows")->capture_default_str();
   app.add_option("--slots", o.slots, "Frames in flight in each stream's engine")
       ->check(CLI::Range(1, 128))

@@ -8,10 +8,14 @@
 #define FFNV_DEBUG_LOG_FUNC(logctx, msg, ...)
 #include <ffnvcodec/dynlink_loader.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -131,209 +135,94 @@ std::string refusal_of(const CUVIDEOFORMAT& format) {
 constexpr unsigned kExtraDecodeSurfaces = 4;
 // Pictures the parser keeps back before display, so that decoding runs ahead of mapping.
 constexpr unsigned kDisplayDelay = 2;
-constexpr std::size_t kChunkBytes = 1 << 20;
+constexpr std::size_t kReadBytes = 1 << 20;
 
-// One stream on one NVDEC engine. A thread of its own feeds the file to libnvcuvid's parser, whose callbacks
-// create the decoder, decode each picture and, in display order, map the decoded surface and hand it to the
-// reader: the callback waits until the reader has converted the surface into its frame, then unmaps it. So at
-// most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is copied twice.
-class NvdecReader final : public FrameReader {
+struct Surface {
+  unsigned long long pointer = 0;
+  unsigned pitch = 0;
+};
+
+// The decoded stream as the reader hands it out, from its sequence header.
+struct StreamFormat {
+  Size size;               // the display area
+  int surface_height = 0;  // rows of the mapped luma plane; the chroma plane follows them
+  int surface_width = 0;   // samples per row of either plane that hold the picture (even)
+  int bytes_per_sample = 1;
+  VideoColor color;
+  std::optional<double> frame_rate;
+  std::string description;
+
+  std::size_t nv12_bytes() const {
+    return static_cast<std::size_t>(surface_width) * bytes_per_sample * (surface_height + surface_height / 2);
+  }
+};
+
+// One NVDEC decoder on the thread that drives a parser: made at the stream's first sequence header and kept
+// while the format stays (also across parsers, for a stream decoded in chunks).
+class NvdecDecoder {
  public:
-  NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec) : path_(path), codec_(codec) {
-    check_device(cudaGetDevice(&device_), "cudaGetDevice");
-    copy_stream_ = DeviceStream::create();  // before the file is opened: nothing to close if it throws
-    file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) throw IoError(path, std::strerror(errno));
-    decoder_thread_ = std::thread([this] { decode_all(); });
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return format_.has_value() || ended_; });
-    if (format_) return;
-    lock.unlock();
-    stop();
-    if (!refusal_.empty()) throw GpuVideoRefusal(path, refusal_);
-    throw IoError(path, failure_.empty() ? std::string("no ") + codec_name(codec) +
-                                               " sequence header: not an elementary stream of that codec, or empty"
-                                         : failure_);
+  NvdecDecoder() = default;
+  NvdecDecoder(const NvdecDecoder&) = delete;
+  NvdecDecoder& operator=(const NvdecDecoder&) = delete;
+  ~NvdecDecoder() { destroy(); }
+
+  // On the thread that made it, where the context is current.
+  void destroy() {
+    if (decoder_ != nullptr) nvcuvid().api->cuvidDestroyDecoder(decoder_);
+    decoder_ = nullptr;
   }
 
-  ~NvdecReader() override { stop(); }
+  bool created() const { return decoder_ != nullptr; }
+  const StreamFormat& format() const { return format_; }
 
-  std::optional<Size> next_size() override {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return (shown_ && !taken_) || ended_; });
-    if (shown_ && !taken_) return size_;
-    if (!failure_.empty()) {
-      throw IoError(path_, failure_ + " (after " + std::to_string(frames_shown_) + " frames)");
+  // The parser's sequence callback: the decode surfaces to allocate. Returns nullopt with `refusal` set where
+  // NVDEC cannot take the stream; throws when decoder creation fails or the format changes mid-stream.
+  std::optional<unsigned> on_sequence(const CUVIDEOFORMAT& format, std::string& refusal) {
+    if (decoder_ != nullptr) {
+      if (format.coded_width == coded_width_ && format.coded_height == coded_height_ &&
+          format.chroma_format == cudaVideoChromaFormat_420 && format.bit_depth_luma_minus8 == bit_depth_minus8_) {
+        return decode_surfaces_;
+      }
+      throw std::runtime_error("the stream changes its format (to " + std::to_string(format.coded_width) + "x" +
+                               std::to_string(format.coded_height) + "); imgpipe decodes one format per stream");
     }
-    return std::nullopt;
+    refusal = refusal_of(format);
+    if (!refusal.empty()) return std::nullopt;
+    create(format);
+    return decode_surfaces_;
   }
 
-  bool decodes_on_device() const override { return true; }
-
-  void read_to_device(const DeviceFrame& frame) override {
-    const HandBack hand_back{*this};
-    convert(frame);
-    check_device(cudaStreamSynchronize(frame.stream), "cudaStreamSynchronize");  // unmapped once this returns
+  void decode(CUVIDPICPARAMS* picture) {
+    check_cuvid(nvcuvid().api->cuvidDecodePicture(decoder_, picture), "cuvidDecodePicture");
   }
 
-  void read(FrameView frame) override {
-    const HandBack hand_back{*this};
-    const std::size_t bytes = 3 * frame.size.pixels();
-    scratch_.grow(bytes);
-    convert(DeviceFrame{scratch_.data(), frame.size, copy_stream_.get()});
-    check_device(cudaMemcpyAsync(frame.data, scratch_.data(), bytes, cudaMemcpyDeviceToHost, copy_stream_.get()),
-                 "cudaMemcpyAsync");
-    copy_stream_.synchronize();
+  // Maps a picture in display order; the surface is complete on return. `damaged` says whether NVDEC reported
+  // errors in it (it conceals them).
+  Surface map(const CUVIDPARSERDISPINFO& shown, const DeviceStream& stream, bool& damaged) {
+    const CuvidFunctions& api = *nvcuvid().api;
+    CUVIDGETDECODESTATUS status{};
+    damaged = api.cuvidGetDecodeStatus(decoder_, shown.picture_index, &status) == CUDA_SUCCESS &&
+              (status.decodeStatus == cuvidDecodeStatus_Error ||
+               status.decodeStatus == cuvidDecodeStatus_Error_Concealed);
+    CUVIDPROCPARAMS processing{};
+    processing.progressive_frame = shown.progressive_frame;
+    processing.second_field = shown.repeat_first_field + 1;
+    processing.top_field_first = shown.top_field_first;
+    processing.unpaired_field = shown.repeat_first_field < 0;
+    processing.output_stream = stream.get();
+    Surface surface;
+    check_cuvid(api.cuvidMapVideoFrame(decoder_, shown.picture_index, &surface.pointer, &surface.pitch, &processing),
+                "cuvidMapVideoFrame");
+    stream.synchronize();  // the surface is complete before another stream reads it
+    return surface;
   }
 
-  std::optional<double> frame_rate() const override { return frame_rate_; }
-
-  std::vector<std::uint64_t> corrupt_frames() const override {
-    const std::lock_guard lock(mutex_);
-    return corrupt_;
+  void unmap(const Surface& surface) {
+    check_cuvid(nvcuvid().api->cuvidUnmapVideoFrame(decoder_, surface.pointer), "cuvidUnmapVideoFrame");
   }
-
-  std::string decoder() const override { return description_; }
 
  private:
-  struct Surface {
-    unsigned long long pointer = 0;
-    unsigned pitch = 0;
-  };
-
-  // Returns the shown surface to the decoder thread, also when the conversion threw.
-  struct HandBack {
-    NvdecReader& reader;
-    ~HandBack() {
-      {
-        const std::lock_guard lock(reader.mutex_);
-        reader.taken_ = true;
-      }
-      reader.changed_.notify_all();
-    }
-  };
-
-  void convert(const DeviceFrame& frame) {
-    Surface surface;
-    {
-      const std::lock_guard lock(mutex_);
-      if (!shown_ || taken_) throw std::logic_error("NVDEC reader: read() without a frame from next_size()");
-      surface = *shown_;
-    }
-    const auto* luma = reinterpret_cast<const std::uint8_t*>(surface.pointer);
-    const VideoSurface nv12{luma, luma + static_cast<std::size_t>(surface.pitch) * surface_height_, surface.pitch,
-                            {size_.width, size_.height}, bytes_per_sample_};
-    convert_video_surface(nv12, color_, frame);
-  }
-
-  void stop() {
-    {
-      const std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    changed_.notify_all();
-    if (decoder_thread_.joinable()) decoder_thread_.join();
-    if (file_ != nullptr) std::fclose(file_);
-    file_ = nullptr;
-  }
-
-  bool stopping() {
-    const std::lock_guard lock(mutex_);
-    return stopping_;
-  }
-
-  void fail(const std::string& why) {
-    const std::lock_guard lock(mutex_);
-    if (failure_.empty()) failure_ = why;
-    stopping_ = true;
-  }
-
-  // The decoder thread: parses the whole file, then says the stream ended.
-  void decode_all() {
-    try {
-      check_device(cudaSetDevice(device_), "cudaSetDevice");  // the device's primary context, current for libnvcuvid
-      check_device(cudaFree(nullptr), "cudaFree");
-      map_stream_ = DeviceStream::create();
-      const CuvidFunctions& api = *nvcuvid().api;
-      CUVIDPARSERPARAMS params{};
-      params.CodecType = codec_;
-      params.ulMaxNumDecodeSurfaces = 1;  // the sequence callback's return value sets the real count
-      params.ulErrorThreshold = 100;       // decode damaged pictures too: NVDEC conceals, the stream goes on
-      params.ulMaxDisplayDelay = kDisplayDelay;
-      params.pUserData = this;
-      params.pfnSequenceCallback = [](void* self, CUVIDEOFORMAT* format) {
-        return static_cast<NvdecReader*>(self)->on_sequence(*format);
-      };
-      params.pfnDecodePicture = [](void* self, CUVIDPICPARAMS* picture) {
-        return static_cast<NvdecReader*>(self)->on_decode(picture);
-      };
-      params.pfnDisplayPicture = [](void* self, CUVIDPARSERDISPINFO* shown) {
-        return static_cast<NvdecReader*>(self)->on_display(shown);
-      };
-      check_cuvid(api.cuvidCreateVideoParser(&parser_, &params), "cuvidCreateVideoParser");
-      std::vector<unsigned char> chunk(kChunkBytes);
-      while (!stopping()) {
-        const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file_);
-        if (got == 0) {
-          if (std::ferror(file_)) fail(std::string("reading failed: ") + std::strerror(errno));
-          break;
-        }
-        CUVIDSOURCEDATAPACKET packet{};
-        packet.payload = chunk.data();
-        packet.payload_size = got;
-        check_cuvid(api.cuvidParseVideoData(parser_, &packet), "cuvidParseVideoData");
-      }
-      if (!stopping()) {
-        CUVIDSOURCEDATAPACKET end{};
-        end.flags = CUVID_PKT_ENDOFSTREAM;
-        check_cuvid(api.cuvidParseVideoData(parser_, &end), "cuvidParseVideoData");
-      }
-    } catch (const std::exception& e) {
-      fail(e.what());
-    }
-    if (parser_ != nullptr) nvcuvid().api->cuvidDestroyVideoParser(parser_);
-    if (decoder_ != nullptr) nvcuvid().api->cuvidDestroyDecoder(decoder_);
-    map_stream_ = DeviceStream();
-    {
-      const std::lock_guard lock(mutex_);
-      ended_ = true;
-    }
-    changed_.notify_all();
-  }
-
-  // Returns the decode surfaces to allocate (> 1), or 0 to stop the parser.
-  int on_sequence(const CUVIDEOFORMAT& format) {
-    try {
-      if (decoder_ != nullptr) {
-        if (format.coded_width == coded_width_ && format.coded_height == coded_height_ &&
-            format.chroma_format == cudaVideoChromaFormat_420 && format.bit_depth_luma_minus8 == bit_depth_minus8_) {
-          return static_cast<int>(decode_surfaces_);
-        }
-        fail("the stream changes its format after frame " + std::to_string(frames_shown_) + " (to " +
-             std::to_string(format.coded_width) + "x" + std::to_string(format.coded_height) +
-             "); imgpipe decodes one format per stream");
-        return 0;
-      }
-      if (std::string refusal = refusal_of(format); !refusal.empty()) {
-        const std::lock_guard lock(mutex_);
-        refusal_ = std::move(refusal);
-        stopping_ = true;
-        return 0;
-      }
-      create_decoder(format);
-      {
-        const std::lock_guard lock(mutex_);
-        format_ = format;
-      }
-      changed_.notify_all();
-      return static_cast<int>(decode_surfaces_);
-    } catch (const std::exception& e) {
-      fail(e.what());
-      return 0;
-    }
-  }
-
-  void create_decoder(const CUVIDEOFORMAT& format) {
+  void create(const CUVIDEOFORMAT& format) {
     const int width = format.display_area.right - format.display_area.left;
     const int height = format.display_area.bottom - format.display_area.top;
     coded_width_ = format.coded_width;
@@ -362,22 +251,179 @@ class NvdecReader final : public FrameReader {
     info.ulTargetWidth = (width + 1) & ~1;
     info.ulTargetHeight = (height + 1) & ~1;
     check_cuvid(nvcuvid().api->cuvidCreateDecoder(&decoder_, &info), "cuvidCreateDecoder");
-    size_ = Size{width, height};
-    surface_height_ = static_cast<int>(info.ulTargetHeight);
-    bytes_per_sample_ = bit_depth_minus8_ > 0 ? 2 : 1;
-    color_ = color_of(format);
+    format_.size = Size{width, height};
+    format_.surface_width = static_cast<int>(info.ulTargetWidth);
+    format_.surface_height = static_cast<int>(info.ulTargetHeight);
+    format_.bytes_per_sample = bit_depth_minus8_ > 0 ? 2 : 1;
+    format_.color = color_of(format);
     if (format.frame_rate.numerator > 0 && format.frame_rate.denominator > 0) {
-      frame_rate_ = static_cast<double>(format.frame_rate.numerator) / format.frame_rate.denominator;
+      format_.frame_rate = static_cast<double>(format.frame_rate.numerator) / format.frame_rate.denominator;
     }
-    description_ = std::string("NVDEC (") + codec_name(format.codec) + ", " + std::to_string(bit_depth_minus8_ + 8) +
-                   "-bit 4:2:0, " + matrix_name(color_.matrix) + (color_.full_range ? " full" : " limited") +
-                   " range)";
+    format_.description = std::string("NVDEC (") + codec_name(format.codec) + ", " +
+                          std::to_string(bit_depth_minus8_ + 8) + "-bit 4:2:0, " + matrix_name(format_.color.matrix) +
+                          (format_.color.full_range ? " full" : " limited") + " range)";
+  }
+
+  CUvideodecoder decoder_ = nullptr;
+  unsigned coded_width_ = 0, coded_height_ = 0, bit_depth_minus8_ = 0, decode_surfaces_ = 0;
+  StreamFormat format_;
+};
+
+// A libnvcuvid parser whose callbacks go to `owner`'s on_sequence, on_decode and on_display (each returns what
+// the parser's callback returns).
+template <typename Owner>
+class Parser {
+ public:
+  Parser(cudaVideoCodec codec, Owner& owner) {
+    CUVIDPARSERPARAMS params{};
+    params.CodecType = codec;
+    params.ulMaxNumDecodeSurfaces = 1;  // the sequence callback's return value sets the real count
+    params.ulErrorThreshold = 100;       // decode damaged pictures too: NVDEC conceals, the stream goes on
+    params.ulMaxDisplayDelay = kDisplayDelay;
+    params.pUserData = &owner;
+    params.pfnSequenceCallback = [](void* self, CUVIDEOFORMAT* format) {
+      return static_cast<Owner*>(self)->on_sequence(*format);
+    };
+    params.pfnDecodePicture = [](void* self, CUVIDPICPARAMS* picture) {
+      return static_cast<Owner*>(self)->on_decode(picture);
+    };
+    params.pfnDisplayPicture = [](void* self, CUVIDPARSERDISPINFO* shown) {
+      return shown == nullptr ? 1 : static_cast<Owner*>(self)->on_display(*shown);
+    };
+    check_cuvid(nvcuvid().api->cuvidCreateVideoParser(&parser_, &params), "cuvidCreateVideoParser");
+  }
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
+  ~Parser() { nvcuvid().api->cuvidDestroyVideoParser(parser_); }
+
+  void parse(const unsigned char* bytes, std::size_t size) {
+    CUVIDSOURCEDATAPACKET packet{};
+    packet.payload = bytes;
+    packet.payload_size = size;
+    check_cuvid(nvcuvid().api->cuvidParseVideoData(parser_, &packet), "cuvidParseVideoData");
+  }
+
+  // Shows the pictures still held back.
+  void end_of_stream() {
+    CUVIDSOURCEDATAPACKET end{};
+    end.flags = CUVID_PKT_ENDOFSTREAM;
+    check_cuvid(nvcuvid().api->cuvidParseVideoData(parser_, &end), "cuvidParseVideoData");
+  }
+
+ private:
+  CUvideoparser parser_ = nullptr;
+};
+
+// Makes the device's primary context current on a decoder thread, for libnvcuvid.
+void use_device_on_this_thread(int device) {
+  check_device(cudaSetDevice(device), "cudaSetDevice");
+  check_device(cudaFree(nullptr), "cudaFree");
+}
+
+VideoSurface nv12_of(const StreamFormat& format, const Surface& surface) {
+  const auto* luma = reinterpret_cast<const std::uint8_t*>(surface.pointer);
+  return {luma, luma + static_cast<std::size_t>(surface.pitch) * format.surface_height, surface.pitch,
+          {format.size.width, format.size.height}, format.bytes_per_sample};
+}
+
+// What both readers share: the frame handed to the host through a device scratch buffer.
+void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scratch, const DeviceStream& stream) {
+  const std::size_t bytes = 3 * frame.size.pixels();
+  scratch.grow(bytes);
+  reader.read_to_device(DeviceFrame{scratch.data(), frame.size, stream.get()});
+  check_device(cudaMemcpyAsync(frame.data, scratch.data(), bytes, cudaMemcpyDeviceToHost, stream.get()),
+               "cudaMemcpyAsync");
+  stream.synchronize();
+}
+
+// One stream on one NVDEC engine. A thread of its own feeds the file to libnvcuvid's parser, whose callbacks
+// create the decoder, decode each picture and, in display order, map the decoded surface and hand it to the
+// reader: the callback waits until the reader has converted the surface into its frame, then unmaps it. So at
+// most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is copied twice.
+class NvdecReader final : public FrameReader {
+ public:
+  NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec) : path_(path), codec_(codec) {
+    check_device(cudaGetDevice(&device_), "cudaGetDevice");
+    copy_stream_ = DeviceStream::create();  // before the file is opened: nothing to close if it throws
+    file_ = std::fopen(path.c_str(), "rb");
+    if (file_ == nullptr) throw IoError(path, std::strerror(errno));
+    decoder_thread_ = std::thread([this] { decode_all(); });
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return format_known_ || ended_; });
+    if (format_known_) return;
+    lock.unlock();
+    stop();
+    if (!refusal_.empty()) throw GpuVideoRefusal(path, refusal_);
+    throw IoError(path, failure_.empty() ? std::string("no ") + codec_name(codec) +
+                                               " sequence header: not an elementary stream of that codec, or empty"
+                                         : failure_);
+  }
+
+  ~NvdecReader() override { stop(); }
+
+  std::optional<Size> next_size() override {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return (shown_ && !taken_) || ended_; });
+    if (shown_ && !taken_) return format_.size;
+    if (!failure_.empty()) {
+      throw IoError(path_, failure_ + " (after " + std::to_string(frames_shown_) + " frames)");
+    }
+    return std::nullopt;
+  }
+
+  bool decodes_on_device() const override { return true; }
+
+  void read_to_device(const DeviceFrame& frame) override {
+    const HandBack hand_back{*this};
+    Surface surface;
+    {
+      const std::lock_guard lock(mutex_);
+      if (!shown_ || taken_) throw std::logic_error("NVDEC reader: read() without a frame from next_size()");
+      surface = *shown_;
+    }
+    convert_video_surface(nv12_of(format_, surface), format_.color, frame);
+    check_device(cudaStreamSynchronize(frame.stream), "cudaStreamSynchronize");  // unmapped once this returns
+  }
+
+  void read(FrameView frame) override { read_through_device(*this, frame, scratch_, copy_stream_); }
+
+  std::optional<double> frame_rate() const override { return format_.frame_rate; }
+
+  std::vector<std::uint64_t> corrupt_frames() const override {
+    const std::lock_guard lock(mutex_);
+    return corrupt_;
+  }
+
+  std::string decoder() const override { return format_.description; }
+
+  // The parser's callbacks, on the decoder thread.
+  int on_sequence(const CUVIDEOFORMAT& format) {
+    try {
+      std::string refusal;
+      const std::optional<unsigned> surfaces = decoder_.on_sequence(format, refusal);
+      if (!surfaces) {
+        const std::lock_guard lock(mutex_);
+        refusal_ = std::move(refusal);
+        stopping_ = true;
+        return 0;
+      }
+      if (!format_known_) {
+        const std::lock_guard lock(mutex_);
+        format_ = decoder_.format();
+        format_known_ = true;
+      }
+      changed_.notify_all();
+      return static_cast<int>(*surfaces);
+    } catch (const std::exception& e) {
+      fail(e.what());
+      return 0;
+    }
   }
 
   int on_decode(CUVIDPICPARAMS* picture) {
     if (stopping()) return 0;
     try {
-      check_cuvid(nvcuvid().api->cuvidDecodePicture(decoder_, picture), "cuvidDecodePicture");
+      decoder_.decode(picture);
       return 1;
     } catch (const std::exception& e) {
       fail(e.what());
@@ -385,25 +431,11 @@ class NvdecReader final : public FrameReader {
     }
   }
 
-  int on_display(CUVIDPARSERDISPINFO* shown) {
-    if (shown == nullptr || stopping()) return 1;
+  int on_display(const CUVIDPARSERDISPINFO& shown) {
+    if (stopping()) return 1;
     try {
-      const CuvidFunctions& api = *nvcuvid().api;
-      CUVIDGETDECODESTATUS status{};
-      const bool damaged = api.cuvidGetDecodeStatus(decoder_, shown->picture_index, &status) == CUDA_SUCCESS &&
-                           (status.decodeStatus == cuvidDecodeStatus_Error ||
-                            status.decodeStatus == cuvidDecodeStatus_Error_Concealed);
-      CUVIDPROCPARAMS processing{};
-      processing.progressive_frame = shown->progressive_frame;
-      processing.second_field = shown->repeat_first_field + 1;
-      processing.top_field_first = shown->top_field_first;
-      processing.unpaired_field = shown->repeat_first_field < 0;
-      processing.output_stream = map_stream_.get();
-      Surface surface;
-      check_cuvid(api.cuvidMapVideoFrame(decoder_, shown->picture_index, &surface.pointer, &surface.pitch,
-                                         &processing),
-                  "cuvidMapVideoFrame");
-      map_stream_.synchronize();  // the surface is complete before another stream reads it
+      bool damaged = false;
+      const Surface surface = decoder_.map(shown, map_stream_, damaged);
       {
         std::unique_lock lock(mutex_);
         if (damaged) corrupt_.push_back(frames_shown_);
@@ -414,7 +446,7 @@ class NvdecReader final : public FrameReader {
         shown_.reset();
         ++frames_shown_;
       }
-      check_cuvid(api.cuvidUnmapVideoFrame(decoder_, surface.pointer), "cuvidUnmapVideoFrame");
+      decoder_.unmap(surface);
       return 1;
     } catch (const std::exception& e) {
       fail(e.what());
@@ -422,36 +454,439 @@ class NvdecReader final : public FrameReader {
     }
   }
 
+ private:
+  // Returns the shown surface to the decoder thread, also when the conversion threw.
+  struct HandBack {
+    NvdecReader& reader;
+    ~HandBack() {
+      {
+        const std::lock_guard lock(reader.mutex_);
+        reader.taken_ = true;
+      }
+      reader.changed_.notify_all();
+    }
+  };
+
+  void stop() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    if (decoder_thread_.joinable()) decoder_thread_.join();
+    if (file_ != nullptr) std::fclose(file_);
+    file_ = nullptr;
+  }
+
+  bool stopping() {
+    const std::lock_guard lock(mutex_);
+    return stopping_;
+  }
+
+  void fail(const std::string& why) {
+    const std::lock_guard lock(mutex_);
+    if (failure_.empty()) failure_ = why;
+    stopping_ = true;
+  }
+
+  // The decoder thread: parses the whole file, then says the stream ended.
+  void decode_all() {
+    try {
+      use_device_on_this_thread(device_);
+      map_stream_ = DeviceStream::create();
+      Parser parser(codec_, *this);
+      std::vector<unsigned char> bytes(kReadBytes);
+      while (!stopping()) {
+        const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file_);
+        if (got == 0) {
+          if (std::ferror(file_)) fail(std::string("reading failed: ") + std::strerror(errno));
+          break;
+        }
+        parser.parse(bytes.data(), got);
+      }
+      if (!stopping()) parser.end_of_stream();
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    decoder_.destroy();
+    map_stream_ = DeviceStream();
+    {
+      const std::lock_guard lock(mutex_);
+      ended_ = true;
+    }
+    changed_.notify_all();
+  }
+
   const std::filesystem::path path_;
   const cudaVideoCodec codec_;
   int device_ = 0;
   std::FILE* file_ = nullptr;
-  DeviceStream copy_stream_;    // read(): the frame to the host
-  DeviceBuffer scratch_;  // read(): the converted frame before it goes to the host
+  DeviceStream copy_stream_;  // read(): the frame to the host
+  DeviceBuffer scratch_;      // read(): the converted frame before it goes to the host
   std::thread decoder_thread_;
 
-  // Owned by the decoder thread; the reader reads the format fields only after format_ is set.
-  CUvideoparser parser_ = nullptr;
-  CUvideodecoder decoder_ = nullptr;
+  // Owned by the decoder thread.
+  NvdecDecoder decoder_;
   DeviceStream map_stream_;
-  unsigned coded_width_ = 0, coded_height_ = 0, bit_depth_minus8_ = 0, decode_surfaces_ = 0;
-  Size size_;
-  int surface_height_ = 0;
-  int bytes_per_sample_ = 1;
-  VideoColor color_;
-  std::optional<double> frame_rate_;
-  std::string description_;
 
-  // Shared, under mutex_.
+  // Shared, under mutex_; format_ is written once, before format_known_ is set, and only read after.
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::optional<CUVIDEOFORMAT> format_;  // set once the decoder exists
-  std::optional<Surface> shown_;         // mapped, waiting for the reader
-  bool taken_ = false;                   // the reader is done with shown_
+  StreamFormat format_;
+  bool format_known_ = false;
+  std::optional<Surface> shown_;  // mapped, waiting for the reader
+  bool taken_ = false;            // the reader is done with shown_
   bool stopping_ = false;
   bool ended_ = false;
   std::string refusal_, failure_;
   std::uint64_t frames_shown_ = 0;
+  std::vector<std::uint64_t> corrupt_;
+};
+
+// Device memory all of a split stream's decoders may hold in decoded frames waiting for their turn, unless the
+// caller says: a quarter of what is free when the first frame is decoded, at most 8 GiB (2,700 1080p frames).
+constexpr std::size_t kMaxSplitBufferBytes = std::size_t{8} << 30;
+// Frames each decoder may hold at least, whatever the budget: enough to decode ahead while a frame is read.
+constexpr std::size_t kMinSplitBufferFrames = 8;
+
+// One stream decoded on several NVDEC engines at once. The stream is cut at its IDR pictures (AnnexBSplitter)
+// into chunks; each decoder thread takes the next chunk in stream order, decodes it with a parser of its own
+// (the decoder itself is kept from chunk to chunk) and copies each picture, in display order, out of its
+// surface into a device NV12 buffer of its own pool. The reader hands the frames out chunk after chunk, so the
+// order is the stream's. A decoder whose pool is full waits until the reader has taken frames from it; the
+// chunk being read is always being decoded or done, so the reader never waits on a decoder that waits on it.
+// What it costs: each decoder's pool (up to the budget above), and a frame of chunk k reaches the reader only
+// once the frames of the chunks before it have.
+class SplitNvdecReader final : public FrameReader {
+ public:
+  SplitNvdecReader(const std::filesystem::path& path, cudaVideoCodec codec, VideoCodec stream_codec,
+                   const GpuVideoSplit& split)
+      : path_(path), codec_(codec), buffer_bytes_(split.buffer_bytes), min_chunk_pictures_(split.min_chunk_pictures) {
+    check_device(cudaGetDevice(&device_), "cudaGetDevice");
+    copy_stream_ = DeviceStream::create();
+    file_.open(path, std::ios::binary);
+    if (!file_) throw IoError(path, std::strerror(errno));
+    splitter_.emplace(file_, path, stream_codec, split.min_chunk_pictures);
+    lanes_.reserve(split.decoders);
+    for (int d = 0; d < split.decoders; ++d) lanes_.push_back(std::make_unique<Lane>(*this));
+    for (const std::unique_ptr<Lane>& lane : lanes_) lane->thread = std::thread([lane = lane.get()] { lane->run(); });
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return format_known_ || lanes_ended_ == lanes_.size(); });
+    if (format_known_) return;
+    lock.unlock();
+    stop();
+    if (!refusal_.empty()) throw GpuVideoRefusal(path, refusal_);
+    throw IoError(path, failure_.empty() ? std::string("no ") + codec_name(codec) +
+                                               " sequence header: not an elementary stream of that codec, or empty"
+                                         : failure_);
+  }
+
+  ~SplitNvdecReader() override { stop(); }
+
+  std::optional<Size> next_size() override {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return !failure_.empty() || !refusal_.empty() || readable_or_done(); });
+      if (!failure_.empty() || !refusal_.empty()) {
+        throw IoError(path_, (failure_.empty() ? refusal_ : failure_) + " (after " + std::to_string(frames_read_) +
+                                 " frames)");
+      }
+      const auto chunk = chunks_.find(reading_chunk_);
+      if (chunk == chunks_.end()) return std::nullopt;  // every chunk read
+      if (!chunk->second.frames.empty()) return format_.size;
+      chunks_.erase(chunk);  // done and read: on to the next
+      ++reading_chunk_;
+    }
+  }
+
+  bool decodes_on_device() const override { return true; }
+
+  void read_to_device(const DeviceFrame& frame) override {
+    Decoded decoded;
+    {
+      const std::lock_guard lock(mutex_);
+      const auto chunk = chunks_.find(reading_chunk_);
+      if (chunk == chunks_.end() || chunk->second.frames.empty()) {
+        throw std::logic_error("NVDEC reader: read() without a frame from next_size()");
+      }
+      decoded = chunk->second.frames.front();
+      chunk->second.frames.pop_front();
+      if (decoded.damaged) corrupt_.push_back(frames_read_);
+      ++frames_read_;
+    }
+    // Back to its decoder's pool once converted, also when the conversion throws.
+    struct GiveBack {
+      SplitNvdecReader& reader;
+      const Decoded& decoded;
+      ~GiveBack() {
+        {
+          const std::lock_guard lock(reader.mutex_);
+          decoded.lane->free.push_back(decoded.buffer);
+        }
+        reader.changed_.notify_all();
+      }
+    } give_back{*this, decoded};
+    const Surface surface{reinterpret_cast<unsigned long long>(decoded.buffer),
+                          static_cast<unsigned>(format_.surface_width * format_.bytes_per_sample)};
+    convert_video_surface(nv12_of(format_, surface), format_.color, frame);
+    check_device(cudaStreamSynchronize(frame.stream), "cudaStreamSynchronize");
+  }
+
+  void read(FrameView frame) override { read_through_device(*this, frame, scratch_, copy_stream_); }
+
+  std::optional<double> frame_rate() const override { return format_.frame_rate; }
+
+  std::vector<std::uint64_t> corrupt_frames() const override {
+    const std::lock_guard lock(mutex_);
+    return corrupt_;
+  }
+
+  std::string decoder() const override {
+    const std::lock_guard lock(mutex_);
+    const std::string chunks = std::to_string(chunks_handed_out_) + " chunk" + (chunks_handed_out_ == 1 ? "" : "s");
+    if (splitter_done_ && chunks_handed_out_ == 1) {
+      return format_.description + ", one decoder: no IDR picture to cut the stream at after its first " +
+             std::to_string(min_chunk_pictures_) + " pictures (open GOPs, or a short stream)";
+    }
+    return format_.description + ", " + std::to_string(lanes_.size()) + " decoders on " + chunks +
+           " cut at IDR pictures";
+  }
+
+ private:
+  struct Lane;
+  struct Decoded {
+    Lane* lane = nullptr;
+    std::uint8_t* buffer = nullptr;  // NV12/P016, rows of format_.surface_width samples
+    bool damaged = false;
+  };
+  struct ChunkFrames {
+    std::deque<Decoded> frames;  // decoded, in display order, not yet read
+    bool decoded = false;        // every frame of the chunk is in `frames` or was read
+  };
+
+  // One decoder and the thread that drives it, chunk after chunk.
+  struct Lane {
+    explicit Lane(SplitNvdecReader& r) : reader(r) {}
+    SplitNvdecReader& reader;
+    std::thread thread;
+    NvdecDecoder decoder;
+    DeviceStream stream;  // maps and copies the surfaces
+    std::vector<DeviceBuffer> pool;
+    std::vector<std::uint8_t*> free;  // of pool, under the reader's mutex_
+    std::size_t max_pool = 0;
+    std::uint64_t chunk = 0;  // being decoded
+
+    void run() {
+      try {
+        use_device_on_this_thread(reader.device_);
+        stream = DeviceStream::create();
+        while (std::optional<StreamChunk> next = reader.take_chunk(chunk)) {
+          Parser parser(reader.codec_, *this);
+          parser.parse(next->bytes.data(), next->bytes.size());
+          if (reader.stopping()) break;
+          parser.end_of_stream();
+          reader.chunk_decoded(chunk);
+        }
+      } catch (const std::exception& e) {
+        reader.fail(e.what());
+      }
+      decoder.destroy();  // the pool stays: frames of it may still be waiting for the reader
+      {
+        const std::lock_guard lock(reader.mutex_);
+        ++reader.lanes_ended_;
+      }
+      reader.changed_.notify_all();
+    }
+
+    int on_sequence(const CUVIDEOFORMAT& format) {
+      try {
+        std::string refusal;
+        const std::optional<unsigned> surfaces = decoder.on_sequence(format, refusal);
+        if (!surfaces) {
+          reader.refuse(refusal);
+          return 0;
+        }
+        reader.format_is(decoder.format());
+        return static_cast<int>(*surfaces);
+      } catch (const std::exception& e) {
+        reader.fail(e.what());
+        return 0;
+      }
+    }
+
+    int on_decode(CUVIDPICPARAMS* picture) {
+      if (reader.stopping()) return 0;
+      try {
+        decoder.decode(picture);
+        return 1;
+      } catch (const std::exception& e) {
+        reader.fail(e.what());
+        return 0;
+      }
+    }
+
+    int on_display(const CUVIDPARSERDISPINFO& shown) {
+      if (reader.stopping()) return 1;
+      try {
+        const StreamFormat& format = decoder.format();
+        std::uint8_t* buffer = take_buffer(format);
+        if (buffer == nullptr) return 1;  // stopping
+        bool damaged = false;
+        const Surface surface = decoder.map(shown, stream, damaged);
+        const std::size_t row_bytes = static_cast<std::size_t>(format.surface_width) * format.bytes_per_sample;
+        const cudaError_t copied =
+            cudaMemcpy2DAsync(buffer, row_bytes, reinterpret_cast<const void*>(surface.pointer), surface.pitch,
+                              row_bytes, format.surface_height + format.surface_height / 2, cudaMemcpyDeviceToDevice,
+                              stream.get());
+        if (copied == cudaSuccess) stream.synchronize();
+        decoder.unmap(surface);
+        check_device(copied, "cudaMemcpy2DAsync");
+        reader.frame_decoded(chunk, Decoded{this, buffer, damaged});
+        return 1;
+      } catch (const std::exception& e) {
+        reader.fail(e.what());
+        return 0;
+      }
+    }
+
+    // A free buffer of the pool, a new one while the pool is below its size, or nullptr once the reader stops.
+    std::uint8_t* take_buffer(const StreamFormat& format) {
+      std::unique_lock lock(reader.mutex_);
+      if (max_pool == 0) {
+        std::size_t free_bytes = 0, total_bytes = 0;
+        check_device(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+        const std::size_t total =
+            reader.buffer_bytes_ > 0 ? reader.buffer_bytes_ : std::min(free_bytes / 4, kMaxSplitBufferBytes);
+        const std::size_t budget = total / reader.lanes_.size();
+        max_pool = std::max(kMinSplitBufferFrames, budget / format.nv12_bytes());
+      }
+      reader.changed_.wait(lock, [&] { return reader.stopping_ || !free.empty() || pool.size() < max_pool; });
+      if (reader.stopping_) return nullptr;
+      if (!free.empty()) {
+        std::uint8_t* buffer = free.back();
+        free.pop_back();
+        return buffer;
+      }
+      pool.emplace_back();
+      pool.back().grow(format.nv12_bytes());
+      return static_cast<std::uint8_t*>(pool.back().data());
+    }
+  };
+
+  bool readable_or_done() const {
+    const auto chunk = chunks_.find(reading_chunk_);
+    if (chunk == chunks_.end()) return splitter_done_ && reading_chunk_ == chunks_handed_out_;
+    return !chunk->second.frames.empty() || chunk->second.decoded;
+  }
+
+  // The next chunk in stream order for a lane, with its number; nullopt at the stream's end or once stopping.
+  std::optional<StreamChunk> take_chunk(std::uint64_t& number) {
+    const std::lock_guard reading(splitter_mutex_);
+    if (stopping()) return std::nullopt;
+    std::optional<StreamChunk> chunk;
+    try {
+      chunk = splitter_->next();
+    } catch (const std::exception& e) {
+      fail(e.what());
+      return std::nullopt;
+    }
+    const std::lock_guard lock(mutex_);
+    if (!chunk) {
+      splitter_done_ = true;
+      changed_.notify_all();
+      return std::nullopt;
+    }
+    number = chunks_handed_out_++;
+    chunks_[number];
+    return chunk;
+  }
+
+  void frame_decoded(std::uint64_t chunk, const Decoded& decoded) {
+    {
+      const std::lock_guard lock(mutex_);
+      chunks_[chunk].frames.push_back(decoded);
+    }
+    changed_.notify_all();
+  }
+
+  void chunk_decoded(std::uint64_t chunk) {
+    {
+      const std::lock_guard lock(mutex_);
+      chunks_[chunk].decoded = true;
+    }
+    changed_.notify_all();
+  }
+
+  void format_is(const StreamFormat& format) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (format_known_) return;  // every lane's decoder has the same format, or fails on its own
+      format_ = format;
+      format_known_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  void refuse(const std::string& why) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (refusal_.empty()) refusal_ = why;
+      stopping_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  void fail(const std::string& why) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (failure_.empty()) failure_ = why;
+      stopping_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  bool stopping() const {
+    const std::lock_guard lock(mutex_);
+    return stopping_;
+  }
+
+  void stop() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    for (const std::unique_ptr<Lane>& lane : lanes_) {
+      if (lane->thread.joinable()) lane->thread.join();
+    }
+  }
+
+  const std::filesystem::path path_;
+  const cudaVideoCodec codec_;
+  const std::size_t buffer_bytes_;  // 0: the default budget
+  const std::uint64_t min_chunk_pictures_;
+  int device_ = 0;
+  DeviceStream copy_stream_;  // read(): the frame to the host
+  DeviceBuffer scratch_;      // read(): the converted frame before it goes to the host
+
+  std::mutex splitter_mutex_;  // the file and the splitter, read by one lane at a time
+  std::ifstream file_;
+  std::optional<AnnexBSplitter> splitter_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+
+  // Shared, under mutex_; format_ is written once, before format_known_ is set, and only read after.
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  StreamFormat format_;
+  bool format_known_ = false;
+  std::map<std::uint64_t, ChunkFrames> chunks_;  // handed out and not yet read
+  std::uint64_t chunks_handed_out_ = 0;
+  bool splitter_done_ = false;
+  std::uint64_t reading_chunk_ = 0;
+  std::uint64_t frames_read_ = 0;
+  std::size_t lanes_ended_ = 0;
+  bool stopping_ = false;
+  std::string refusal_, failure_;
   std::vector<std::uint64_t> corrupt_;
 };
 
@@ -493,13 +928,16 @@ std::vector<std::string> describe_gpu_video() {
   return lines;
 }
 
-std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path) {
+std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit& split) {
   const std::optional<VideoCodec> codec = elementary_stream_codec(path);
   if (!codec) {
     throw GpuVideoRefusal(path, "NVDEC reads H.264 and HEVC elementary streams (.h264, .264, .avc, .hevc, .h265, "
                                 ".265); other files are decoded on the CPU");
   }
   if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
+  if (split.decoders > 1) {
+    return std::make_unique<SplitNvdecReader>(path, cuvid_codec(*codec), *codec, split);
+  }
   return std::make_unique<NvdecReader>(path, cuvid_codec(*codec));
 }
 

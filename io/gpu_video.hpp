@@ -14,6 +14,8 @@
 #include "folder.hpp"
 #include "frame_stream.hpp"
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -37,11 +39,22 @@ class GpuVideoRefusal : public IoError {
   using IoError::IoError;
 };
 
+// How one stream is spread over NVDEC engines: with more than one decoder, the stream is cut at its IDR
+// pictures into chunks of at least `min_chunk_pictures` pictures (AnnexBSplitter), decoded side by side and
+// handed out in the stream's order. A stream with no IDR picture after its first (open GOPs) stays on one.
+// Decoded frames wait for their turn in device memory: `buffer_bytes` of it over all decoders (0: a quarter of
+// what is free, at most 8 GiB), and never less than 8 frames per decoder.
+struct GpuVideoSplit {
+  int decoders = 1;
+  std::uint64_t min_chunk_pictures = 48;
+  std::size_t buffer_bytes = 0;
+};
+
 // Opens `path` and decodes up to its first sequence header: throws GpuVideoRefusal when NVDEC cannot take the
 // stream (not an elementary stream, or no NVDEC here), IoError when the file cannot be read or holds no
 // sequence header. The reader's frames come through read_to_device() (or read(), which copies the frame to the
 // host). Frames the decoder reports as damaged are still delivered (concealed by NVDEC) and counted in
 // corrupt_frames().
-std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path);
+std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit& split = {});
 
 }  // namespace imgpipe::io

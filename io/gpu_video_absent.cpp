@@ -14,7 +14,7 @@ int gpu_video_engines() { return 0; }
 
 std::vector<std::string> describe_gpu_video() { return {std::string("NVDEC: unavailable (") + kNoNvdec + ")"}; }
 
-std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path) {
+std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit&) {
   throw GpuVideoRefusal(path, kNoNvdec);
 }
 

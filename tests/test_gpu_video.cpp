@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 namespace imgpipe::testing {
@@ -206,6 +208,134 @@ TEST(Nvdec, TruncatedAndDamagedStreamsEnd) {
   EXPECT_GT(damaged_frames, 0u);
   std::printf("damaged stream: %zu frames out, %zu reported damaged\n", damaged_frames,
               reader->corrupt_frames().size());
+}
+
+// Every frame of `reader`, copied to the host by read().
+std::vector<Image> decode_to_host(io::FrameReader& reader) {
+  std::vector<Image> frames;
+  while (const std::optional<Size> size = reader.next_size()) {
+    frames.emplace_back(*size);
+    std::fill_n(frames.back().data(), frames.back().bytes(), std::uint8_t{0xA5});
+    reader.read(FrameView{frames.back().data(), *size});
+  }
+  return frames;
+}
+
+// `copies` of a sample clip back to back (an elementary stream concatenates), in `dir`.
+fs::path repeated_clip(const TempDir& dir, const std::string& name, int copies) {
+  const std::vector<std::uint8_t> once = file_bytes(video_file(name));
+  std::string stream;
+  for (int copy = 0; copy < copies; ++copy) stream.append(once.begin(), once.end());
+  const fs::path path = dir.path() / (std::to_string(copies) + "x" + name);
+  write_bytes(path, stream);
+  return path;
+}
+
+io::GpuVideoSplit split_over(int decoders, std::size_t buffer_bytes = 0) {
+  io::GpuVideoSplit split;
+  split.decoders = decoders;
+  split.min_chunk_pictures = 1;  // every IDR picture of the samples is a cut
+  split.buffer_bytes = buffer_bytes;
+  return split;
+}
+
+void expect_same_frames(const std::vector<Image>& frames, const std::vector<Image>& expected) {
+  ASSERT_EQ(frames.size(), expected.size());
+  for (std::size_t n = 0; n < frames.size(); ++n) {
+    ASSERT_EQ(frames[n].size(), expected[n].size()) << "frame " << n;
+    EXPECT_EQ(std::memcmp(frames[n].data(), expected[n].data(), expected[n].bytes()), 0) << "frame " << n;
+  }
+}
+
+struct SplitCase {
+  const char* file;
+  int copies;
+  int decoders;
+  std::size_t buffer_bytes;  // 1: each decoder holds its minimum of 8 frames, so decoders wait on the reader
+  const char* described;     // in the reader's decoder()
+};
+
+class NvdecSplit : public ::testing::TestWithParam<SplitCase> {};
+
+// The same frames, bytes and order as one decoder gives, whether the stream is cut into chunks (clip.h264 has
+// an IDR picture every 12 frames, each copy of a clip starts with one) or cannot be (clip.hevc's GOPs are open).
+TEST_P(NvdecSplit, GivesOneDecodersFramesInOrder) {
+  SKIP_WITHOUT_NVDEC();
+  TempDir dir;
+  const SplitCase& c = GetParam();
+  const fs::path clip = repeated_clip(dir, c.file, c.copies);
+  const std::unique_ptr<io::FrameReader> one = io::open_gpu_video_reader(clip);
+  const std::vector<Image> expected = decode_on_device(*one);
+  ASSERT_EQ(expected.size(), 30u * c.copies);
+
+  const std::unique_ptr<io::FrameReader> split = io::open_gpu_video_reader(clip, split_over(c.decoders, c.buffer_bytes));
+  EXPECT_TRUE(split->decodes_on_device());
+  EXPECT_EQ(split->frame_rate().value_or(0), 25.0);
+  expect_same_frames(decode_on_device(*split), expected);
+  EXPECT_NE(split->decoder().find(c.described), std::string::npos) << split->decoder();
+  EXPECT_TRUE(split->corrupt_frames().empty());
+
+  const std::unique_ptr<io::FrameReader> to_host =
+      io::open_gpu_video_reader(clip, split_over(c.decoders, c.buffer_bytes));
+  expect_same_frames(decode_to_host(*to_host), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Clips, NvdecSplit,
+    ::testing::Values(SplitCase{"clip.h264", 1, 3, 0, "3 decoders on 3 chunks cut at IDR pictures"},
+                      SplitCase{"clip.h264", 4, 3, 0, "3 decoders on 12 chunks"},
+                      SplitCase{"clip.h264", 4, 5, 1, "5 decoders on 12 chunks"},
+                      SplitCase{"clip.hevc", 1, 3, 0, "one decoder: no IDR picture to cut the stream at"},
+                      SplitCase{"clip.hevc", 3, 2, 1, "2 decoders on 3 chunks"}),
+    [](const auto& info) {
+      const SplitCase& c = info.param;
+      return std::string(c.file).substr(5) + "_" + std::to_string(c.copies) + "copies_" + std::to_string(c.decoders) +
+             "decoders" + (c.buffer_bytes == 1 ? "_minimal_buffers" : "");
+    });
+
+// A split reader dropped halfway, its decoders waiting for buffers, stops them (the test would hang otherwise).
+TEST(NvdecSplitStop, AReaderDroppedMidStreamStopsEveryDecoder) {
+  SKIP_WITHOUT_NVDEC();
+  const Device device;
+  TempDir dir;
+  const std::unique_ptr<io::FrameReader> reader =
+      io::open_gpu_video_reader(repeated_clip(dir, "clip.h264", 8), split_over(4, 1));
+  const std::optional<Size> size = reader->next_size();
+  ASSERT_TRUE(size);
+  const cuda::DeviceBuffer frame(size->rgb_bytes());
+  for (int n = 0; n < 5; ++n) {
+    ASSERT_TRUE(reader->next_size());
+    reader->read_to_device(DeviceFrame{frame.data(), *size, device.stream()});
+  }
+}
+
+// A cut-short and a damaged stream split over decoders end as they do on one: frames out, no hang, the damaged
+// frames reported.
+TEST(NvdecSplitStop, TruncatedAndDamagedStreamsEnd) {
+  SKIP_WITHOUT_NVDEC();
+  TempDir dir;
+  const std::vector<std::uint8_t> four = file_bytes(repeated_clip(dir, "clip.h264", 4));
+  const fs::path truncated = dir.path() / "truncated.h264";
+  write_bytes(truncated, std::string(four.begin(), four.begin() + static_cast<std::ptrdiff_t>(four.size() * 5 / 8)));
+  std::unique_ptr<io::FrameReader> one = io::open_gpu_video_reader(truncated);
+  std::unique_ptr<io::FrameReader> split = io::open_gpu_video_reader(truncated, split_over(3));
+  const std::vector<Image> truncated_frames = decode_on_device(*one);
+  EXPECT_GT(truncated_frames.size(), 60u);
+  EXPECT_LT(truncated_frames.size(), 120u);
+  expect_same_frames(decode_on_device(*split), truncated_frames);
+
+  std::string damaged(four.begin(), four.end());
+  std::mt19937 random(3);
+  for (std::size_t i = damaged.size() / 3; i < damaged.size() / 3 + 2000; ++i) damaged[i] = static_cast<char>(random());
+  write_bytes(dir.path() / "damaged.h264", damaged);
+  one = io::open_gpu_video_reader(dir.path() / "damaged.h264");
+  split = io::open_gpu_video_reader(dir.path() / "damaged.h264", split_over(3));
+  const std::vector<Image> damaged_frames = decode_on_device(*one);
+  EXPECT_GT(damaged_frames.size(), 0u);
+  EXPECT_EQ(decode_on_device(*split).size(), damaged_frames.size());
+  EXPECT_EQ(split->corrupt_frames(), one->corrupt_frames());
+  std::printf("damaged stream split over 3: %zu frames, %zu reported damaged\n", damaged_frames.size(),
+              split->corrupt_frames().size());
 }
 
 TEST(Nvdec, AFileWithoutASequenceHeaderIsAnErrorNamingIt) {
