@@ -187,7 +187,11 @@ std::uint64_t run_stream(const Options& o, Work work, int decoders, std::string&
   io::GpuVideoSplit split;
   split.decoders = decoders;
   const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(o.input, split);
-  decoder = reader->decoder();
+  struct Described {  // once the stream is read: a split reader names its chunks then
+    const io::FrameReader& reader;
+    std::string& decoder;
+    ~Described() { decoder = reader.decoder(); }
+  } described{*reader, decoder};
   if (work == Work::decode) {
     DeviceBuffer frame;
     DeviceStream stream = DeviceStream::create();

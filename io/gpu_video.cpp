@@ -200,10 +200,6 @@ class NvdecDecoder {
   // errors in it (it conceals them).
   Surface map(const CUVIDPARSERDISPINFO& shown, const DeviceStream& stream, bool& damaged) {
     const CuvidFunctions& api = *nvcuvid().api;
-    CUVIDGETDECODESTATUS status{};
-    damaged = api.cuvidGetDecodeStatus(decoder_, shown.picture_index, &status) == CUDA_SUCCESS &&
-              (status.decodeStatus == cuvidDecodeStatus_Error ||
-               status.decodeStatus == cuvidDecodeStatus_Error_Concealed);
     CUVIDPROCPARAMS processing{};
     processing.progressive_frame = shown.progressive_frame;
     processing.second_field = shown.repeat_first_field + 1;
@@ -214,6 +210,11 @@ class NvdecDecoder {
     check_cuvid(api.cuvidMapVideoFrame(decoder_, shown.picture_index, &surface.pointer, &surface.pitch, &processing),
                 "cuvidMapVideoFrame");
     stream.synchronize();  // the surface is complete before another stream reads it
+    // Asked once the picture is decoded: before, the status is only "in progress".
+    CUVIDGETDECODESTATUS status{};
+    damaged = api.cuvidGetDecodeStatus(decoder_, shown.picture_index, &status) == CUDA_SUCCESS &&
+              (status.decodeStatus == cuvidDecodeStatus_Error ||
+               status.decodeStatus == cuvidDecodeStatus_Error_Concealed);
     return surface;
   }
 

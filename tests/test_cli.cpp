@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #ifdef IMGPIPE_TEST_WITH_OPENCV
@@ -412,6 +413,33 @@ TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
     const Image got(size, std::vector<std::uint8_t>(first, first + static_cast<std::ptrdiff_t>(size.rgb_bytes())));
     EXPECT_LE(testing::max_abs_diff(got, expected), 2) << "frame " << n;
   }
+}
+
+// One stream over several NVDEC decoders: four copies of the sample (120 frames, an IDR picture every 12) cut
+// into chunks of at least 48 pictures; the same bytes out as one decoder gives.
+TEST(CliStream, OneStreamSplitOverDecodersGivesOneDecodersBytes) {
+  if (!io::gpu_video_unavailable().empty()) GTEST_SKIP() << io::gpu_video_unavailable();
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  const std::vector<std::uint8_t> once = testing::file_bytes(video_file("clip.h264"));
+  {
+    std::ofstream four(dir.path() / "four.h264", std::ios::binary);
+    for (int copy = 0; copy < 4; ++copy) four.write(reinterpret_cast<const char*>(once.data()), once.size());
+  }
+  const std::string command = "stream --input " + quoted(dir.path() / "four.h264") + " --output - --ops gray";
+  const CommandResult one = imgpipe(command + " --decoders 1 > " + quoted(dir.path() / "one.rgb"));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const CommandResult split = imgpipe(command + " --decoders 3 > " + quoted(dir.path() / "split.rgb"));
+  ASSERT_EQ(split.exit_code, 0) << split.output;
+  EXPECT_TRUE(contains(split.output, "120 frames in")) << split.output;
+  EXPECT_TRUE(contains(split.output, "3 decoders on 3 chunks cut at IDR pictures")) << split.output;
+  EXPECT_EQ(testing::file_bytes(dir.path() / "split.rgb"), testing::file_bytes(dir.path() / "one.rgb"));
+
+  const CommandResult short_clip =
+      imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output - --ops gray > /dev/null");
+  ASSERT_EQ(short_clip.exit_code, 0) << short_clip.output;
+  EXPECT_TRUE(contains(short_clip.output, "one decoder: no IDR picture to cut the stream at after its first 48"))
+      << short_clip.output;
 }
 
 // A folder output gets one image per frame, named by frame number; a second run needs --overwrite.
