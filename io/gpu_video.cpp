@@ -549,6 +549,9 @@ class NvdecReader final : public FrameReader {
 constexpr std::size_t kMaxSplitBufferBytes = std::size_t{8} << 30;
 // Frames each decoder may hold at least, whatever the budget: enough to decode ahead while a frame is read.
 constexpr std::size_t kMinSplitBufferFrames = 8;
+// Frames a decoder's pool grows by, in one allocation: cudaMalloc rounds each allocation up to 2 MiB, a third
+// more than a 1080p NV12 frame alone would take.
+constexpr std::size_t kSplitBufferFramesPerAllocation = 16;
 
 // One stream decoded on several NVDEC engines at once. The stream is cut at its IDR pictures (AnnexBSplitter)
 // into chunks; each decoder thread takes the next chunk in stream order, decodes it with a parser of its own
@@ -672,9 +675,10 @@ class SplitNvdecReader final : public FrameReader {
     std::thread thread;
     NvdecDecoder decoder;
     DeviceStream stream;  // maps and copies the surfaces
-    std::vector<DeviceBuffer> pool;
-    std::vector<std::uint8_t*> free;  // of pool, under the reader's mutex_
-    std::size_t max_pool = 0;
+    std::vector<DeviceBuffer> pool;  // allocations of up to kSplitBufferFramesPerAllocation frames
+    std::vector<std::uint8_t*> free;  // frames of pool, under the reader's mutex_
+    std::size_t pool_frames = 0;
+    std::size_t max_pool_frames = 0;
     std::uint64_t chunk = 0;  // being decoded
 
     void run() {
@@ -750,27 +754,31 @@ class SplitNvdecReader final : public FrameReader {
       }
     }
 
-    // A free buffer of the pool, a new one while the pool is below its size, or nullptr once the reader stops.
+    // A free frame buffer of the pool, which grows while below its size; nullptr once the reader stops.
     std::uint8_t* take_buffer(const StreamFormat& format) {
       std::unique_lock lock(reader.mutex_);
-      if (max_pool == 0) {
+      if (max_pool_frames == 0) {
         std::size_t free_bytes = 0, total_bytes = 0;
         check_device(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
         const std::size_t total =
             reader.buffer_bytes_ > 0 ? reader.buffer_bytes_ : std::min(free_bytes / 4, kMaxSplitBufferBytes);
         const std::size_t budget = total / reader.lanes_.size();
-        max_pool = std::max(kMinSplitBufferFrames, budget / format.nv12_bytes());
+        max_pool_frames = std::max(kMinSplitBufferFrames, budget / format.nv12_bytes());
       }
-      reader.changed_.wait(lock, [&] { return reader.stopping_ || !free.empty() || pool.size() < max_pool; });
+      reader.changed_.wait(lock,
+                           [&] { return reader.stopping_ || !free.empty() || pool_frames < max_pool_frames; });
       if (reader.stopping_) return nullptr;
-      if (!free.empty()) {
-        std::uint8_t* buffer = free.back();
-        free.pop_back();
-        return buffer;
+      if (free.empty()) {
+        const std::size_t frames = std::min(kSplitBufferFramesPerAllocation, max_pool_frames - pool_frames);
+        pool.emplace_back();
+        pool.back().grow(frames * format.nv12_bytes());
+        auto* first = static_cast<std::uint8_t*>(pool.back().data());
+        for (std::size_t f = 0; f < frames; ++f) free.push_back(first + f * format.nv12_bytes());
+        pool_frames += frames;
       }
-      pool.emplace_back();
-      pool.back().grow(format.nv12_bytes());
-      return static_cast<std::uint8_t*>(pool.back().data());
+      std::uint8_t* buffer = free.back();
+      free.pop_back();
+      return buffer;
     }
   };
 
