@@ -1,7 +1,8 @@
 // Video decoding on the GPU's NVDEC engines. The driver's libnvcuvid (loaded at run time through
 // nv-codec-headers' loader) parses and decodes H.264 and HEVC elementary streams (Annex B: .h264, .264, .avc,
-// .hevc, .h265, .265) on one engine per stream; each decoded NV12 or P016 surface becomes the engine slot's
-// interleaved RGB8 input in one kernel (cuda::nv12_to_rgb), so only the bitstream crosses PCIe.
+// .hevc, .h265, .265), each stream on one engine, or cut at its IDR pictures over several (GpuVideoSplit);
+// each decoded NV12 or P016 surface becomes the engine slot's interleaved RGB8 input in one kernel
+// (cuda::nv12_to_rgb), so only the bitstream crosses PCIe.
 //
 // Why libnvcuvid's own parser and not libavcodec's CUDA hwaccel: the parser needs nothing but the driver (the
 // GPU server has no FFmpeg libraries), and it hands over the decoder's surface itself, which the conversion
