@@ -224,12 +224,11 @@ Row measure(const Options& o, Work work, int streams, int decoders) {
   std::vector<std::thread> threads;
   std::atomic<std::uint64_t> frames{0};
   std::vector<std::string> failures(streams), descriptions(streams);
-  const int decoders_per_stream = decoders;
   const Clock::time_point start = Clock::now();
   for (int s = 0; s < streams; ++s) {
     threads.emplace_back([&, s] {
       try {
-        frames += run_stream(o, work, decoders_per_stream, descriptions[s]);
+        frames += run_stream(o, work, decoders, descriptions[s]);
       } catch (const std::exception& e) {
         failures[s] = e.what();
       }
