@@ -188,7 +188,11 @@ int main(int argc, char** argv) {
   stream_command->add_option("--backend", stream.backend, "auto: optimized with a CUDA device, else cpu")
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
       ->capture_default_str();
-  add_engine_options(*stream_command, stream.memory, stream.slots, "", stream.exact);
+  add_engine_options(*stream_command, stream.memory, stream.slots,
+                     "0: " + std::to_string(kDefaultStreamSlots) +
+                         ", or for a folder output one per frame writer + 2 (the hardware threads share the "
+                         "writers out over the videos running at once, at least 2 each)",
+                     stream.exact);
   stream_command->add_option("--decoder", stream.decoder,
                              "Video decoding: gpu (NVDEC, for H.264 and HEVC elementary streams: .h264, .264, .avc, "
                              ".hevc, .h265, .265), cpu (OpenCV), or auto (gpu where the engine keeps frames on the "

@@ -162,17 +162,23 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     throw UsageError(text);
   }
   check_output_path(options);
+  if (raw_in && options.decoder == "gpu") throw UsageError("--decoder gpu: raw rgb24 input needs no decoder");
+  const bool folder_out = is_folder_output(options.output);
+  // A folder output's frames are encoded and written on several threads at once, out of order (each file is
+  // its own); a video or raw output has one writer, in frame order.
+  const int frame_writers =
+      folder_out ? std::max(2, job_workers(0) / std::max(1, options.sharing_streams)) : 1;
   EngineOptions engine_options;
   engine_options.arithmetic = options.exact ? Arithmetic::exact : Arithmetic::fast;
-  engine_options.slots = options.slots;
+  engine_options.slots = options.slots > 0 ? options.slots
+                         : folder_out      ? job_slots(frame_writers)
+                                           : kDefaultStreamSlots;
   try {
     engine_options.memory = parse_memory_mode(options.memory);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--memory: ") + e.what());
   }
 
-  if (raw_in && options.decoder == "gpu") throw UsageError("--decoder gpu: raw rgb24 input needs no decoder");
-  const bool folder_out = is_folder_output(options.output);
   if (!folder_out && options.encoder == "gpu") {
     throw UsageError("--encoder gpu: applies to a folder output (one JPEG file per frame)");
   }
@@ -210,6 +216,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   }
 
   JobOptions job;
+  job.workers = frame_writers;
   job.stop_at_first_failure = true;
   job.stop_requested = [] { return stop_signal() != 0; };  // what is in flight still finishes
   const JobSummary result = run_job(source, *engine, *sink, job, [&](const ItemResult& item) {
@@ -218,13 +225,19 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     }
   });
 
+  const std::string video_encoder =
+      raw_out || folder_out ? "" : ", encoded on the CPU (OpenCV; NVENC: " + [] {
+        const std::string why = io::nvenc_unavailable();
+        return why.empty() ? std::string("present, but imgpipe has no NVENC writer yet") : why;
+      }() + ")";
   auto summary = [&](const char* ending) {
-    char text[480];
+    char text[768];
     std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s",
                   static_cast<unsigned long long>(result.done), ending, result.seconds,
                   result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
                   reader->decoder().c_str(),
-                  !folder_out      ? ""
+                  raw_out          ? ""
+                  : !folder_out    ? video_encoder.c_str()
                   : frame_encoder ? ", written as JPEG by the GPU (nvJPEG)"
                                   : ", written by the CPU");
     progress.message(text);
@@ -328,6 +341,7 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
       one.output = (std::filesystem::path(options.output) / videos[i].filename()).string() + "/";
       one.message_prefix = videos[i].filename().string() + ": ";
       one.decoders = options.decoders > 0 ? options.decoders : 1;  // the videos already share the engines
+      one.sharing_streams = jobs;
       try {
         const StreamResult result = run_one_stream(one, make_engine_for_stream);
         exit_codes[i] = result.exit_code;

@@ -12,6 +12,8 @@
 namespace imgpipe::app {
 
 constexpr double kMaxFps = 1000;
+// Frames in flight for a video or raw output, whose one writer takes frames in order.
+constexpr int kDefaultStreamSlots = 3;
 
 struct StreamOptions {
   std::string input;   // a video file, "-" for raw rgb24 on stdin, or a folder of videos (run --jobs at once)
@@ -31,7 +33,8 @@ struct StreamOptions {
                      // single video, one for each video of a folder
   std::string message_prefix;    // before every message (the video's name, when a folder runs)
   std::string memory = "pinned";
-  int slots = 3;
+  int slots = 0;       // 0: kDefaultStreamSlots, or the frame writers + 2 for a folder output
+  int sharing_streams = 1;  // streams of a folder of videos running at once, whose frame writers share the cores
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)
   bool timings = false;  // after the summary, the mean time a frame spent in each stage, and the GPU encoder's load
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes

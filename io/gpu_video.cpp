@@ -901,13 +901,20 @@ class SplitNvdecReader final : public FrameReader {
 
 }  // namespace
 
+namespace {
+
+bool has_cuda_device() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) return true;
+  cudaGetLastError();
+  return false;
+}
+
+}  // namespace
+
 std::string gpu_video_unavailable() {
   if (!nvcuvid().missing.empty()) return nvcuvid().missing;
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    cudaGetLastError();
-    return "no CUDA device";
-  }
+  if (!has_cuda_device()) return "no CUDA device";
   return {};
 }
 
@@ -917,8 +924,73 @@ int gpu_video_engines() {
   return caps.bIsSupported ? static_cast<int>(caps.nNumNVDECs) : 0;
 }
 
+std::string nvenc_unavailable() {
+  // Asked once: opening a session costs tens of milliseconds and the answer does not change.
+  static const std::string why = [] () -> std::string {
+    NvencFunctions* nvenc = nullptr;
+    if (nvenc_load_functions(&nvenc, nullptr) != 0) {
+      return "the NVIDIA driver's video encode library (libnvidia-encode.so.1) could not be loaded";
+    }
+    if (!has_cuda_device()) {
+      nvenc_free_functions(&nvenc);
+      return "no CUDA device";
+    }
+    CudaFunctions* driver = nullptr;
+    if (cuda_load_functions(&driver, nullptr) != 0) {
+      nvenc_free_functions(&nvenc);
+      return "the CUDA driver library (libcuda.so.1) could not be loaded";
+    }
+    std::string answer;
+    int device = 0;
+    CUcontext context = nullptr;
+    check_device(cudaGetDevice(&device), "cudaGetDevice");
+    check_device(cudaFree(nullptr), "cudaFree");
+    if (driver->cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS) {
+      answer = "the device's CUDA context could not be retained for NVENC";
+    } else {
+      NV_ENCODE_API_FUNCTION_LIST api{};
+      api.version = NV_ENCODE_API_FUNCTION_LIST_VER;
+      NV_ENC_OPEN_ENCODE_SESSION_EX_PARAMS session{};
+      session.version = NV_ENC_OPEN_ENCODE_SESSION_EX_PARAMS_VER;
+      session.deviceType = NV_ENC_DEVICE_TYPE_CUDA;
+      session.device = context;
+      session.apiVersion = NVENCAPI_VERSION;
+      void* encoder = nullptr;
+      NVENCSTATUS status = nvenc->NvEncodeAPICreateInstance(&api);
+      if (status == NV_ENC_SUCCESS) status = api.nvEncOpenEncodeSessionEx(&session, &encoder);
+      if (status == NV_ENC_SUCCESS) {
+        api.nvEncDestroyEncoder(encoder);
+      } else if (status == NV_ENC_ERR_NO_ENCODE_DEVICE || status == NV_ENC_ERR_UNSUPPORTED_DEVICE) {
+        answer = "this GPU has no NVENC engine";
+      } else if (status == NV_ENC_ERR_INVALID_VERSION) {
+        answer = "the driver's NVENC does not take imgpipe's encode API version " +
+                 std::to_string(NVENCAPI_MAJOR_VERSION) + "." + std::to_string(NVENCAPI_MINOR_VERSION);
+      } else {
+        answer = "opening an NVENC session failed (NVENCSTATUS " + std::to_string(static_cast<int>(status)) + ")";
+      }
+      driver->cuDevicePrimaryCtxRelease(device);
+    }
+    cuda_free_functions(&driver);
+    nvenc_free_functions(&nvenc);
+    return answer;
+  }();
+  return why;
+}
+
+namespace {
+
+std::string describe_nvenc() {
+  const std::string why = nvenc_unavailable();
+  if (why.empty()) return "NVENC: present; imgpipe writes video files on the CPU (OpenCV), it has no NVENC writer yet";
+  return "NVENC: unavailable (" + why + "); video files are written on the CPU (OpenCV)";
+}
+
+}  // namespace
+
 std::vector<std::string> describe_gpu_video() {
-  if (const std::string why = gpu_video_unavailable(); !why.empty()) return {"NVDEC: unavailable (" + why + ")"};
+  if (const std::string why = gpu_video_unavailable(); !why.empty()) {
+    return {"NVDEC: unavailable (" + why + ")", describe_nvenc()};
+  }
   std::vector<std::string> lines;
   for (const cudaVideoCodec codec : {cudaVideoCodec_H264, cudaVideoCodec_HEVC}) {
     for (const unsigned bits_minus8 : {0u, 2u}) {
@@ -934,6 +1006,7 @@ std::vector<std::string> describe_gpu_video() {
                       ".hevc/.h265/.265)");
     }
   }
+  lines.push_back(describe_nvenc());
   return lines;
 }
 

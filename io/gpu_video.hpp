@@ -30,7 +30,13 @@ std::string gpu_video_unavailable();
 // NVDEC engines on this GPU (those that decode 8-bit 4:2:0 H.264), or 0 where NVDEC cannot run.
 int gpu_video_engines();
 
-// What NVDEC offers on this machine, one line per codec, for `imgpipe backends`.
+// Why this machine cannot encode video on NVENC (no nv-codec-headers in the build, no libnvidia-encode, no CUDA
+// device, or no NVENC engine on the GPU: the H200 has none); empty where an encode session opens. imgpipe
+// writes video files on the CPU either way (OpenCV's VideoWriter): this is what `imgpipe backends` and
+// `imgpipe stream`'s summary say about it.
+std::string nvenc_unavailable();
+
+// What NVDEC offers on this machine, one line per codec, and whether NVENC is there, for `imgpipe backends`.
 std::vector<std::string> describe_gpu_video();
 
 // NVDEC cannot decode this stream (a codec, chroma format, bit depth or size its engines do not take); the

@@ -280,9 +280,12 @@ TEST(CliUsage, GpuJpegDecodingOnAnEngineWithoutDeviceFramesIsAUsageErrorThatSays
 TEST(CliInfo, BackendsListsEveryKindAndWhatAutoPicks) {
   const CommandResult run = imgpipe("backends");
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  for (const char* kind : {"cpu", "naive", "optimized", "auto picks:", "JPEG"}) {
+  for (const char* kind : {"cpu", "naive", "optimized", "auto picks:", "JPEG", "NVDEC", "NVENC: "}) {
     EXPECT_TRUE(contains(run.output, kind)) << kind;
   }
+  const std::string no_nvenc = io::nvenc_unavailable();
+  EXPECT_TRUE(contains(run.output, no_nvenc.empty() ? "NVENC: present" : "NVENC: unavailable (" + no_nvenc + ")"))
+      << run.output;
 }
 
 TEST(CliInfo, VersionAndHelp) {
@@ -442,7 +445,22 @@ TEST(CliStream, OneStreamSplitOverDecodersGivesOneDecodersBytes) {
       << short_clip.output;
 }
 
-// A folder output gets one image per frame, named by frame number; a second run needs --overwrite.
+// A video file output says which encoder wrote it, and why not NVENC.
+TEST(CliStream, AVideoFileOutputNamesItsEncoder) {
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "no OpenCV video writer in this build";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";
+  TempDir dir;
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.mp4")) + " --output " +
+                                    quoted(dir.path() / "out.mp4") + " --ops flip=h");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string no_nvenc = io::nvenc_unavailable();
+  EXPECT_TRUE(contains(run.output, "encoded on the CPU (OpenCV; NVENC: " +
+                                       (no_nvenc.empty() ? "present, but imgpipe has no NVENC writer yet" : no_nvenc) +
+                                       ")"))
+      << run.output;
+}
+
+
 TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
