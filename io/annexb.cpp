@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
+#include <string>
 #include <utility>
 
 namespace imgpipe::io {
@@ -152,6 +154,16 @@ std::optional<StreamChunk> AnnexBSplitter::next() {
     }
   }
   return std::nullopt;
+}
+
+bool has_early_cut(std::istream& in, VideoCodec codec, std::uint64_t min_pictures, std::size_t max_bytes) {
+  std::string start(max_bytes, '\0');
+  in.read(start.data(), static_cast<std::streamsize>(max_bytes));
+  start.resize(static_cast<std::size_t>(in.gcount()));
+  std::istringstream prefix(start);
+  AnnexBSplitter splitter(prefix, "the stream's start", codec, min_pictures);
+  // Without a cut, the prefix is one chunk.
+  return splitter.next() && splitter.next();
 }
 
 }  // namespace imgpipe::io

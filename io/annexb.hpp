@@ -95,4 +95,9 @@ class AnnexBSplitter {
   bool ended_ = false;  // every chunk handed out
 };
 
+// Whether the first `max_bytes` of `in` hold a cut that AnnexBSplitter(min_pictures) would make. A stream with
+// none so early (open GOPs, or a short stream) is better decoded on one decoder than split: its one chunk would
+// be held whole in memory before its decoding could start.
+bool has_early_cut(std::istream& in, VideoCodec codec, std::uint64_t min_pictures, std::size_t max_bytes);
+
 }  // namespace imgpipe::io

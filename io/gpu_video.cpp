@@ -343,7 +343,9 @@ void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scr
 // most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is copied twice.
 class NvdecReader final : public FrameReader {
  public:
-  NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec) : path_(path), codec_(codec) {
+  // `why_one_decoder`, when given, ends decoder()'s description: why the stream was not split.
+  NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec, std::string why_one_decoder)
+      : path_(path), codec_(codec), why_one_decoder_(std::move(why_one_decoder)) {
     check_device(cudaGetDevice(&device_), "cudaGetDevice");
     copy_stream_ = DeviceStream::create();  // before the file is opened: nothing to close if it throws
     file_ = std::fopen(path.c_str(), "rb");
@@ -395,7 +397,7 @@ class NvdecReader final : public FrameReader {
     return corrupt_;
   }
 
-  std::string decoder() const override { return format_.description; }
+  std::string decoder() const override { return format_.description + why_one_decoder_; }
 
   // The parser's callbacks, on the decoder thread.
   int on_sequence(const CUVIDEOFORMAT& format) {
@@ -520,6 +522,7 @@ class NvdecReader final : public FrameReader {
 
   const std::filesystem::path path_;
   const cudaVideoCodec codec_;
+  const std::string why_one_decoder_;
   int device_ = 0;
   std::FILE* file_ = nullptr;
   DeviceStream copy_stream_;  // read(): the frame to the host
@@ -544,6 +547,10 @@ class NvdecReader final : public FrameReader {
   std::vector<std::uint64_t> corrupt_;
 };
 
+// The start of a stream looked at for a cut before it is split: a stream without one there is decoded on one
+// decoder (has_early_cut). Each chunk is held in host memory while it is decoded, so the splits that go ahead
+// hold about a GOP per decoder.
+constexpr std::size_t kSplitProbeBytes = std::size_t{32} << 20;
 // Device memory all of a split stream's decoders may hold in decoded frames waiting for their turn, unless the
 // caller says: a quarter of what is free when the first frame is decoded, at most 8 GiB (2,700 1080p frames).
 constexpr std::size_t kMaxSplitBufferBytes = std::size_t{8} << 30;
@@ -565,7 +572,7 @@ class SplitNvdecReader final : public FrameReader {
  public:
   SplitNvdecReader(const std::filesystem::path& path, cudaVideoCodec codec, VideoCodec stream_codec,
                    const GpuVideoSplit& split)
-      : path_(path), codec_(codec), buffer_bytes_(split.buffer_bytes), min_chunk_pictures_(split.min_chunk_pictures) {
+      : path_(path), codec_(codec), buffer_bytes_(split.buffer_bytes) {
     check_device(cudaGetDevice(&device_), "cudaGetDevice");
     copy_stream_ = DeviceStream::create();
     file_.open(path, std::ios::binary);
@@ -648,10 +655,6 @@ class SplitNvdecReader final : public FrameReader {
   std::string decoder() const override {
     const std::lock_guard lock(mutex_);
     const std::string chunks = std::to_string(chunks_handed_out_) + " chunk" + (chunks_handed_out_ == 1 ? "" : "s");
-    if (splitter_done_ && chunks_handed_out_ == 1) {
-      return format_.description + ", one decoder: no IDR picture to cut the stream at after its first " +
-             std::to_string(min_chunk_pictures_) + " pictures (open GOPs, or a short stream)";
-    }
     return format_.description + ", " + std::to_string(lanes_.size()) + " decoders on " + chunks +
            " cut at IDR pictures";
   }
@@ -873,7 +876,6 @@ class SplitNvdecReader final : public FrameReader {
   const std::filesystem::path path_;
   const cudaVideoCodec codec_;
   const std::size_t buffer_bytes_;  // 0: the default budget
-  const std::uint64_t min_chunk_pictures_;
   int device_ = 0;
   DeviceStream copy_stream_;  // read(): the frame to the host
   DeviceBuffer scratch_;      // read(): the converted frame before it goes to the host
@@ -1017,10 +1019,16 @@ std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& 
                                 ".265); other files are decoded on the CPU");
   }
   if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
+  std::string one_decoder_because;
   if (split.decoders > 1) {
-    return std::make_unique<SplitNvdecReader>(path, cuvid_codec(*codec), *codec, split);
+    std::ifstream start(path, std::ios::binary);
+    if (start && has_early_cut(start, *codec, split.min_chunk_pictures, kSplitProbeBytes)) {
+      return std::make_unique<SplitNvdecReader>(path, cuvid_codec(*codec), *codec, split);
+    }
+    one_decoder_because = ", one decoder: no IDR picture to cut the stream at after its first " +
+                          std::to_string(split.min_chunk_pictures) + " pictures (open GOPs, or a short stream)";
   }
-  return std::make_unique<NvdecReader>(path, cuvid_codec(*codec));
+  return std::make_unique<NvdecReader>(path, cuvid_codec(*codec), one_decoder_because);
 }
 
 }  // namespace imgpipe::io

@@ -48,7 +48,8 @@ class GpuVideoRefusal : public IoError {
 
 // How one stream is spread over NVDEC engines: with more than one decoder, the stream is cut at its IDR
 // pictures into chunks of at least `min_chunk_pictures` pictures (AnnexBSplitter), decoded side by side and
-// handed out in the stream's order. A stream with no IDR picture after its first (open GOPs) stays on one.
+// handed out in the stream's order. A stream whose first 32 MiB hold no such cut (open GOPs, or a short
+// stream) is decoded on one decoder, and its reader's decoder() says why.
 // Decoded frames wait for their turn in device memory: `buffer_bytes` of it over all decoders (0: a quarter of
 // what is free, at most 8 GiB), and never less than 8 frames per decoder.
 struct GpuVideoSplit {

@@ -157,5 +157,21 @@ TEST(AnnexBSplitter, ATruncatedStreamKeepsItsLastBytes) {
   EXPECT_GE(chunks.size(), 1u);
 }
 
+TEST(AnnexBSplitter, TellsWhetherAStreamCanBeCutEarly) {
+  auto early_cut = [](const std::string& stream, VideoCodec codec, std::uint64_t min_pictures, std::size_t bytes) {
+    std::istringstream in(stream);
+    return io::has_early_cut(in, codec, min_pictures, bytes);
+  };
+  const std::string h264 = file_bytes(kVideo / "clip.h264");
+  EXPECT_TRUE(early_cut(h264, VideoCodec::h264, 1, 1 << 20));
+  EXPECT_FALSE(early_cut(h264, VideoCodec::h264, 48, 1 << 20));  // 30 pictures: too short to cut
+  const std::string hevc = file_bytes(kVideo / "clip.hevc");
+  EXPECT_FALSE(early_cut(hevc, VideoCodec::hevc, 1, 1 << 20));  // open GOPs
+  const std::string three = hevc + hevc + hevc;
+  EXPECT_TRUE(early_cut(three, VideoCodec::hevc, 1, hevc.size() + 4096));  // the second copy's IDR picture
+  EXPECT_FALSE(early_cut(three, VideoCodec::hevc, 1, hevc.size() - 1));
+  EXPECT_FALSE(early_cut("", VideoCodec::h264, 1, 1 << 20));
+}
+
 }  // namespace
 }  // namespace imgpipe::testing
