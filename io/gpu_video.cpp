@@ -337,6 +337,16 @@ void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scr
   stream.synchronize();
 }
 
+// Why a reader's decoder threads ended before the stream's format was known: NVDEC refused the stream, the
+// decoding failed, or the file held no sequence header at all.
+[[noreturn]] void throw_unopened(const std::filesystem::path& path, cudaVideoCodec codec, const std::string& refusal,
+                                 const std::string& failure) {
+  if (!refusal.empty()) throw GpuVideoRefusal(path, refusal);
+  throw IoError(path, failure.empty() ? std::string("no ") + codec_name(codec) +
+                                            " sequence header: not an elementary stream of that codec, or empty"
+                                      : failure);
+}
+
 // One stream on one NVDEC engine. A thread of its own feeds the file to libnvcuvid's parser, whose callbacks
 // create the decoder, decode each picture and, in display order, map the decoded surface and hand it to the
 // reader: the callback waits until the reader has converted the surface into its frame, then unmaps it. So at
@@ -356,10 +366,7 @@ class NvdecReader final : public FrameReader {
     if (format_known_) return;
     lock.unlock();
     stop();
-    if (!refusal_.empty()) throw GpuVideoRefusal(path, refusal_);
-    throw IoError(path, failure_.empty() ? std::string("no ") + codec_name(codec) +
-                                               " sequence header: not an elementary stream of that codec, or empty"
-                                         : failure_);
+    throw_unopened(path, codec, refusal_, failure_);
   }
 
   ~NvdecReader() override { stop(); }
@@ -586,10 +593,7 @@ class SplitNvdecReader final : public FrameReader {
     if (format_known_) return;
     lock.unlock();
     stop();
-    if (!refusal_.empty()) throw GpuVideoRefusal(path, refusal_);
-    throw IoError(path, failure_.empty() ? std::string("no ") + codec_name(codec) +
-                                               " sequence header: not an elementary stream of that codec, or empty"
-                                         : failure_);
+    throw_unopened(path, codec, refusal_, failure_);
   }
 
   ~SplitNvdecReader() override { stop(); }
