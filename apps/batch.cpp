@@ -91,7 +91,7 @@ struct StartUp {
 // --timings: the start-up, the mean time an image spent in each stage of the job, and how busy the GPU codecs
 // were. A stage or codec busy for most of the job bounds it.
 std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary& summary, const std::string& cpu,
-                                      const io::GpuJpegDecoder* decoder, const io::GpuJpegEncoder* encoder) {
+                                      const io::GpuJpegDecoders* decoders, const io::GpuJpegEncoders* encoders) {
   std::vector<std::string> lines;
   char text[512];
   std::snprintf(text, sizeof text,
@@ -100,21 +100,31 @@ std::vector<std::string> timing_lines(const StartUp& start_up, const JobSummary&
                 seconds_between(start_up.begin, start_up.planned),
                 seconds_between(start_up.planned, start_up.engine_made));
   std::string line = text;
-  if (decoder) {
-    std::snprintf(text, sizeof text, ", the GPU JPEG decoder %.2f s",
+  if (decoders) {
+    std::snprintf(text, sizeof text, ", the GPU JPEG decoders %.2f s",
                   seconds_between(start_up.engine_made, start_up.decoder_made));
     line += text;
   }
-  if (encoder) {
-    std::snprintf(text, sizeof text, ", the GPU JPEG encoder %.2f s",
+  if (encoders) {
+    std::snprintf(text, sizeof text, ", the GPU JPEG encoders %.2f s",
                   seconds_between(start_up.decoder_made, start_up.encoder_made));
     line += text;
   }
   std::snprintf(text, sizeof text, "); the job %.2f s", summary.seconds);
   lines.push_back(line + text);
-  for (std::string part : {stage_timings(summary, "image"), cpu,
-                           decoder ? decoder_timings(*decoder, summary.seconds) : "",
-                           encoder ? encoder_timings(*encoder, summary.seconds) : ""}) {
+  std::vector<std::string> parts = {stage_timings(summary, "image"), cpu};
+  // Each device's codecs, named by their device where there are several.
+  if (decoders) {
+    for (const auto& decoder : decoders->all()) {
+      parts.push_back(decoder_timings(*decoder, summary.seconds, decoders->all().size() > 1));
+    }
+  }
+  if (encoders) {
+    for (const auto& encoder : encoders->all()) {
+      parts.push_back(encoder_timings(*encoder, summary.seconds, encoders->all().size() > 1));
+    }
+  }
+  for (std::string& part : parts) {
     if (!part.empty()) lines.push_back(std::move(part));
   }
   return lines;
@@ -176,26 +186,34 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--memory: ") + e.what());
   }
-  // More frames in flight where JPEG may be decoded on the GPU; the engine tells below whether it is.
+  try {
+    engine_options.devices = parse_devices(options.devices);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--") + e.what());
+  }
+  const int devices = std::max<int>(1, static_cast<int>(engine_options.devices.size()));
+  // More frames in flight where JPEG may be decoded on the GPU (a hardware decoder's batches on each device);
+  // the engine tells below whether it is.
   const bool gpu_decoding_possible = options.decoder != "cpu" && engine_options.memory != MemoryMode::managed &&
                                      io::gpu_jpeg_unavailable().empty();
-  engine_options.slots = options.slots > 0          ? options.slots
-                         : gpu_decoding_possible ? std::max(io::kGpuJpegSlots, job_slots(workers))
-                                                  : job_slots(workers);
+  engine_options.slots =
+      options.slots > 0       ? options.slots
+      : gpu_decoding_possible ? std::min(kMaxSlots, std::max(io::kGpuJpegSlots * devices, job_slots(workers)))
+                              : std::max(devices, job_slots(workers));
   const std::unique_ptr<Engine> engine = make_engine_for_batch(chain, engine_options);
   start_up.engine_made = Clock::now();
   const Codec decoder = choose_codec("--decoder", options.decoder, *engine);
   const Codec encoder = choose_codec("--encoder", options.encoder, *engine);
-  std::optional<io::GpuJpegDecoder> gpu_decoder;
-  std::optional<io::GpuJpegEncoder> gpu_encoder;
+  std::optional<io::GpuJpegDecoders> gpu_decoder;
+  std::optional<io::GpuJpegEncoders> gpu_encoder;
   if (decoder == Codec::gpu) {
-    gpu_decoder.emplace(io::GpuJpegDecoder::Options{});
+    gpu_decoder.emplace(engine_options.devices, io::GpuJpegDecoder::Options{});
     // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
     workers = std::max(workers, engine->slots());
   }
   start_up.decoder_made = Clock::now();
   if (encoder == Codec::gpu) {
-    gpu_encoder.emplace(io::GpuJpegEncoder::Options{options.quality, options.full_chroma});
+    gpu_encoder.emplace(engine_options.devices, io::GpuJpegEncoder::Options{options.quality, options.full_chroma});
   }
   start_up.encoder_made = Clock::now();
   const bool writes_format = options.format == "same" || options.format == "ppm" ||
@@ -264,8 +282,8 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   progress.message(line + timing + codec_summary(source, sink, gpu_decoder.has_value(), gpu_encoder.has_value()) +
                    shard_text + "; outputs in " + options.output_dir.string());
   if (options.timings) {
-    const io::GpuJpegDecoder* decoder_used = gpu_decoder ? &*gpu_decoder : nullptr;
-    const io::GpuJpegEncoder* encoder_used = gpu_encoder ? &*gpu_encoder : nullptr;
+    const io::GpuJpegDecoders* decoder_used = gpu_decoder ? &*gpu_decoder : nullptr;
+    const io::GpuJpegEncoders* encoder_used = gpu_encoder ? &*gpu_encoder : nullptr;
     const std::string cpu = cpu_timings(cpu_before, cpu_after, summary.seconds);
     for (const std::string& timing_line : timing_lines(start_up, summary, cpu, decoder_used, encoder_used)) {
       progress.message(timing_line);

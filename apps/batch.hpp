@@ -25,6 +25,7 @@ struct BatchOptions {
   std::string shard;            // "K/N": only the files of shard K of N (io::keep_shard); empty: every file
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
   std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
+  std::string devices = "all";    // CUDA devices of the optimized backend: all | a list such as 0,1 (parse_devices)
   int slots = 0;                  // frames in flight; 0: jobs + 2 (io::kGpuJpegSlots when decoding JPEG on the GPU)
   std::string decoder = "auto";   // JPEG decoding: auto | gpu | cpu
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu

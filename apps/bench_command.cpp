@@ -53,6 +53,10 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
   c->add_option("--matrix-batch", o.matrix_batch, "Frames per launch in the matrix's batched rows")
       ->check(CLI::Range(2, 64))
       ->capture_default_str();
+  c->add_option("--devices", o.devices,
+                "Also end-to-end rows of the optimized engine on each of these CUDA devices alone and on all at "
+                "once (all, or numbers such as 0,1), with the scaling efficiency: all at once over the devices "
+                "times the first alone");
   c->add_option("--input", o.input, "Frames from a folder of images, an image, or a video, instead of synthetic ones")
       ->check(CLI::ExistingPath);
   c->add_option("--json", o.json, "Also write every result as JSON (schema: docs/bench.md)");

@@ -68,6 +68,13 @@ void add_engine_options(CLI::App& command, std::string& memory, int& slots, cons
   if (slots_default.empty()) option->capture_default_str();
 }
 
+// --devices, shared by batch, stream and bench.
+void add_devices_option(CLI::App& command, std::string& devices, const std::string& what) {
+  command.add_option("--devices", devices,
+                     "CUDA devices the optimized backend runs on: all, or device numbers such as 0,1 (as "
+                     "CUDA_VISIBLE_DEVICES leaves them numbered); " + what);
+}
+
 // The decompression-bomb guard, shared by batch and stream.
 void add_max_pixels_option(CLI::App& command, std::uint64_t& max_pixels) {
   command.add_option("--max-pixels", max_pixels,
@@ -145,6 +152,9 @@ int main(int argc, char** argv) {
   add_engine_options(*batch_command, batch.memory, batch.slots,
                      "0: jobs + 2, or " + std::to_string(io::kGpuJpegSlots) + " when JPEG is decoded on the GPU",
                      batch.exact);
+  add_devices_option(*batch_command, batch.devices,
+                     "default all: each device runs its own engine slots and GPU JPEG codecs, and takes the "
+                     "next images whenever it has the least work queued");
   batch_command->add_option("--decoder", batch.decoder,
                             "JPEG decoding: gpu (nvJPEG: hardware JPEG engines, else GPU hybrid; what they refuse "
                             "falls back to the CPU), cpu, or auto (gpu on the optimized backend with nvJPEG)")
@@ -193,6 +203,10 @@ int main(int argc, char** argv) {
                          ", or for a folder output one per frame writer + 2 (the hardware threads share the "
                          "writers out over the videos running at once, at least 2 each)",
                      stream.exact);
+  add_devices_option(*stream_command, stream.devices,
+                     "default: the first device. A folder's videos each run on one of them in turn; one stream "
+                     "of raw frames or frames decoded on the CPU spreads over them; one that NVDEC decodes stays "
+                     "on the first");
   stream_command->add_option("--decoder", stream.decoder,
                              "Video decoding: gpu (NVDEC, for H.264 and HEVC elementary streams: .h264, .264, .avc, "
                              ".hevc, .h265, .265), cpu (OpenCV), or auto (gpu where the engine keeps frames on the "

@@ -1,6 +1,7 @@
 #include "stream.hpp"
 
 #include "backend_choice.hpp"
+#include "device_resources.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
 #include "folder.hpp"
@@ -22,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -178,12 +180,21 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--memory: ") + e.what());
   }
+  try {
+    if (!options.devices.empty()) engine_options.devices = parse_devices(options.devices);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--") + e.what());
+  }
+  engine_options.slots = std::max(engine_options.slots, static_cast<int>(engine_options.devices.size()));
 
   if (!folder_out && options.encoder == "gpu") {
     throw UsageError("--encoder gpu: applies to a folder output (one JPEG file per frame)");
   }
 
-  const std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
+  // NVDEC decodes on the current device: the first one listed.
+  std::optional<CurrentDevice> first_device;
+  if (!engine_options.devices.empty()) first_device.emplace(engine_options.devices.front());
+  std::unique_ptr<Engine> engine = make_engine_for_stream(chain, engine_options);
   Progress progress(options.message_prefix);
   const std::string input_name = raw_in ? "stdin" : options.input;
   std::unique_ptr<io::FrameReader> reader;
@@ -192,13 +203,24 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   } else {
     reader = open_video_input(options, *engine, progress);
   }
+  if (reader->decodes_on_device() && engine_options.devices.size() > 1) {
+    // NVDEC's frames stay on its device: one stream decodes slower than one device runs the chain, so the others
+    // would add nothing but copies between devices.
+    progress.message("NVDEC decodes on device " + std::to_string(engine_options.devices.front()) +
+                     ", so the stream runs there alone (a folder of videos spreads over the devices)");
+    engine_options.devices.resize(1);
+    engine.reset();
+    engine = make_engine_for_stream(chain, engine_options);
+  }
   io::FrameStreamSource source(*reader, input_name, chain, options.max_pixels);
   const io::Existing existing = options.overwrite ? io::Existing::replace : io::Existing::keep;
   std::unique_ptr<io::FrameWriter> writer;
-  std::optional<io::GpuJpegEncoder> frame_encoder;
+  std::optional<io::GpuJpegEncoders> frame_encoder;
   std::unique_ptr<Sink> sink;
   if (folder_out) {
-    if (encodes_frames_on_gpu(options, *engine)) frame_encoder.emplace(io::GpuJpegEncoder::Options{options.quality});
+    if (encodes_frames_on_gpu(options, *engine)) {
+      frame_encoder.emplace(engine_options.devices, io::GpuJpegEncoder::Options{options.quality});
+    }
     if (!frame_encoder && options.format != "ppm" && !io::has_opencv_codecs()) {
       throw UsageError("--format " + options.format + ": this build writes PPM only on the CPU (no OpenCV)" +
                        (options.format == "jpg" ? "; JPEG needs the GPU encoder here" : ""));
@@ -242,9 +264,10 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                                   : ", written by the CPU");
     progress.message(text);
     if (!options.timings) return;
-    for (const std::string& line :
-         {stage_timings(result, "frame"), frame_encoder ? encoder_timings(*frame_encoder, result.seconds) : ""}) {
-      if (!line.empty()) progress.message(line);
+    progress.message(stage_timings(result, "frame"));
+    if (!frame_encoder) return;
+    for (const auto& encoder : frame_encoder->all()) {
+      progress.message(encoder_timings(*encoder, result.seconds, frame_encoder->all().size() > 1));
     }
   };
   auto stopped_by_signal = [&](const std::string& detail) {
@@ -322,21 +345,31 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
     throw UsageError("--input '" + options.input + "' holds no video files (.h264, .264, .avc, .hevc, .h265, "
                      ".265, .mp4, .mkv, .avi, .mov, .webm, .m4v, .ts)");
   }
+  std::vector<int> devices;
+  try {
+    if (!options.devices.empty()) devices = parse_devices(options.devices);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--") + e.what());
+  }
   int jobs = options.jobs;
-  if (jobs <= 0) {  // one per NVDEC engine, where the GPU says how many it has
+  if (jobs <= 0) {  // one per NVDEC engine of every device, where the GPU says how many it has
     const int engines = io::gpu_video_engines();
-    jobs = engines > 0 ? engines : 4;
+    jobs = engines > 0 ? engines * std::max<int>(1, static_cast<int>(devices.size())) : 4;
   }
   jobs = std::min<int>(jobs, static_cast<int>(videos.size()));
   Progress progress;
-  progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once");
+  progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once" +
+                   (devices.size() > 1 ? " over devices " + device_list_text(devices) : ""));
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> frames{0};
   std::vector<int> exit_codes(videos.size(), kExitOk);
   const auto start = std::chrono::steady_clock::now();
-  auto work = [&] {
+  // Each thread runs its videos on one device, taking the next video once its last is done: a device whose
+  // videos go slower takes fewer of them.
+  auto work = [&](int thread) {
     for (std::size_t i; stop_signal() == 0 && (i = next++) < videos.size();) {
       StreamOptions one = options;
+      if (!devices.empty()) one.devices = std::to_string(devices[static_cast<std::size_t>(thread) % devices.size()]);
       one.input = videos[i].string();
       one.output = (std::filesystem::path(options.output) / videos[i].filename()).string() + "/";
       one.message_prefix = videos[i].filename().string() + ": ";
@@ -353,7 +386,7 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
     }
   };
   std::vector<std::thread> streams;
-  for (int j = 0; j < jobs; ++j) streams.emplace_back(work);
+  for (int j = 0; j < jobs; ++j) streams.emplace_back(work, j);
   for (std::thread& stream : streams) stream.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto clean = std::ranges::count(exit_codes, kExitOk);

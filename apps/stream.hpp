@@ -33,6 +33,8 @@ struct StreamOptions {
                      // single video, one for each video of a folder
   std::string message_prefix;    // before every message (the video's name, when a folder runs)
   std::string memory = "pinned";
+  std::string devices;  // CUDA devices (parse_devices), empty: the current one. A stream of host frames spreads
+                        // over them, NVDEC's stays on the first; a folder's videos each run on one, in turn
   int slots = 0;       // 0: kDefaultStreamSlots, or the frame writers + 2 for a folder output
   int sharing_streams = 1;  // streams of a folder of videos running at once, whose frame writers share the cores
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)

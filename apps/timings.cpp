@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 namespace imgpipe::app {
@@ -21,7 +22,16 @@ std::string stage_timings(const JobSummary& summary, std::string_view unit) {
   return text;
 }
 
-std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds) {
+namespace {
+
+// "device 1: " where a job has codecs on several devices.
+std::string device_label(int device, bool name_it) {
+  return name_it ? "device " + std::to_string(device) + ": " : "";
+}
+
+}  // namespace
+
+std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds, bool name_device) {
   if (!decoder.has_hardware()) return {};
   const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
   const double files_per_batch =
@@ -29,9 +39,10 @@ std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_second
   const double lane_seconds = decoder.lanes() * std::max(job_seconds, 1e-9);
   char text[400];
   std::snprintf(text, sizeof text,
-                "timings: hardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
+                "timings: %shardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
                 "of the job (%.0f%% in nvjpegDecodeBatched, which returns once the engines are nearly done, %.0f%% "
                 "waiting for the GPU work it queued)",
+                device_label(decoder.device(), name_device).c_str(),
                 static_cast<unsigned long long>(activity.batches), files_per_batch, decoder.lanes(),
                 100.0 * activity.busy_seconds() / lane_seconds, 100.0 * activity.host_seconds / lane_seconds,
                 100.0 * activity.waiting_seconds / lane_seconds);
@@ -55,10 +66,10 @@ std::string cpu_timings(const CpuTime& before, const CpuTime& after, double job_
   return text;
 }
 
-std::string encoder_timings(const io::GpuJpegEncoder& encoder, double job_seconds) {
-  char text[160];
-  std::snprintf(text, sizeof text, "timings: GPU JPEG encoding: the %d encoder states busy %.0f%% of the job",
-                encoder.states(), 100.0 * encoder.busy_seconds() / (encoder.states() * std::max(job_seconds, 1e-9)));
+std::string encoder_timings(const io::GpuJpegEncoder& encoder, double job_seconds, bool name_device) {
+  char text[192];
+  std::snprintf(text, sizeof text, "timings: %sGPU JPEG encoding: the %d encoder states busy %.0f%% of the job",
+                device_label(encoder.device(), name_device).c_str(), encoder.states(), 100.0 * encoder.busy_seconds() / (encoder.states() * std::max(job_seconds, 1e-9)));
   return text;
 }
 

@@ -13,7 +13,8 @@ namespace imgpipe::app {
 std::string stage_timings(const JobSummary& summary, std::string_view unit);
 
 // How busy the hardware JPEG decode lanes were over a job of `job_seconds`; empty without hardware lanes.
-std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds);
+// `name_device`: the line names the decoder's device (a job with decoders on several).
+std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds, bool name_device = false);
 
 // The process's CPU time so far, in seconds.
 struct CpuTime {
@@ -26,7 +27,7 @@ CpuTime process_cpu_time();
 std::string cpu_timings(const CpuTime& before, const CpuTime& after, double job_seconds);
 
 // How busy the GPU JPEG encoder states were over a job of `job_seconds`. A codec busy for most of the job
-// bounds it.
-std::string encoder_timings(const io::GpuJpegEncoder& encoder, double job_seconds);
+// bounds it. `name_device` as for decoder_timings.
+std::string encoder_timings(const io::GpuJpegEncoder& encoder, double job_seconds, bool name_device = false);
 
 }  // namespace imgpipe::app

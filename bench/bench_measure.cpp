@@ -39,6 +39,7 @@ namespace imgpipe::bench {
 namespace {
 
 constexpr const char* kEndToEnd = "end-to-end";
+constexpr const char* kGroupDevices = "devices";  // the end-to-end scaling rows
 constexpr const char* kKernel = "kernel";
 constexpr const char* kStage = "stage";
 constexpr const char* kAblation = "ablation";
@@ -288,6 +289,39 @@ void measure_device_ceilings(const Settings& s, Report& report) {
 
 // ------------------------------------------------------------------------------------- end to end
 
+// The optimized engine on each device of settings.devices alone, then on all of them at once with as many slots
+// per device; the total's twin is the first device alone, so its speedup over the device count is the scaling
+// efficiency. The ceiling is one device's link (measured on the current device), so only the lone rows get one.
+void measure_device_scaling(const Settings& s, Report& report) {
+  if (s.devices.size() < 2 || !s.backends.contains("optimized")) return;
+  const std::string first = "device " + std::to_string(s.devices.front());
+  const std::string all = "devices " + device_list_text(s.devices);
+  for (const int device : s.devices) {
+    Row row = make_row(kEndToEnd, kGroupDevices, "device " + std::to_string(device), "", frame_bytes(s), kPcieFrames);
+    if (!report.device.available) {
+      add_skipped(report, std::move(row), gpu_missing_reason(report));
+      continue;
+    }
+    const EngineOptions options{s.slots, MemoryMode::pinned, true, s.arithmetic, {device}};
+    measure_engine_row(report, s, std::move(row), [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); },
+                       false);
+  }
+  Row total = make_row(kEndToEnd, kGroupDevices, all, "", frame_bytes(s), "", first);
+  if (!report.device.available) return add_skipped(report, std::move(total), gpu_missing_reason(report));
+  const int slots = std::min(kMaxSlots, s.slots * static_cast<int>(s.devices.size()));
+  const EngineOptions options{slots, MemoryMode::pinned, true, s.arithmetic, s.devices};
+  measure_engine_row(report, s, std::move(total), [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); },
+                     false);
+  const Row& measured = report.rows.back();
+  const Derived d = derive(report, measured);
+  if (!d.speedup) return;
+  char note[256];
+  std::snprintf(note, sizeof note, "%s: %.2fx %s alone, scaling efficiency %.0f%% (%zu devices)", all.c_str(),
+                *d.speedup, first.c_str(), 100 * *d.speedup / static_cast<double>(s.devices.size()), s.devices.size());
+  report.notes.push_back(note);
+  std::fprintf(stderr, "  %s\n", note);
+}
+
 void measure_end_to_end(const Settings& s, Report& report) {
   const double bytes = frame_bytes(s);
   const std::vector<BackendInfo> infos = available_backends();
@@ -302,9 +336,11 @@ void measure_end_to_end(const Settings& s, Report& report) {
                   kind == BackendKind::cpu ? "the cpu backend is " + info.detail : gpu_missing_reason(report));
       continue;
     }
-    const EngineOptions options{s.slots, MemoryMode::pinned, true, s.arithmetic};
+    const EngineOptions options{s.slots, MemoryMode::pinned, true, s.arithmetic, {}};
     measure_engine_row(report, s, std::move(row), [&] { return make_engine(kind, s.chain, options); }, false);
   }
+
+  measure_device_scaling(s, report);
 
   if (!s.backends.contains("npp")) return;
   Row row = make_row(kEndToEnd, "", "npp", "", bytes, kPcieFrames);
@@ -629,13 +665,13 @@ void measure_ablations(const Settings& s, Report& report) {
        {std::tuple{"pageable", MemoryMode::pageable, false}, std::tuple{"pinned", MemoryMode::pinned, false},
         std::tuple{"managed, no prefetch", MemoryMode::managed, false},
         std::tuple{"managed + prefetch", MemoryMode::managed, true}}) {
-    const EngineOptions options{s.slots, mode, prefetch, s.arithmetic};
+    const EngineOptions options{s.slots, mode, prefetch, s.arithmetic, {}};
     measure_engine_row(report, s, take(kGroupMemory, name),
                        [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); },
                        mode == MemoryMode::managed);
   }
   for (int streams = 1; streams <= 4; ++streams) {
-    const EngineOptions options{streams, MemoryMode::pinned, true, s.arithmetic};
+    const EngineOptions options{streams, MemoryMode::pinned, true, s.arithmetic, {}};
     const std::string name = std::to_string(streams) + (streams == 1 ? " stream" : " streams");
     measure_engine_row(report, s, take(kGroupStreams, name.c_str()),
                        [&] { return make_gpu_engine(GpuPath::optimized, s.chain, options); }, false);

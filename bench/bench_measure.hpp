@@ -32,6 +32,7 @@ struct Settings {
   std::vector<Size> matrix_sizes;  // the matrix's input sizes
   int matrix_batch = 16;           // frames per launch in the matrix's batched rows
   Arithmetic arithmetic = Arithmetic::fast;  // how the e2e, kernel, stage and ablation GPU rows round
+  std::vector<int> devices;  // the end-to-end scaling rows' devices; fewer than two: no such rows
 };
 
 // The device imgpipe would run on, the driver's and the runtime's CUDA versions; available false (with the
@@ -46,7 +47,8 @@ void measure_host_ceiling(const Settings& settings, Report& report);
 // The PCIe and device-memory ceilings (needs a device).
 void measure_device_ceilings(const Settings& settings, Report& report);
 
-// Each backend through its engine, pinned host memory in and out (cpu: pageable), plus NPP on a two-stream ring.
+// Each backend through its engine, pinned host memory in and out (cpu: pageable), plus NPP on a two-stream ring;
+// with settings.devices, the optimized engine on each of them alone and on all of them at once.
 void measure_end_to_end(const Settings& settings, Report& report);
 // The chain on device-resident frames (DeviceChain naive and optimized, NPP), and each op of it alone.
 void measure_kernels(const Settings& settings, Report& report);

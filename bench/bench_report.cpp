@@ -229,7 +229,8 @@ void write_json(const Report& report, const std::filesystem::path& path) {
                        {"ceiling_copy_bytes", p.ceiling_bytes},
                        {"backends", p.backends},
                        {"sections", p.sections},
-                       {"exact", p.exact}};
+                       {"exact", p.exact},
+                       {"devices", p.devices}};
 
   Json ceilings = Json::array();
   for (const Ceiling& c : report.ceilings) {

@@ -78,6 +78,7 @@ struct Parameters {
   std::vector<std::string> backends;
   std::vector<std::string> sections;
   bool exact = false;  // the GPU rows outside the matrix with exact arithmetic
+  std::vector<int> devices;  // --devices: the devices of the scaling rows; empty: none
 };
 
 struct Report {

@@ -49,6 +49,7 @@ std::string command_line(const Options& o) {
        std::to_string(o.warmup) + " --slots " + std::to_string(o.slots) + " --backends " + join(o.backends);
   if (!o.matrix) c += " --sections " + join(o.sections);
   if (o.exact) c += " --exact";
+  if (!o.devices.empty()) c += " --devices " + o.devices;
   c += " --ceiling-mib " + std::to_string(o.ceiling_mib);
   if (!o.input.empty()) c += " --input " + o.input;
   if (!o.json.empty()) c += " --json " + o.json;
@@ -87,6 +88,13 @@ Outcome run(const Options& o) {
   if (!o.size.empty()) {
     size = parse_size(o.size);
     if (!size) throw OptionError("--size " + o.size + ": expected WxH with both from 1 to " + std::to_string(kMaxDimension));
+  }
+  if (!o.devices.empty()) {
+    try {
+      s.devices = parse_devices(o.devices);
+    } catch (const std::invalid_argument& e) {
+      throw OptionError(std::string("--") + e.what());
+    }
   }
   require_writable_folder("--json", o.json);
   require_writable_folder("--trace", o.trace);
@@ -131,6 +139,7 @@ Outcome run(const Options& o) {
   p.backends = o.backends;
   p.sections = {s.sections.begin(), s.sections.end()};
   p.exact = o.exact;
+  p.devices = s.devices;
 
   if (o.matrix) {
     std::fprintf(stderr, "imgpipe bench: the matrix at %s; ceilings with %s frames\n", join(o.matrix_sizes).c_str(),

@@ -25,6 +25,7 @@ struct Options {
   std::vector<std::string> matrix_sizes = {"1280x720", "1920x1080", "3840x2160"};
   int matrix_batch = 16;
   bool exact = false;  // the GPU rows with exact arithmetic (the matrix has both kinds of row anyway)
+  std::string devices;  // --devices: end-to-end rows of the optimized engine on each device and on all at once
   std::string input;
   std::string json;
   std::string trace;

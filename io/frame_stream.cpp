@@ -290,9 +290,9 @@ std::vector<std::string> FrameStreamSource::read(const Item&, const FrameAllocat
 }
 
 ImageSequenceSink::ImageSequenceSink(std::filesystem::path folder, std::string extension, int quality,
-                                     Existing existing, GpuJpegEncoder* gpu_encoder)
+                                     Existing existing, const GpuJpegEncoders* gpu_encoders)
     : folder_(std::move(folder)), extension_(std::move(extension)), quality_(quality), existing_(existing),
-      gpu_encoder_(extension_ == ".jpg" ? gpu_encoder : nullptr) {
+      gpu_encoders_(extension_ == ".jpg" ? gpu_encoders : nullptr) {
   std::error_code error;
   std::filesystem::create_directories(folder_, error);
   if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
@@ -310,11 +310,13 @@ void ImageSequenceSink::write(const Item& item, ConstFrameView frame) {
 }
 
 void ImageSequenceSink::write_from_device(const Item& item, DeviceFrame frame) {
-  write_file_atomically(frame_path(folder_, item.index, extension_), gpu_encoder_->encode(frame), existing_);
+  write_file_atomically(frame_path(folder_, item.index, extension_), gpu_encoders_->on(frame.device).encode(frame),
+                        existing_);
 }
 
 std::vector<std::string> FrameStreamSource::read_on_device(const Item& item, const FrameAllocator& allocate,
-                                                           const DeviceFrameAllocator& allocate_on_device) {
+                                                           const DeviceFrameAllocator& allocate_on_device,
+                                                           int /*device*/) {
   if (!reader_.decodes_on_device()) return read(item, allocate);
   reader_.read_to_device(allocate_on_device(*next_size_));
   ++frames_read_;

@@ -117,8 +117,9 @@ class FrameStreamSource final : public Source {
   FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain, std::uint64_t max_pixels);
   std::optional<Item> next() override;
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
+  // A GPU decoder's reader decodes on the device current when it was opened, which must be the engine's.
   std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
-                                          const DeviceFrameAllocator& allocate_on_device) override;
+                                          const DeviceFrameAllocator& allocate_on_device, int device) override;
   std::uint64_t frames_read() const { return frames_read_; }
 
  private:
@@ -132,14 +133,15 @@ class FrameStreamSource final : public Source {
 
 // Each item's frame as an image file in `folder`, named by its frame number from 0 (000000.jpg, 000001.jpg...),
 // encoded (on several threads at once where the job has them) and written atomically (write_image; with
-// Existing::keep an existing file is an error, never replaced). With a GPU JPEG encoder and `extension` .jpg, frames are encoded on the GPU
-// from the engine's device outputs. The folder is created when missing.
+// Existing::keep an existing file is an error, never replaced). With GPU JPEG encoders (one per device the
+// engine runs on) and `extension` .jpg, frames are encoded on the GPU from the engine's device outputs. The
+// folder is created when missing.
 class ImageSequenceSink final : public Sink {
  public:
   ImageSequenceSink(std::filesystem::path folder, std::string extension, int quality, Existing existing,
-                    GpuJpegEncoder* gpu_encoder = nullptr);
+                    const GpuJpegEncoders* gpu_encoders = nullptr);
   void write(const Item& item, ConstFrameView frame) override;
-  bool writes_from_device(const Item&) const override { return gpu_encoder_ != nullptr; }
+  bool writes_from_device(const Item&) const override { return gpu_encoders_ != nullptr; }
   void write_from_device(const Item& item, DeviceFrame frame) override;
   bool concurrent_writes() const override { return true; }
 
@@ -152,7 +154,7 @@ class ImageSequenceSink final : public Sink {
   std::string extension_;
   int quality_;
   Existing existing_;
-  GpuJpegEncoder* gpu_encoder_;
+  const GpuJpegEncoders* gpu_encoders_;
 };
 
 // Each item's frame to `writer`, in order; close() completes the writer.

@@ -444,6 +444,8 @@ GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const {
 
 int GpuJpegDecoder::lanes() const { return static_cast<int>(impl_->lanes.size()); }
 
+int GpuJpegDecoder::device() const { return impl_->device; }
+
 JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
                                    std::uint64_t max_pixels) {
   std::unique_ptr<Impl::Scratch> scratch = impl_->take_scratch();
@@ -555,5 +557,7 @@ std::vector<std::uint8_t> GpuJpegEncoder::encode(const DeviceFrame& frame) {
 double GpuJpegEncoder::busy_seconds() const { return impl_->busy_ns.load() * 1e-9; }
 
 int GpuJpegEncoder::states() const { return impl_->states; }
+
+int GpuJpegEncoder::device() const { return impl_->device; }
 
 }  // namespace imgpipe::io

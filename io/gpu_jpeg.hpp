@@ -10,9 +10,11 @@
 // add a pass, not save one.
 #pragma once
 
+#include "device_resources.hpp"
 #include "engine.hpp"
 #include "job.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -91,6 +93,7 @@ class GpuJpegDecoder {
   GpuJpegDecoder& operator=(const GpuJpegDecoder&) = delete;
 
   bool has_hardware() const;
+  int device() const;  // the CUDA device it was made on (current at construction), which it decodes on
 
   // What the hardware lanes have done so far: batches decoded, the files in them, and the seconds the lanes'
   // threads spent in nvJPEG's calls (which return only once the engines are nearly done) and then waiting for
@@ -138,11 +141,42 @@ class GpuJpegEncoder {
   // time means the encoder bounds the job.
   double busy_seconds() const;
   int states() const;
+  int device() const;  // the CUDA device it was made on, whose frames it encodes
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// One GPU JPEG codec (GpuJpegDecoder or GpuJpegEncoder) per CUDA device an engine runs on, each made with its
+// device current: nvJPEG's handles, states and streams belong to one device, and a frame is decoded or encoded
+// by the codec of the device that holds it.
+template <class Codec>
+class GpuJpegPerDevice {
+ public:
+  // One per distinct device of `devices`; one on the current device when `devices` is empty.
+  GpuJpegPerDevice(const std::vector<int>& devices, const typename Codec::Options& options) {
+    if (devices.empty()) codecs_.push_back(std::make_unique<Codec>(options));
+    for (const int device : devices) {
+      if (std::ranges::any_of(codecs_, [&](const auto& codec) { return codec->device() == device; })) continue;
+      const CurrentDevice current(device);
+      codecs_.push_back(std::make_unique<Codec>(options));
+    }
+  }
+  // The codec for frames on `device`; throws std::logic_error when none was made there.
+  Codec& on(int device) const {
+    for (const auto& codec : codecs_) {
+      if (codec->device() == device) return *codec;
+    }
+    throw std::logic_error("GPU JPEG: no codec was made on CUDA device " + std::to_string(device));
+  }
+  const std::vector<std::unique_ptr<Codec>>& all() const { return codecs_; }
+
+ private:
+  std::vector<std::unique_ptr<Codec>> codecs_;
+};
+using GpuJpegDecoders = GpuJpegPerDevice<GpuJpegDecoder>;
+using GpuJpegEncoders = GpuJpegPerDevice<GpuJpegEncoder>;
 
 // True when `bytes` start like a JPEG file (SOI then a marker).
 inline bool looks_like_jpeg(std::span<const std::uint8_t> bytes) {

@@ -19,6 +19,7 @@ GpuJpegDecoder::~GpuJpegDecoder() = default;
 bool GpuJpegDecoder::has_hardware() const { return false; }
 GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const { return {}; }
 int GpuJpegDecoder::lanes() const { return 0; }
+int GpuJpegDecoder::device() const { return 0; }
 JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t>, const DeviceFrameAllocator&, std::uint64_t) {
   throw std::logic_error("GPU JPEG: " + std::string(kNoNvjpeg));
 }
@@ -31,5 +32,6 @@ std::vector<std::uint8_t> GpuJpegEncoder::encode(const DeviceFrame&) {
 }
 double GpuJpegEncoder::busy_seconds() const { return 0; }
 int GpuJpegEncoder::states() const { return 0; }
+int GpuJpegEncoder::device() const { return 0; }
 
 }  // namespace imgpipe::io

@@ -109,8 +109,8 @@ void keep_shard(FolderPlan& plan, const fs::path& input_dir, int index, int coun
 }
 
 ImageFolderSource::ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels,
-                                     GpuJpegDecoder* gpu_decoder)
-    : plan_(plan), chain_(chain), max_pixels_(max_pixels), gpu_decoder_(gpu_decoder) {}
+                                     const GpuJpegDecoders* gpu_decoders)
+    : plan_(plan), chain_(chain), max_pixels_(max_pixels), gpu_decoders_(gpu_decoders) {}
 
 std::optional<Item> ImageFolderSource::next() {
   if (next_ == plan_.files.size()) return std::nullopt;
@@ -144,8 +144,9 @@ std::vector<std::string> ImageFolderSource::read(const Item& item, const FrameAl
 }
 
 std::vector<std::string> ImageFolderSource::read_on_device(const Item& item, const FrameAllocator& allocate,
-                                                           const DeviceFrameAllocator& allocate_on_device) {
-  if (!gpu_decoder_) return read(item, allocate);
+                                                           const DeviceFrameAllocator& allocate_on_device,
+                                                           int device) {
+  if (!gpu_decoders_) return read(item, allocate);
   const fs::path path = plan_.files[item.index].input;
   const std::vector<std::uint8_t> bytes = read_file(path, max_image_file_bytes(max_pixels_));
   const auto on_host = [&](Size size) {
@@ -160,7 +161,7 @@ std::vector<std::string> ImageFolderSource::read_on_device(const Item& item, con
 
   DeviceFrame frame;
   try {
-    count(gpu_decoder_->decode(
+    count(gpu_decoders_->on(device).decode(
         bytes,
         [&](Size size) {
           check_chain_limit(size);
@@ -231,8 +232,9 @@ std::string failure_message(const ItemResult& result, std::string_view limit_hin
   }
 }
 
-ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing, GpuJpegEncoder* gpu_encoder)
-    : plan_(plan), quality_(quality), existing_(existing), gpu_encoder_(gpu_encoder) {}
+ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing existing,
+                                 const GpuJpegEncoders* gpu_encoders)
+    : plan_(plan), quality_(quality), existing_(existing), gpu_encoders_(gpu_encoders) {}
 
 fs::path ImageFolderSink::prepare_output(const Item& item) const {
   const fs::path output = plan_.files[item.index].output;
@@ -247,14 +249,14 @@ void ImageFolderSink::write(const Item& item, ConstFrameView frame) {
 }
 
 bool ImageFolderSink::writes_from_device(const Item& item) const {
-  if (!gpu_encoder_) return false;
+  if (!gpu_encoders_) return false;
   const std::string extension = lowercase_extension(plan_.files[item.index].output);
   return extension == ".jpg" || extension == ".jpeg";
 }
 
 void ImageFolderSink::write_from_device(const Item& item, DeviceFrame frame) {
   const fs::path output = prepare_output(item);
-  write_file_atomically(output, gpu_encoder_->encode(frame), existing_);
+  write_file_atomically(output, gpu_encoders_->on(frame.device).encode(frame), existing_);
   gpu_encoded_.fetch_add(1);
 }
 

@@ -67,16 +67,17 @@ void keep_shard(FolderPlan& plan, const std::filesystem::path& input_dir, int in
 // The planned files, decoded on several threads at once straight into the engine's slots. A file whose header
 // declares more than `max_pixels`, or from which the chain makes a larger frame, is refused before the engine
 // allocates for it (PixelLimitError).
-// With a GPU JPEG decoder and an engine that keeps frames on the device, JPEG files are decoded on the GPU into
-// the slots' device inputs; what the GPU decoders refuse, and every other format, is decoded on the CPU.
+// With GPU JPEG decoders (one per device the engine runs on) and an engine that keeps frames on the device, JPEG
+// files are decoded on the GPU into the slots' device inputs, each by its slot's device's decoder; what the GPU
+// decoders refuse, and every other format, is decoded on the CPU.
 class ImageFolderSource final : public Source {
  public:
   ImageFolderSource(const FolderPlan& plan, const Chain& chain, std::uint64_t max_pixels,
-                    GpuJpegDecoder* gpu_decoder = nullptr);
+                    const GpuJpegDecoders* gpu_decoders = nullptr);
   std::optional<Item> next() override;
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
   std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
-                                          const DeviceFrameAllocator& allocate_on_device) override;
+                                          const DeviceFrameAllocator& allocate_on_device, int device) override;
   bool concurrent_reads() const override { return true; }
 
   // JPEG files decoded so far by each decoder (JpegDecoder's order); other formats are not counted.
@@ -90,7 +91,7 @@ class ImageFolderSource final : public Source {
   const FolderPlan& plan_;
   Chain chain_;
   std::uint64_t max_pixels_;
-  GpuJpegDecoder* gpu_decoder_;
+  const GpuJpegDecoders* gpu_decoders_;
   std::size_t next_ = 0;
   std::array<std::atomic<std::uint64_t>, 3> decoded_by_{};
 };
@@ -101,10 +102,12 @@ std::string failure_message(const ItemResult& result, std::string_view limit_hin
 
 // Each item's output to its planned path, encoded on several threads at once, written atomically (a temporary
 // name, renamed once complete); with Existing::keep an existing file is never replaced.
-// With a GPU JPEG encoder, JPEG outputs are encoded on the GPU from the slots' device outputs.
+// With GPU JPEG encoders (one per device the engine runs on), JPEG outputs are encoded on the GPU from the slots'
+// device outputs, each by its device's encoder.
 class ImageFolderSink final : public Sink {
  public:
-  ImageFolderSink(const FolderPlan& plan, int quality, Existing existing, GpuJpegEncoder* gpu_encoder = nullptr);
+  ImageFolderSink(const FolderPlan& plan, int quality, Existing existing,
+                  const GpuJpegEncoders* gpu_encoders = nullptr);
   void write(const Item& item, ConstFrameView frame) override;
   bool writes_from_device(const Item& item) const override;
   void write_from_device(const Item& item, DeviceFrame frame) override;
@@ -119,7 +122,7 @@ class ImageFolderSink final : public Sink {
   const FolderPlan& plan_;
   int quality_;
   Existing existing_;
-  GpuJpegEncoder* gpu_encoder_;
+  const GpuJpegEncoders* gpu_encoders_;
   std::atomic<std::uint64_t> gpu_encoded_ = 0;
 };
 

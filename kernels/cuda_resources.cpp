@@ -16,6 +16,17 @@ Stream Stream::create() {
   return Stream{s};
 }
 
+CurrentDevice::CurrentDevice(int device) {
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (device == previous_) return;
+  IMGPIPE_CUDA_CHECK(cudaSetDevice(device));
+  switched_ = true;
+}
+
+CurrentDevice::~CurrentDevice() {
+  if (switched_) check_noexcept(cudaSetDevice(previous_), "cudaSetDevice");
+}
+
 void Stream::synchronize() const { IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(get())); }
 
 Event Event::create(bool timing) {

@@ -61,6 +61,20 @@ class Event : public UniqueHandle<cudaEvent_t, destroy_event> {
 
 using TextureObject = UniqueHandle<cudaTextureObject_t, destroy_texture>;
 
+// Makes `device` the calling thread's current device for the guard's scope, then restores the one before: every
+// CUDA call on a stream, buffer or plan of a device must run with that device current.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device);
+  ~CurrentDevice();
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
 // The memory kinds a GrowableBuffer holds, each with its allocation (throws CudaError) and its release.
 //   DeviceMemory:  linear device memory.
 //   PinnedMemory:  page-locked host memory, so copies can run asynchronously at full PCIe rate.

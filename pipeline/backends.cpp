@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -125,6 +126,45 @@ std::unique_ptr<Engine> make_engine(BackendKind kind, const Chain& chain, const 
   }
   require_device(kind);
   return make_gpu_engine(GpuPath::optimized, chain, options);
+}
+
+std::vector<int> parse_devices(std::string_view text) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear "no device" so later calls start clean
+    count = 0;
+  }
+  std::vector<int> devices;
+  if (text == "all") {
+    for (int d = 0; d < count; ++d) devices.push_back(d);
+    return devices;
+  }
+  const std::string visible = count == 0   ? "no CUDA device is usable here"
+                              : count == 1 ? "device 0 is the only one visible"
+                                           : "devices 0.." + std::to_string(count - 1) + " are visible";
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view number = text.substr(at, comma - at);
+    int device = -1;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), device);
+    if (number.empty() || error != std::errc() || end != number.data() + number.size()) {
+      throw std::invalid_argument("devices '" + std::string(text) + "': expected 'all' or device numbers such as 0,1");
+    }
+    if (std::ranges::find(devices, device) != devices.end()) {
+      throw std::invalid_argument("devices '" + std::string(text) + "': device " + std::to_string(device) +
+                                  " is named twice");
+    }
+    devices.push_back(device);
+    at = comma + 1;
+  }
+  for (const int device : devices) {
+    if (device < 0 || device >= count) {
+      throw std::invalid_argument("devices '" + std::string(text) + "': there is no device " + std::to_string(device) +
+                                  "; " + visible);
+    }
+  }
+  return devices;
 }
 
 Image apply(Backend& backend, const Chain& chain, const Image& in) {

@@ -43,6 +43,11 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, Arithmetic arithmetic = 
 // memory, synchronous copies, one stream); optimized is the GPU ring with `options`.
 std::unique_ptr<Engine> make_engine(BackendKind kind, const Chain& chain, const EngineOptions& options);
 
+// The CUDA devices `text` names, as --devices takes them: "all" (every visible device, in order; none where no
+// device is usable) or a list of device numbers ("0,2"), each visible and named once. Throws
+// std::invalid_argument saying what is wrong.
+std::vector<int> parse_devices(std::string_view text);
+
 // Convenience for one-shot use: plans, allocates the output and runs.
 Image apply(Backend& backend, const Chain& chain, const Image& in);
 

@@ -12,6 +12,7 @@ using UniqueHandle = cuda::UniqueHandle<Handle, Destroy>;
 using DeviceStream = cuda::Stream;
 using DeviceBuffer = cuda::DeviceBuffer;
 using DeviceEvent = cuda::Event;
+using CurrentDevice = cuda::CurrentDevice;
 
 // Throws DeviceError (device_error.hpp) naming `call` when `code` is not cudaSuccess.
 inline void check_device(cudaError_t code, const char* call,

@@ -6,6 +6,7 @@
 #include "nvtx_range.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -26,6 +27,15 @@ MemoryMode parse_memory_mode(std::string_view name) {
   if (name == "pinned") return MemoryMode::pinned;
   if (name == "managed") return MemoryMode::managed;
   throw std::invalid_argument("memory mode '" + std::string(name) + "': expected pageable, pinned or managed");
+}
+
+std::string device_list_text(const std::vector<int>& devices) {
+  std::string text;
+  for (const int d : devices) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(d);
+  }
+  return text;
 }
 
 Engine::Engine(int slots) {
@@ -52,28 +62,34 @@ struct FrameRangeName {
 }  // namespace
 
 FrameSlot& Engine::acquire(Size in_size, Placement placement) {
-  if ((placement.input == Residence::device || placement.output == Residence::device) && !device_frames()) {
-    throw std::logic_error("engine: " + describe() + " keeps no frames on the device");
-  }
-  int index = 0;
-  {
-    const cuda::NvtxRange range("engine: wait for a free slot");
-    std::unique_lock lock(mutex_);
-    slot_freed_.wait(lock, [this] { return !free_.empty(); });
-    index = free_.back();
-    free_.pop_back();
-  }
-  FrameSlot& slot = slots_[index];
-  slot.placement = placement;
-  slot.input = slot.output = {};
-  slot.device_input = slot.device_output = {};
+  FrameSlot& slot = take();
   try {
-    prepare(slot, in_size, output_size(chain_, in_size));
+    fit(slot, in_size, placement);
   } catch (...) {
     release(slot);
     throw;
   }
   return slot;
+}
+
+FrameSlot& Engine::take() {
+  const cuda::NvtxRange range("engine: wait for a free slot");
+  std::unique_lock lock(mutex_);
+  slot_freed_.wait(lock, [this] { return !free_.empty(); });
+  const auto chosen = free_.begin() + static_cast<std::ptrdiff_t>(choose_free_slot(free_));
+  const int index = *chosen;
+  free_.erase(chosen);
+  return slots_[index];
+}
+
+void Engine::fit(FrameSlot& slot, Size in_size, Placement placement) {
+  if ((placement.input == Residence::device || placement.output == Residence::device) && !device_frames()) {
+    throw std::logic_error("engine: " + describe() + " keeps no frames on the device");
+  }
+  slot.placement = placement;
+  slot.input = slot.output = {};
+  slot.device_input = slot.device_output = {};
+  prepare(slot, in_size, output_size(chain_, in_size));
 }
 
 void Engine::submit(FrameSlot& slot) {
@@ -160,20 +176,42 @@ class GpuRingEngine final : public Engine {
       : Engine(options.slots), path_(path), options_(options) {
     if (!cuda::device_available()) throw std::runtime_error("the GPU engine needs a CUDA device; none is usable here");
     set_chain(chain);
-    IMGPIPE_CUDA_CHECK(cudaGetDevice(&device_));
-    for (int i = 0; i < options.slots; ++i) ring_.push_back(std::make_unique<Slot>(path, chain, options));
+    if (options_.devices.empty()) {
+      int current = 0;
+      IMGPIPE_CUDA_CHECK(cudaGetDevice(&current));
+      options_.devices = {current};
+    }
+    check_devices(options_.devices);
+    if (options.slots < static_cast<int>(options_.devices.size())) {
+      throw std::invalid_argument("engine slots: " + std::to_string(options.slots) + " cannot be spread over " +
+                                  std::to_string(options_.devices.size()) + " devices; give at least one per device");
+    }
+    // Dealt out in turn, so the first frames in flight go to different devices.
+    for (int i = 0; i < options.slots; ++i) {
+      const int group = i % static_cast<int>(options_.devices.size());
+      const int device = options_.devices[static_cast<std::size_t>(group)];
+      const cuda::CurrentDevice current(device);
+      ring_.push_back(std::make_unique<Slot>(path, chain, options, group));
+      slot_at(i).device = device;
+    }
   }
 
-  // Buffers must outlive the work queued on them.
+  // Buffers must outlive the work queued on them, and each slot is freed with its own device current.
   ~GpuRingEngine() override {
-    for (const auto& s : ring_) cuda::check_noexcept(cudaStreamSynchronize(s->stream.get()), "cudaStreamSynchronize");
+    for (auto& s : ring_) {
+      const cuda::CurrentDevice current(options_.devices[static_cast<std::size_t>(s->group)]);
+      cuda::check_noexcept(cudaStreamSynchronize(s->stream.get()), "cudaStreamSynchronize");
+      s.reset();
+    }
   }
 
   bool device_frames() const override { return options_.memory != MemoryMode::managed; }
 
   std::string describe() const override {
     return std::string(path_ == GpuPath::naive ? "naive" : "optimized") + " GPU path, " +
-           std::to_string(slots()) + " slots, " + std::string(to_string(options_.memory)) + " host memory" +
+           std::to_string(slots()) + " slots" +
+           (options_.devices.size() > 1 ? " over devices " + device_list_text(options_.devices) : "") + ", " +
+           std::string(to_string(options_.memory)) + " host memory" +
            (options_.memory == MemoryMode::managed ? (options_.prefetch ? " with prefetch" : " without prefetch") : "") +
            (options_.arithmetic == Arithmetic::exact ? ", OpenCV-exact arithmetic" : "");
   }
@@ -181,6 +219,7 @@ class GpuRingEngine final : public Engine {
  protected:
   void prepare(FrameSlot& slot, Size in, Size out) override {
     Slot& s = *ring_[slot.index];
+    const cuda::CurrentDevice current(slot.device);
     const bool host_in = slot.placement.input == Residence::host;
     const bool host_out = slot.placement.output == Residence::host;
     s.grow_host(host_in ? in : Size{}, host_out ? out : Size{});
@@ -192,20 +231,22 @@ class GpuRingEngine final : public Engine {
     }
     if (host_in) slot.input = {s.host_in.data(), in};
     if (host_out) slot.output = {s.host_out.data(), out};
-    if (!host_in) slot.device_input = {s.device_in.data(), in, s.stream.get()};
-    if (!host_out) slot.device_output = {s.device_out.data(), out, s.stream.get()};
+    if (!host_in) slot.device_input = {s.device_in.data(), in, s.stream.get(), slot.device};
+    if (!host_out) slot.device_output = {s.device_out.data(), out, s.stream.get(), slot.device};
   }
 
   // Issue order per slot: upload, chain, download, event, all on the slot's stream, so slot i's kernels
   // run while slot i+1 uploads and slot i-1 downloads (copy engines for each direction work independently).
   void start(FrameSlot& slot) override {
     Slot& s = *ring_[slot.index];
+    const cuda::CurrentDevice current(slot.device);
     try {
       enqueue(slot, s);
     } catch (const cuda::CudaBadAlloc&) {
       free_device_memory(s);
       throw;
     }
+    s.started = true;
   }
 
   void enqueue(FrameSlot& slot, Slot& s) {
@@ -214,7 +255,8 @@ class GpuRingEngine final : public Engine {
     const std::size_t out_bytes = slot.output.size.rgb_bytes();
     if (options_.memory == MemoryMode::managed) {
       if (options_.prefetch) {
-        IMGPIPE_CUDA_CHECK(cudaMemPrefetchAsync(slot.input.data, in_bytes, device_location(), 0, stream));
+        const cudaMemLocation device{cudaMemLocationTypeDevice, slot.device};
+        IMGPIPE_CUDA_CHECK(cudaMemPrefetchAsync(slot.input.data, in_bytes, device, 0, stream));
       }
       s.chain.run(slot.input.data, slot.input.size, slot.output.data, stream);
       if (options_.prefetch) {
@@ -237,12 +279,46 @@ class GpuRingEngine final : public Engine {
 
   void wait(FrameSlot& slot) override { ring_[slot.index]->done.synchronize(); }
 
+  // A free slot of the device with the least work still queued: slots taken and not yet started, or started
+  // and not yet done. One device: the default.
+  std::size_t choose_free_slot(const std::vector<int>& free) override {
+    const std::size_t groups = options_.devices.size();
+    if (groups == 1) return Engine::choose_free_slot(free);
+    std::vector<int> queued(groups, 0);
+    std::vector<bool> is_free(ring_.size(), false);
+    for (const int i : free) is_free[static_cast<std::size_t>(i)] = true;
+    for (std::size_t i = 0; i < ring_.size(); ++i) {
+      const Slot& s = *ring_[i];
+      if (!is_free[i] && (!s.started || cudaEventQuery(s.done.get()) == cudaErrorNotReady)) ++queued[s.group];
+    }
+    std::size_t best = free.size() - 1;
+    for (std::size_t k = free.size(); k-- > 0;) {
+      if (queued[ring_[free[k]]->group] < queued[ring_[free[best]]->group]) best = k;
+    }
+    ring_[free[best]]->started = false;
+    return best;
+  }
+
  private:
   struct Slot : DeviceSlot {
-    Slot(GpuPath path, const Chain& chain, const EngineOptions& options)
-        : DeviceSlot(options.memory), chain(path, chain, options.arithmetic) {}
+    Slot(GpuPath path, const Chain& chain, const EngineOptions& options, int device_group)
+        : DeviceSlot(options.memory), chain(path, chain, options.arithmetic), group(device_group) {}
     DeviceChain chain;
+    int group;                          // its device's position in EngineOptions::devices
+    std::atomic<bool> started = false;  // submitted since it was last taken: `done` says whether it finished
   };
+
+  static void check_devices(const std::vector<int>& devices) {
+    int count = 0;
+    IMGPIPE_CUDA_CHECK(cudaGetDeviceCount(&count));
+    for (const int d : devices) {
+      if (d < 0 || d >= count) {
+        throw std::invalid_argument("CUDA device " + std::to_string(d) + " does not exist: " + std::to_string(count) +
+                                    (count == 1 ? " device is" : " devices are") + " visible (0.." +
+                                    std::to_string(count - 1) + ")");
+      }
+    }
+  }
 
   // After an allocation failed for one oversized frame: give back what this slot grew to so far, so later
   // frames of ordinary size still find memory. The chain is planned afresh, without its scratch frames.
@@ -251,12 +327,10 @@ class GpuRingEngine final : public Engine {
     s.chain = DeviceChain(path_, chain(), options_.arithmetic);
   }
 
-  cudaMemLocation device_location() const { return {cudaMemLocationTypeDevice, device_}; }
   static cudaMemLocation host_location() { return {cudaMemLocationTypeHost, 0}; }
 
   GpuPath path_;
   EngineOptions options_;
-  int device_ = 0;
   std::vector<std::unique_ptr<Slot>> ring_;
 };
 

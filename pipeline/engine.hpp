@@ -39,8 +39,12 @@ struct EngineOptions {
   MemoryMode memory = MemoryMode::pinned;  // GPU ring engine only
   bool prefetch = true;                   // managed memory only
   Arithmetic arithmetic = Arithmetic::fast;  // GPU paths only; the cpu backend is always exact
+  // The CUDA devices the GPU ring spreads its slots over, each slot on one of them; empty: the current device.
+  std::vector<int> devices;
 };
-constexpr int kMaxSlots = 128;  // a GPU JPEG decoder batches as many files as there are frames in flight
+constexpr int kMaxSlots = 128;
+// "0,2": devices as --devices names them.
+std::string device_list_text(const std::vector<int>& devices);  // a GPU JPEG decoder batches as many files as there are frames in flight
 
 // Where a slot's input comes from and where its output goes: host memory, which the engine copies over PCIe,
 // or the slot's own device buffers.
@@ -55,10 +59,12 @@ struct DeviceFrame {
   std::uint8_t* data = nullptr;
   Size size;
   cudaStream_t stream = nullptr;
+  int device = 0;  // the CUDA device `data` and `stream` belong to
 };
 
 struct FrameSlot {
   int index = 0;
+  int device = 0;              // the CUDA device of the slot's device buffers (GPU engines)
   std::uint64_t sequence = 0;  // submit order, from 0
   Placement placement;         // as acquire() was asked
   // Host input and output, where the placement says host; input valid from acquire() to submit(), output
@@ -85,8 +91,13 @@ class Engine {
   virtual bool device_frames() const { return false; }
 
   // Blocks until a slot is free, then sizes its buffers for a frame of `in_size` (growing, never shrinking)
-  // in the places `placement` names.
+  // in the places `placement` names: take() and then fit().
   FrameSlot& acquire(Size in_size, Placement placement = {});
+  // The two halves of acquire(), for a caller that must know the slot's device before it knows the frame's
+  // size (a GPU decoder with a handle per device): take() blocks until a slot is free and holds it; fit()
+  // sizes it. A slot whose fit() threw is still held: release() it.
+  FrameSlot& take();
+  void fit(FrameSlot& slot, Size in_size, Placement placement = {});
   // Starts the chain on the slot's input. GPU engines return at once; frames complete in submit order.
   // One thread submits at a time.
   void submit(FrameSlot& slot);
@@ -103,6 +114,10 @@ class Engine {
   virtual void prepare(FrameSlot& slot, Size in, Size out) = 0;
   virtual void start(FrameSlot& slot) = 0;
   virtual void wait(FrameSlot& slot) = 0;
+  // Which of the free slots take() hands out, as a position in `free` (never empty), under the engine's lock;
+  // the last one by default, so a lone caller keeps reusing the slot whose buffers fit already.
+  virtual std::size_t choose_free_slot(const std::vector<int>& free) { return free.size() - 1; }
+  FrameSlot& slot_at(int index) { return slots_[static_cast<std::size_t>(index)]; }
 
  private:
   Chain chain_;
@@ -119,7 +134,10 @@ class Engine {
 std::unique_ptr<Engine> make_backend_engine(std::unique_ptr<Backend> backend, const Chain& chain, int slots);
 
 // The GPU ring: each slot owns host in/out buffers (per MemoryMode), device buffers, a stream, a completion
-// event and its own planned DeviceChain, so slots never share scratch memory.
+// event and its own planned DeviceChain, so slots never share scratch memory. Over several devices
+// (EngineOptions::devices) the slots are dealt out among them, and take() hands out a free slot of the device
+// with the least work still queued, so a slower device gets fewer frames instead of holding back the others;
+// frames still complete in submit order.
 std::unique_ptr<Engine> make_gpu_engine(GpuPath path, const Chain& chain, const EngineOptions& options);
 
 }  // namespace imgpipe

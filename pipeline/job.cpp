@@ -205,19 +205,23 @@ class JobRun {
         });
         return;
       }
+      // The slot first, so that the source knows its device before it reads (a GPU decoder per device).
       const Residence output_at = sink_.writes_from_device(item.result.item) ? Residence::device : Residence::host;
+      item.slot = &engine_.take();
+      FrameSlot& slot = *item.slot;
       item.result.warnings = source_.read_on_device(
           item.result.item,
           [&](Size size) {
             item.result.size = size;
-            item.slot = &engine_.acquire(size, {Residence::host, output_at});
-            return item.slot->input;
+            engine_.fit(slot, size, {Residence::host, output_at});
+            return slot.input;
           },
           [&](Size size) {
             item.result.size = size;
-            item.slot = &engine_.acquire(size, {Residence::device, output_at});
-            return item.slot->device_input;
-          });
+            engine_.fit(slot, size, {Residence::device, output_at});
+            return slot.device_input;
+          },
+          slot.device);
     } catch (...) {
       fail(item, Stage::read, std::current_exception());
     }

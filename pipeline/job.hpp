@@ -42,9 +42,11 @@ class Source {
   // warnings the user should hear about (e.g. transparency dropped). Throws on a bad item.
   virtual std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) = 0;
   // Where the engine keeps frames on the device: like read(), but the source may instead take its frame from
-  // `allocate_on_device` and decode into it on the GPU (calling one of the two allocators once).
+  // `allocate_on_device` and decode into it on the GPU (calling one of the two allocators once). The device
+  // frame will be on CUDA device `device`.
   virtual std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
-                                                  const DeviceFrameAllocator& /*allocate_on_device*/) {
+                                                  const DeviceFrameAllocator& /*allocate_on_device*/,
+                                                  int /*device*/) {
     return read(item, allocate);
   }
   // True when read() may run for different items on several threads at once (image files); false keeps

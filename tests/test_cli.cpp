@@ -259,6 +259,25 @@ TEST(CliUsage, ExplicitGpuBackendWithoutADeviceFailsClearly) {
   EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 
+TEST(CliUsage, DevicesThatAreNotThereOrNamedTwiceAreUsageErrors) {
+  TempDir dir;
+  const std::string batch = "batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") + " --ops flip=h";
+  for (const auto& [devices, says] : {std::pair{"99", "there is no device 99"}, std::pair{"0,0", "named twice"},
+                                      std::pair{"0,gpu1", "expected 'all' or device numbers"}}) {
+    const CommandResult run = imgpipe(batch + " --devices " + devices);
+    EXPECT_EQ(run.exit_code, 2) << devices << ": " << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("--devices '") + devices + "': ")) << run.output;
+    EXPECT_TRUE(contains(run.output, says)) << run.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "out"));
+  }
+  const CommandResult stream = imgpipe("stream --input - --size 4x4 --output - --ops flip=h --devices 99");
+  EXPECT_EQ(stream.exit_code, 2) << stream.output;
+  EXPECT_TRUE(contains(stream.output, "--devices '99': there is no device 99")) << stream.output;
+  const CommandResult bench = imgpipe("bench --ops flip=h --devices 1,1");
+  EXPECT_EQ(bench.exit_code, 2) << bench.output;
+  EXPECT_TRUE(contains(bench.output, "--devices '1,1': device 1 is named twice")) << bench.output;
+}
+
 TEST(CliUsage, GpuJpegDecodingOnAnEngineWithoutDeviceFramesIsAUsageErrorThatSaysWhy) {
   std::string engine;
   for (const BackendInfo& b : available_backends()) {

@@ -115,23 +115,35 @@ TEST(Engine, RejectsSlotCountsOutOfRange) {
 }
 
 // Every engine kind this machine can run, against a fresh backend of the same kind frame by frame.
+// `device_groups` above 1: the GPU ring spread over that many device groups, all on the current device (the
+// same code as over as many GPUs: each group its own slots, streams and plans, frames dealt to the least busy).
 struct EngineCase {
   BackendKind kind;
   MemoryMode memory;
   bool prefetch;
   int slots;
+  int device_groups = 1;
 };
 
 void PrintTo(const EngineCase& c, std::ostream* os) {
   *os << to_string(c.kind) << ", " << to_string(c.memory) << (c.prefetch ? " with prefetch" : "") << ", " << c.slots
       << " slots";
+  if (c.device_groups > 1) *os << " over " << c.device_groups << " device groups";
 }
 
 std::string case_name(const ::testing::TestParamInfo<EngineCase>& info) {
   const EngineCase& c = info.param;
   std::string name = std::string(to_string(c.kind)) + "_" + std::string(to_string(c.memory));
   if (c.memory == MemoryMode::managed) name += c.prefetch ? "_prefetch" : "_noprefetch";
-  return name + "_" + std::to_string(c.slots) + "slots";
+  name += "_" + std::to_string(c.slots) + "slots";
+  if (c.device_groups > 1) name += "_" + std::to_string(c.device_groups) + "groups";
+  return name;
+}
+
+int current_device() {
+  int device = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
 }
 
 class EngineEquivalence : public ::testing::TestWithParam<EngineCase> {
@@ -147,7 +159,8 @@ class EngineEquivalence : public ::testing::TestWithParam<EngineCase> {
 
   std::unique_ptr<Engine> make(const Chain& chain) const {
     const EngineCase& c = GetParam();
-    const EngineOptions options{c.slots, c.memory, c.prefetch};
+    EngineOptions options{c.slots, c.memory, c.prefetch, Arithmetic::fast, {}};
+    if (c.device_groups > 1) options.devices.assign(static_cast<std::size_t>(c.device_groups), current_device());
     if (c.kind == BackendKind::naive && c.memory != MemoryMode::pageable) {
       return make_gpu_engine(GpuPath::naive, chain, options);  // the naive kernels in the ring, for ablation
     }
@@ -201,8 +214,121 @@ INSTANTIATE_TEST_SUITE_P(
                       EngineCase{BackendKind::optimized, MemoryMode::pinned, false, 1},
                       EngineCase{BackendKind::optimized, MemoryMode::pinned, false, 4},
                       EngineCase{BackendKind::optimized, MemoryMode::managed, true, 3},
-                      EngineCase{BackendKind::optimized, MemoryMode::managed, false, 3}),
+                      EngineCase{BackendKind::optimized, MemoryMode::managed, false, 3},
+                      EngineCase{BackendKind::optimized, MemoryMode::pinned, false, 4, 2},
+                      EngineCase{BackendKind::optimized, MemoryMode::pageable, false, 5, 3},
+                      EngineCase{BackendKind::optimized, MemoryMode::managed, true, 4, 2}),
     case_name);
+
+class SkipWithoutDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::device_available()) GTEST_SKIP() << "needs a CUDA device; none is usable here";
+  }
+};
+
+class DeviceGroups : public SkipWithoutDevice {};
+
+// Slots are dealt to the device with the least work queued: frames taken one after another, none started yet,
+// alternate between the groups; once group 0's frames are done, the next frames go to group 0 again.
+TEST_F(DeviceGroups, FramesGoToTheDeviceWithTheLeastWorkQueued) {
+  const int device = current_device();
+  auto engine = make_gpu_engine(GpuPath::optimized, parse_chain("gray"),
+                                EngineOptions{6, MemoryMode::pinned, false, Arithmetic::fast, {device, device}});
+  std::vector<FrameSlot*> taken;
+  int per_group[2] = {0, 0};
+  for (int i = 0; i < 4; ++i) {
+    taken.push_back(&engine->acquire({8, 8}));
+    ++per_group[taken.back()->index % 2];  // slot i belongs to group i % 2
+    EXPECT_EQ(taken.back()->device, device);
+  }
+  EXPECT_EQ(per_group[0], 2);
+  EXPECT_EQ(per_group[1], 2);
+  // Group 1's two frames stay taken and unsubmitted (queued work); group 0's are done and given back.
+  for (FrameSlot* slot : taken) {
+    if (slot->index % 2 == 0) {
+      engine->submit(*slot);
+      ASSERT_EQ(engine->next_completed(), slot);
+      engine->release(*slot);
+    }
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(engine->acquire({8, 8}).index % 2, 0) << "frame " << i;
+}
+
+TEST_F(DeviceGroups, DescribesTheDevicesAndRefusesFewerSlotsThanDevices) {
+  const int device = current_device();
+  auto engine = make_gpu_engine(GpuPath::optimized, parse_chain("gray"),
+                                EngineOptions{2, MemoryMode::pinned, false, Arithmetic::fast, {device, device}});
+  EXPECT_NE(engine->describe().find("over devices " + std::to_string(device) + "," + std::to_string(device)),
+            std::string::npos)
+      << engine->describe();
+  EXPECT_THROW(make_gpu_engine(GpuPath::optimized, parse_chain("gray"),
+                               EngineOptions{1, MemoryMode::pinned, false, Arithmetic::fast, {device, device}}),
+               std::invalid_argument);
+  int count = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDeviceCount(&count));
+  try {
+    make_gpu_engine(GpuPath::optimized, parse_chain("gray"),
+                    EngineOptions{2, MemoryMode::pinned, false, Arithmetic::fast, {count}});
+    ADD_FAILURE() << "an engine on device " << count << " of " << count << " was made";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA device " + std::to_string(count) + " does not exist"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Every device of this machine at once, against one frame at a time on the first: the same bytes, in order.
+TEST_F(DeviceGroups, EveryDeviceOfThisMachineGivesTheSameFramesInOrder) {
+  const std::vector<int> devices = parse_devices("all");
+  if (devices.size() < 2) {
+    GTEST_SKIP() << "needs two or more CUDA devices; this machine has " << devices.size()
+                 << " (DeviceGroups' other tests run the same code over groups on one device)";
+  }
+  const Chain chain = parse_chain("resize=160x90,gaussian=5:1.0");
+  const std::vector<Image> frames = distinct_frames(7 * static_cast<int>(devices.size()), {320, 181});
+  auto engine = make_gpu_engine(GpuPath::optimized, chain,
+                                EngineOptions{3 * static_cast<int>(devices.size()), MemoryMode::pinned, false,
+                                              Arithmetic::fast, devices});
+  VectorReader reader(frames);
+  VectorWriter writer;
+  run_frames(*engine, reader, writer);
+  ASSERT_EQ(writer.frames.size(), frames.size());
+  auto single = make_backend(BackendKind::optimized);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ(max_abs_diff(writer.frames[i], apply(*single, chain, frames[i])), 0) << "frame " << i;
+  }
+}
+
+// --devices: "all", or device numbers, each visible and named once; the errors say what is wrong.
+TEST(DeviceList, AllOrVisibleDeviceNumbersOnce) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    count = 0;
+  }
+  EXPECT_EQ(parse_devices("all").size(), static_cast<std::size_t>(count));
+  const auto message_of = [](const char* text) {
+    try {
+      parse_devices(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message_of("0,x").find("expected 'all' or device numbers"), std::string::npos) << message_of("0,x");
+  EXPECT_NE(message_of("").find("expected 'all'"), std::string::npos) << message_of("");
+  EXPECT_NE(message_of("1,").find("expected 'all'"), std::string::npos) << message_of("1,");
+  EXPECT_NE(message_of("-1").find("there is no device"), std::string::npos) << message_of("-1");
+  const std::string beyond = std::to_string(count);
+  EXPECT_NE(message_of(beyond.c_str()).find("there is no device " + beyond), std::string::npos)
+      << message_of(beyond.c_str());
+  EXPECT_NE(message_of("0,0").find("device 0 is named twice"), std::string::npos) << message_of("0,0");
+  if (count == 0) {
+    EXPECT_NE(message_of("0").find("no CUDA device is usable here"), std::string::npos) << message_of("0");
+    return;
+  }
+  EXPECT_EQ(parse_devices("0"), std::vector<int>{0});
+}
 
 // Raw rgb24 streams, as ffmpeg pipes them.
 class Pipe {

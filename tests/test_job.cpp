@@ -387,7 +387,7 @@ class PlacementSource final : public Source {
     throw std::logic_error("an engine with device frames gets read_on_device");
   }
   std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
-                                          const DeviceFrameAllocator& allocate_on_device) override {
+                                          const DeviceFrameAllocator& allocate_on_device, int /*device*/) override {
     const Size size{static_cast<int>(item.index) + 1, 2};
     std::uint8_t* data = item.index % 2 == 0 ? allocate_on_device(size).data : allocate(size).data;
     std::memset(data, static_cast<int>(item.index), size.rgb_bytes());

@@ -32,11 +32,19 @@ def _without_scheme(path):
     return path.split("://", 1)[1] if "://" in path else os.path.abspath(path)
 
 
+def _actor_pipeline(ops, backend):
+    """The actor's Pipeline, on the GPU Ray gave it: Ray limits CUDA_VISIBLE_DEVICES to the actor's GPUs, so its
+    one GPU is device 0 inside the actor."""
+    if backend == "cpu":
+        return imgpipe.Pipeline(ops, backend=backend)
+    return imgpipe.Pipeline(ops, backend=backend, device=0)
+
+
 class _FileWorker:
     """One Pipeline per actor, planned once; called by map_batches on batches of {'path'} relative to the input."""
 
     def __init__(self, ops, backend, input_root, output_dir, extension, quality, overwrite, jobs):
-        self.pipeline = imgpipe.Pipeline(ops, backend=backend)
+        self.pipeline = _actor_pipeline(ops, backend)
         self.input_root = input_root
         self.output_dir = output_dir
         self.extension = extension
@@ -59,7 +67,7 @@ class _BytesWorker:
     """One Pipeline per actor, planned once; called by map_batches on batches of {'bytes', 'path'}."""
 
     def __init__(self, ops, backend, input_root, output_dir, extension, quality, overwrite):
-        self.pipeline = imgpipe.Pipeline(ops, backend=backend)
+        self.pipeline = _actor_pipeline(ops, backend)
         self.input_root = input_root.rstrip("/") + "/"
         self.output_dir = output_dir
         self.extension = extension

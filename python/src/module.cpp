@@ -330,7 +330,7 @@ DeviceLibrary library_of(const nb::handle& array) {
 
 class Pipeline {
  public:
-  Pipeline(const std::string& ops, const std::string& backend, int slots, bool exact)
+  Pipeline(const std::string& ops, const std::string& backend, int slots, bool exact, std::optional<int> device)
       : chain_(parse_chain(ops)), slots_(slots), arithmetic_(exact ? Arithmetic::exact : Arithmetic::fast) {
     if (slots < 1 || slots > kMaxSlots) {
       throw nb::value_error(("slots: from 1 to " + std::to_string(kMaxSlots)).c_str());
@@ -338,7 +338,15 @@ class Pipeline {
     std::string notice;
     kind_ = backend == "auto" ? resolve_auto_backend(&notice) : parse_backend_kind(backend);
     fallback_notice_ = notice;
-    if (kind_ != BackendKind::cpu) require_device();
+    if (kind_ == BackendKind::cpu) return;
+    require_device();
+    if (device) {
+      try {
+        device_ = parse_devices(std::to_string(*device)).front();
+      } catch (const std::invalid_argument& e) {
+        throw nb::value_error(e.what());
+      }
+    }
   }
 
   std::string chain() const { return to_string(chain_); }
@@ -348,6 +356,9 @@ class Pipeline {
   Arithmetic arithmetic() const { return arithmetic_; }
   bool exact() const { return arithmetic_ == Arithmetic::exact; }
   const std::string& fallback_notice() const { return fallback_notice_; }
+  std::optional<int> device() const { return device_; }
+  // The engine's devices for host frames: the one asked for, else the current device.
+  std::vector<int> engine_devices() const { return device_ ? std::vector<int>{*device_} : std::vector<int>{}; }
   std::pair<int, int> output_size(std::pair<int, int> size) const {
     const Size out = imgpipe::output_size(chain_, {size.first, size.second});
     return {out.width, out.height};
@@ -390,6 +401,8 @@ class Pipeline {
     {
       nb::gil_scoped_release released;
       std::lock_guard lock(mutex_);
+      std::optional<CurrentDevice> on_device;
+      if (device_) on_device.emplace(*device_);
       if (in.frames == 1) {
         if (!backend_) {
           backend_ = make_backend(kind_, arithmetic_);
@@ -398,7 +411,8 @@ class Pipeline {
         backend_->process({data, in.size}, {result, out_size});
       } else {
         if (!engine_) {
-          engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true, arithmetic_});
+          engine_ = make_engine(kind_, chain_, EngineOptions{slots_, MemoryMode::pinned, true, arithmetic_,
+                                                             engine_devices()});
         }
         ArrayFrames array(data, in.size, result, out_size, in.frames);
         const JobSummary summary = run_job(array, *engine_, array, JobOptions{slots_, true, {}});
@@ -452,6 +466,7 @@ class Pipeline {
   BackendKind kind_ = BackendKind::cpu;
   int slots_;
   Arithmetic arithmetic_;
+  std::optional<int> device_;  // host frames' device, for the GPU backends; nullopt: the current device
   std::string fallback_notice_;
   std::mutex mutex_;  // one call at a time per Pipeline: backends, engines and device chains are not re-entrant
   std::unique_ptr<Backend> backend_;
@@ -523,17 +538,18 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
     // More frames in flight where JPEG may be decoded on the GPU: the files waiting together form its batches.
     const int slots = gpu_jpeg_possible(pipeline, codecs.decoder) ? std::max(io::kGpuJpegSlots, job_slots(workers))
                                                                    : job_slots(workers);
-    const std::unique_ptr<Engine> engine =
-        make_engine(pipeline.kind(), chain, EngineOptions{slots, MemoryMode::pinned, true, pipeline.arithmetic()});
-    std::optional<io::GpuJpegDecoder> decoder;
-    std::optional<io::GpuJpegEncoder> encoder;
+    const std::vector<int> devices = pipeline.engine_devices();
+    const std::unique_ptr<Engine> engine = make_engine(
+        pipeline.kind(), chain, EngineOptions{slots, MemoryMode::pinned, true, pipeline.arithmetic(), devices});
+    std::optional<io::GpuJpegDecoders> decoder;
+    std::optional<io::GpuJpegEncoders> encoder;
     if (uses_gpu_jpeg("decoder", codecs.decoder, *engine)) {
-      decoder.emplace(io::GpuJpegDecoder::Options{});
+      decoder.emplace(devices, io::GpuJpegDecoder::Options{});
       // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
       workers = std::max(workers, engine->slots());
     }
     if (uses_gpu_jpeg("encoder", codecs.encoder, *engine)) {
-      encoder.emplace(io::GpuJpegEncoder::Options{quality, codecs.full_chroma});
+      encoder.emplace(devices, io::GpuJpegEncoder::Options{quality, codecs.full_chroma});
     }
     std::filesystem::create_directories(output_dir);
     io::ImageFolderSource source(folder, chain, max_pixels, decoder ? &*decoder : nullptr);
@@ -699,13 +715,17 @@ NB_MODULE(_imgpipe, m) {
   });
 
   nb::class_<Pipeline>(m, "Pipeline", "An op chain planned once for a backend, run on frame after frame")
-      .def(nb::init<const std::string&, const std::string&, int, bool>(), nb::arg("ops"), nb::arg("backend") = "auto",
-           nb::arg("slots") = 3, nb::kw_only(), nb::arg("exact") = false,
+      .def(nb::init<const std::string&, const std::string&, int, bool, std::optional<int>>(), nb::arg("ops"),
+           nb::arg("backend") = "auto", nb::arg("slots") = 3, nb::kw_only(), nb::arg("exact") = false,
+           nb::arg("device") = nb::none(),
            "ops: the chain, as the command takes it, e.g. \"resize=1280x720,gaussian=5:1.0\". backend: auto "
            "(optimized with a CUDA device, else cpu), cpu, naive or optimized. slots: frames in flight when a "
            "host batch runs through the engine. exact: the GPU backends give the cpu backend's (OpenCV's) bytes "
            "for every op, as the command's --exact; otherwise linear resize runs the fastest kernels, within one "
-           "level of them.")
+           "level of them. device: the CUDA device the GPU backends run host frames and run_folder on (as "
+           "CUDA_VISIBLE_DEVICES numbers them; ValueError for one that is not there); None: the current device. "
+           "Device arrays always run on their own device; the cpu backend ignores it.")
+      .def_prop_ro("device", &Pipeline::device, "The CUDA device asked for, or None")
       .def_prop_ro("exact", &Pipeline::exact, "Whether the GPU backends resize exactly as OpenCV does")
       .def_prop_ro("chain", &Pipeline::chain, "The chain as parsed")
       .def_prop_ro("backend", &Pipeline::backend, "The backend it runs on (auto resolved)")

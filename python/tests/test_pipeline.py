@@ -180,3 +180,20 @@ def test_exact_gives_opencvs_bytes(backend, chain):
     assert p.exact
     for name, frame in photos().items():
         assert np.array_equal(p(frame), EXACT_CASES[chain](cv2, frame)), name
+
+
+@pytest.mark.skipif(not usable("optimized"), reason="no usable CUDA device here")
+def test_device_picks_the_gpu_and_one_that_is_not_there_is_a_value_error():
+    on_first = imgpipe.Pipeline(CHAIN, backend="optimized", device=0)
+    assert on_first.device == 0
+    frame = next(iter(photos().values()))
+    assert np.array_equal(on_first(frame), imgpipe.Pipeline(CHAIN, backend="optimized")(frame))
+    assert np.array_equal(on_first(np.stack([frame, frame]))[1], on_first(frame))
+    with pytest.raises(ValueError, match="there is no device 99"):
+        imgpipe.Pipeline(CHAIN, backend="optimized", device=99)
+
+
+def test_the_cpu_backend_ignores_device():
+    if not usable("cpu"):
+        pytest.skip("the cpu backend is not usable here")
+    assert imgpipe.Pipeline(CHAIN, backend="cpu", device=7).device is None
