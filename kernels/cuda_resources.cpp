@@ -2,6 +2,10 @@
 
 #include "cuda_check.hpp"
 
+#include <map>
+#include <mutex>
+#include <unordered_set>
+
 namespace imgpipe::cuda {
 
 void destroy_stream(cudaStream_t s) noexcept { check_noexcept(cudaStreamDestroy(s), "cudaStreamDestroy"); }
@@ -51,12 +55,85 @@ void* DeviceMemory::allocate(std::size_t bytes) {
 }
 void DeviceMemory::release(void* p) noexcept { check_noexcept(cudaFree(p), "cudaFree"); }
 
+namespace {
+
+// One pinned memory pool per host NUMA node, reachable from every device, made when first needed; and the
+// blocks allocated from them, which are freed back to their pool rather than with cudaFreeHost.
+struct NumaPools {
+  std::mutex mutex;
+  std::map<int, cudaMemPool_t> by_node;
+  std::unordered_set<void*> blocks;
+};
+
+NumaPools& numa_pools() {
+  static NumaPools* pools = new NumaPools;  // never destroyed: buffers in static objects are freed after it
+  return *pools;
+}
+
+cudaMemPool_t pool_on_node(NumaPools& pools, int node) {
+  if (const auto found = pools.by_node.find(node); found != pools.by_node.end()) return found->second;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location = {cudaMemLocationTypeHostNuma, node};
+  cudaMemPool_t pool = nullptr;
+  IMGPIPE_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+  int devices = 0, current = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&current));
+  for (int d = 0; d < devices; ++d) {
+    const cudaMemAccessDesc access{{cudaMemLocationTypeDevice, d}, cudaMemAccessFlagsProtReadWrite};
+    const cudaError_t granted = cudaMemPoolSetAccess(pool, &access, 1);
+    if (d == current) IMGPIPE_CUDA_CHECK(granted);
+    if (granted != cudaSuccess) (void)cudaGetLastError();  // another device that cannot reach it copies nothing from it
+  }
+  pools.by_node.emplace(node, pool);
+  return pool;
+}
+
+}  // namespace
+
+int nearest_host_numa_node() {
+  int device = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
+  int node = -1, pools = 0;
+  if (cudaDeviceGetAttribute(&node, cudaDevAttrHostNumaId, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&pools, cudaDevAttrHostNumaMemoryPoolsSupported, device) != cudaSuccess) {
+    (void)cudaGetLastError();  // an older driver that does not know the attributes
+    return -1;
+  }
+  return pools != 0 ? node : -1;
+}
+
+void* allocate_pinned_on_node(std::size_t bytes, int node) {
+  NumaPools& pools = numa_pools();
+  std::lock_guard lock(pools.mutex);
+  void* p = nullptr;
+  IMGPIPE_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_on_node(pools, node), cudaStreamPerThread));
+  IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));  // the host may write it as soon as it returns
+  pools.blocks.insert(p);
+  return p;
+}
+
 void* PinnedMemory::allocate(std::size_t bytes) {
+  if (const int node = nearest_host_numa_node(); node >= 0) return allocate_pinned_on_node(bytes, node);
   void* p = nullptr;
   IMGPIPE_CUDA_CHECK(cudaMallocHost(&p, bytes));
   return p;
 }
-void PinnedMemory::release(void* p) noexcept { check_noexcept(cudaFreeHost(p), "cudaFreeHost"); }
+
+void PinnedMemory::release(void* p) noexcept {
+  NumaPools& pools = numa_pools();
+  {
+    std::lock_guard lock(pools.mutex);
+    if (pools.blocks.erase(p) == 0) {
+      check_noexcept(cudaFreeHost(p), "cudaFreeHost");
+      return;
+    }
+  }
+  check_noexcept(cudaFreeAsync(p, cudaStreamPerThread), "cudaFreeAsync");
+  check_noexcept(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+}
 
 void* ManagedMemory::allocate(std::size_t bytes) {
   void* p = nullptr;

@@ -77,7 +77,9 @@ class CurrentDevice {
 
 // The memory kinds a GrowableBuffer holds, each with its allocation (throws CudaError) and its release.
 //   DeviceMemory:  linear device memory.
-//   PinnedMemory:  page-locked host memory, so copies can run asynchronously at full PCIe rate.
+//   PinnedMemory:  page-locked host memory, so copies can run asynchronously at full PCIe rate; on the host NUMA
+//                  node nearest the current device where the driver says which (allocate_pinned_on_node), else
+//                  cudaMallocHost's.
 //   ManagedMemory: unified memory, visible to host and device; the engine prefetches it to where it is used next.
 struct DeviceMemory {
   static void* allocate(std::size_t bytes);
@@ -91,6 +93,13 @@ struct ManagedMemory {
   static void* allocate(std::size_t bytes);
   static void release(void* p) noexcept;
 };
+
+// The host NUMA node nearest the current device, where the driver says which and can allocate pinned memory on
+// a chosen node (cudaDevAttrHostNumaId, cudaDevAttrHostNumaMemoryPoolsSupported); -1 otherwise.
+int nearest_host_numa_node();
+// Page-locked host memory on host NUMA node `node`, from a pinned memory pool on that node that every device may
+// read and write; PinnedMemory::release gives it back. Throws CudaError where the driver cannot.
+void* allocate_pinned_on_node(std::size_t bytes, int node);
 
 // `capacity()` bytes of Memory; grow() reallocates only when asked for more than it holds, and then keeps none of
 // the old contents (the old block is freed first, so the peak stays one buffer).

@@ -2,6 +2,7 @@
 // frames against the number of slots, the backend, the memory mode, a stalling writer or mixed frame sizes.
 #include "backends.hpp"
 #include "cuda_check.hpp"
+#include "cuda_resources.hpp"
 #include "engine.hpp"
 #include "frame_stream.hpp"
 #include "io_error.hpp"
@@ -297,6 +298,26 @@ TEST_F(DeviceGroups, EveryDeviceOfThisMachineGivesTheSameFramesInOrder) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     EXPECT_EQ(max_abs_diff(writer.frames[i], apply(*single, chain, frames[i])), 0) << "frame " << i;
   }
+}
+
+// Pinned buffers come from a pool on the host NUMA node nearest the device where the driver says which: the
+// engine's copies read and write them both ways, on a non-blocking stream, and they go back to their pool.
+TEST_F(DeviceGroups, PinnedBuffersOnTheNearestNumaNodeCopyBothWays) {
+  const int node = cuda::nearest_host_numa_node();
+  if (node < 0) GTEST_SKIP() << "the driver names no host NUMA node for this device, or cannot allocate on one";
+  constexpr std::size_t kBytes = (std::size_t{1} << 20) + 13;
+  cuda::PinnedBuffer up(kBytes), down(kBytes);
+  void* on_node = cuda::allocate_pinned_on_node(kBytes, node);
+  for (std::size_t i = 0; i < kBytes; ++i) up.data()[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  std::memset(down.data(), 0, kBytes);
+  const cuda::DeviceBuffer device(kBytes);
+  const cuda::Stream stream = cuda::Stream::create();
+  IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(device.data(), up.data(), kBytes, cudaMemcpyHostToDevice, stream.get()));
+  IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(on_node, device.data(), kBytes, cudaMemcpyDeviceToHost, stream.get()));
+  IMGPIPE_CUDA_CHECK(cudaMemcpyAsync(down.data(), on_node, kBytes, cudaMemcpyHostToHost, stream.get()));
+  stream.synchronize();
+  EXPECT_EQ(std::memcmp(up.data(), down.data(), kBytes), 0);
+  cuda::PinnedMemory::release(on_node);
 }
 
 // --devices: "all", or device numbers, each visible and named once; the errors say what is wrong.
