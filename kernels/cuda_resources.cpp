@@ -2,8 +2,12 @@
 
 #include "cuda_check.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_set>
 
 namespace imgpipe::cuda {
@@ -91,6 +95,23 @@ cudaMemPool_t pool_on_node(NumaPools& pools, int node) {
   return pool;
 }
 
+// Host NUMA nodes the kernel reports (/sys/devices/system/node/nodeN); 1 where it reports none.
+int host_numa_nodes() {
+  static const int nodes = [] {
+    int count = 0;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > 4 && name.starts_with("node") &&
+          std::all_of(name.begin() + 4, name.end(), [](unsigned char c) { return std::isdigit(c); })) {
+        ++count;
+      }
+    }
+    return std::max(count, 1);
+  }();
+  return nodes;
+}
+
 }  // namespace
 
 int nearest_host_numa_node() {
@@ -115,8 +136,11 @@ void* allocate_pinned_on_node(std::size_t bytes, int node) {
   return p;
 }
 
+// Only where the host has several nodes: on one, every page is as near, and cudaMallocHost is the path measured.
 void* PinnedMemory::allocate(std::size_t bytes) {
-  if (const int node = nearest_host_numa_node(); node >= 0) return allocate_pinned_on_node(bytes, node);
+  if (host_numa_nodes() > 1) {
+    if (const int node = nearest_host_numa_node(); node >= 0) return allocate_pinned_on_node(bytes, node);
+  }
   void* p = nullptr;
   IMGPIPE_CUDA_CHECK(cudaMallocHost(&p, bytes));
   return p;

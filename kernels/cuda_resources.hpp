@@ -77,9 +77,9 @@ class CurrentDevice {
 
 // The memory kinds a GrowableBuffer holds, each with its allocation (throws CudaError) and its release.
 //   DeviceMemory:  linear device memory.
-//   PinnedMemory:  page-locked host memory, so copies can run asynchronously at full PCIe rate; on the host NUMA
-//                  node nearest the current device where the driver says which (allocate_pinned_on_node), else
-//                  cudaMallocHost's.
+//   PinnedMemory:  page-locked host memory, so copies can run asynchronously at full PCIe rate; on a host of
+//                  several NUMA nodes, on the node nearest the current device where the driver says which
+//                  (allocate_pinned_on_node), else cudaMallocHost's.
 //   ManagedMemory: unified memory, visible to host and device; the engine prefetches it to where it is used next.
 struct DeviceMemory {
   static void* allocate(std::size_t bytes);

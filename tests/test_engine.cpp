@@ -300,8 +300,8 @@ TEST_F(DeviceGroups, EveryDeviceOfThisMachineGivesTheSameFramesInOrder) {
   }
 }
 
-// Pinned buffers come from a pool on the host NUMA node nearest the device where the driver says which: the
-// engine's copies read and write them both ways, on a non-blocking stream, and they go back to their pool.
+// Pinned memory from a pool on the host NUMA node nearest the device (what PinnedBuffer holds on a host of
+// several nodes): copies read and write it both ways, on a non-blocking stream, and it goes back to its pool.
 TEST_F(DeviceGroups, PinnedBuffersOnTheNearestNumaNodeCopyBothWays) {
   const int node = cuda::nearest_host_numa_node();
   if (node < 0) GTEST_SKIP() << "the driver names no host NUMA node for this device, or cannot allocate on one";
