@@ -192,6 +192,12 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
     throw UsageError(std::string("--") + e.what());
   }
   const int devices = std::max<int>(1, static_cast<int>(engine_options.devices.size()));
+  if (options.slots > 0 && options.slots < devices) {
+    throw UsageError("--slots " + std::to_string(options.slots) + " is fewer than the " + std::to_string(devices) +
+                     " devices of --devices; every device needs a slot");
+  }
+  // A device's ring overlaps upload, chain and download with three frames in flight.
+  constexpr int kDefaultDeviceSlots = 3;
   // More frames in flight where JPEG may be decoded on the GPU (a hardware decoder's batches on each device);
   // the engine tells below whether it is.
   const bool gpu_decoding_possible = options.decoder != "cpu" && engine_options.memory != MemoryMode::managed &&
@@ -199,7 +205,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   engine_options.slots =
       options.slots > 0       ? options.slots
       : gpu_decoding_possible ? std::min(kMaxSlots, std::max(io::kGpuJpegSlots * devices, job_slots(workers)))
-                              : std::max(devices, job_slots(workers));
+                              : std::min(kMaxSlots, std::max(kDefaultDeviceSlots * devices, job_slots(workers)));
   const std::unique_ptr<Engine> engine = make_engine_for_batch(chain, engine_options);
   start_up.engine_made = Clock::now();
   const Codec decoder = choose_codec("--decoder", options.decoder, *engine);

@@ -26,7 +26,8 @@ struct BatchOptions {
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
   std::string memory = "pinned";  // GPU host buffers: pageable | pinned | managed
   std::string devices = "all";    // CUDA devices of the optimized backend: all | a list such as 0,1 (parse_devices)
-  int slots = 0;                  // frames in flight; 0: jobs + 2 (io::kGpuJpegSlots when decoding JPEG on the GPU)
+  int slots = 0;                  // frames in flight; 0: jobs + 2, at least 3 per device (io::kGpuJpegSlots per
+                                  // device when decoding JPEG on the GPU)
   std::string decoder = "auto";   // JPEG decoding: auto | gpu | cpu
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu
   bool full_chroma = false;       // GPU JPEG encoding in 4:4:4 instead of 4:2:0

@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
                           "Also walk folders reached through symbolic links (each folder once, so loops end; never "
                           "links back into the input or into the output folder)");
   add_engine_options(*batch_command, batch.memory, batch.slots,
-                     "0: jobs + 2, or " + std::to_string(io::kGpuJpegSlots) + " when JPEG is decoded on the GPU",
+                     "0: jobs + 2 (at least 3 per device), or " + std::to_string(io::kGpuJpegSlots) +
+                         " per device when JPEG is decoded on the GPU",
                      batch.exact);
   add_devices_option(*batch_command, batch.devices,
                      "default all: each device runs its own engine slots and GPU JPEG codecs, and takes the "
@@ -201,7 +202,8 @@ int main(int argc, char** argv) {
   add_engine_options(*stream_command, stream.memory, stream.slots,
                      "0: " + std::to_string(kDefaultStreamSlots) +
                          ", or for a folder output one per frame writer + 2 (the hardware threads share the "
-                         "writers out over the videos running at once, at least 2 each)",
+                         "writers out over the videos running at once, at least 2 each); as many per device "
+                         "when one stream spreads over several",
                      stream.exact);
   add_devices_option(*stream_command, stream.devices,
                      "default: the first device. A folder's videos each run on one of them in turn; one stream "

@@ -185,7 +185,13 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--") + e.what());
   }
-  engine_options.slots = std::max(engine_options.slots, static_cast<int>(engine_options.devices.size()));
+  // By default each device gets the frames in flight one device would have.
+  const int devices = std::max<int>(1, static_cast<int>(engine_options.devices.size()));
+  if (options.slots == 0) engine_options.slots = std::min(kMaxSlots, engine_options.slots * devices);
+  if (engine_options.slots < devices) {
+    throw UsageError("--slots " + std::to_string(options.slots) + " is fewer than the " + std::to_string(devices) +
+                     " devices of --devices; every device needs a slot");
+  }
 
   if (!folder_out && options.encoder == "gpu") {
     throw UsageError("--encoder gpu: applies to a folder output (one JPEG file per frame)");

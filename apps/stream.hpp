@@ -35,7 +35,7 @@ struct StreamOptions {
   std::string memory = "pinned";
   std::string devices;  // CUDA devices (parse_devices), empty: the current one. A stream of host frames spreads
                         // over them, NVDEC's stays on the first; a folder's videos each run on one, in turn
-  int slots = 0;       // 0: kDefaultStreamSlots, or the frame writers + 2 for a folder output
+  int slots = 0;       // 0: kDefaultStreamSlots, or the frame writers + 2 for a folder output; as many per device
   int sharing_streams = 1;  // streams of a folder of videos running at once, whose frame writers share the cores
   bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)
   bool timings = false;  // after the summary, the mean time a frame spent in each stage, and the GPU encoder's load
