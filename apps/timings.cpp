@@ -69,7 +69,8 @@ std::string cpu_timings(const CpuTime& before, const CpuTime& after, double job_
 std::string encoder_timings(const io::GpuJpegEncoder& encoder, double job_seconds, bool name_device) {
   char text[192];
   std::snprintf(text, sizeof text, "timings: %sGPU JPEG encoding: the %d encoder states busy %.0f%% of the job",
-                device_label(encoder.device(), name_device).c_str(), encoder.states(), 100.0 * encoder.busy_seconds() / (encoder.states() * std::max(job_seconds, 1e-9)));
+                device_label(encoder.device(), name_device).c_str(), encoder.states(),
+                100.0 * encoder.busy_seconds() / (encoder.states() * std::max(job_seconds, 1e-9)));
   return text;
 }
 

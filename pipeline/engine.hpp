@@ -42,9 +42,9 @@ struct EngineOptions {
   // The CUDA devices the GPU ring spreads its slots over, each slot on one of them; empty: the current device.
   std::vector<int> devices;
 };
-constexpr int kMaxSlots = 128;
+constexpr int kMaxSlots = 128;  // a GPU JPEG decoder batches as many files as there are frames in flight
 // "0,2": devices as --devices names them.
-std::string device_list_text(const std::vector<int>& devices);  // a GPU JPEG decoder batches as many files as there are frames in flight
+std::string device_list_text(const std::vector<int>& devices);
 
 // Where a slot's input comes from and where its output goes: host memory, which the engine copies over PCIe,
 // or the slot's own device buffers.
