@@ -343,9 +343,13 @@ TEST(Job, AStickyGpuErrorStopsTheJobAndAbandonsWhatFollows) {
 // An engine that keeps "device" frames in host memory, so the job's placements run without a GPU: each slot
 // has a host and a device buffer per side, and the chain (invert) reads and writes whichever the placement
 // names.
+// With `devices` above 1, slot i stands for a slot on device kFirstDevice + i mod devices.
 class PlacementEngine final : public Engine {
  public:
-  explicit PlacementEngine(int slots) : Engine(slots), buffers_(static_cast<std::size_t>(slots)) {}
+  static constexpr int kFirstDevice = 10;
+  explicit PlacementEngine(int slots, int devices = 1) : Engine(slots), buffers_(static_cast<std::size_t>(slots)) {
+    for (int i = 0; i < slots; ++i) slot_at(i).device = kFirstDevice + i % devices;
+  }
   std::string describe() const override { return "placement test engine"; }
   bool device_frames() const override { return true; }
 
@@ -355,9 +359,9 @@ class PlacementEngine final : public Engine {
     for (auto* buffer : {&b.host_in, &b.device_in}) buffer->resize(in.rgb_bytes());
     for (auto* buffer : {&b.host_out, &b.device_out}) buffer->resize(out.rgb_bytes());
     if (slot.placement.input == Residence::host) slot.input = {b.host_in.data(), in};
-    else slot.device_input = {b.device_in.data(), in, nullptr};
+    else slot.device_input = {b.device_in.data(), in, nullptr, slot.device};
     if (slot.placement.output == Residence::host) slot.output = {b.host_out.data(), out};
-    else slot.device_output = {b.device_out.data(), out, nullptr};
+    else slot.device_output = {b.device_out.data(), out, nullptr, slot.device};
   }
   void start(FrameSlot& slot) override {
     const bool host_in = slot.placement.input == Residence::host;
@@ -387,36 +391,50 @@ class PlacementSource final : public Source {
     throw std::logic_error("an engine with device frames gets read_on_device");
   }
   std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
-                                          const DeviceFrameAllocator& allocate_on_device, int /*device*/) override {
+                                          const DeviceFrameAllocator& allocate_on_device, int device) override {
     const Size size{static_cast<int>(item.index) + 1, 2};
-    std::uint8_t* data = item.index % 2 == 0 ? allocate_on_device(size).data : allocate(size).data;
+    std::uint8_t* data = nullptr;
+    if (item.index % 2 == 0) {
+      const DeviceFrame frame = allocate_on_device(size);
+      data = frame.data;
+      std::lock_guard lock(mutex_);
+      devices[item.index] = {device, frame.device};
+    } else {
+      data = allocate(size).data;
+    }
     std::memset(data, static_cast<int>(item.index), size.rgb_bytes());
     return {};
   }
+  // Items decoded "on the device": the device read_on_device was told, and the device of the frame it was given.
+  std::map<std::uint64_t, std::pair<int, int>> devices;
   bool concurrent_reads() const override { return true; }
   static constexpr std::uint64_t kItems = 24;
 
  private:
   std::uint64_t next_ = 0;
+  std::mutex mutex_;
 };
 
 class PlacementSink final : public Sink {
  public:
   void write(const Item& item, ConstFrameView frame) override { keep(item, frame.data, frame.size, false); }
   bool writes_from_device(const Item& item) const override { return item.index % 3 == 0; }
-  void write_from_device(const Item& item, DeviceFrame frame) override { keep(item, frame.data, frame.size, true); }
+  void write_from_device(const Item& item, DeviceFrame frame) override {
+    keep(item, frame.data, frame.size, true, frame.device);
+  }
   bool concurrent_writes() const override { return true; }
 
   struct Written {
     std::vector<std::uint8_t> bytes;
     bool from_device = false;
+    int device = -1;  // of the device frame it was written from
   };
   std::map<std::uint64_t, Written> written;
 
  private:
-  void keep(const Item& item, const std::uint8_t* data, Size size, bool from_device) {
+  void keep(const Item& item, const std::uint8_t* data, Size size, bool from_device, int device = -1) {
     std::lock_guard lock(mutex_);
-    written[item.index] = {std::vector<std::uint8_t>(data, data + size.rgb_bytes()), from_device};
+    written[item.index] = {std::vector<std::uint8_t>(data, data + size.rgb_bytes()), from_device, device};
   }
   std::mutex mutex_;
 };
@@ -435,6 +453,31 @@ TEST(Job, EachItemsFrameComesFromAndGoesToWhereTheSourceAndSinkAskOnAnEngineWith
     EXPECT_EQ(written.from_device, i % 3 == 0) << "item " << i;
     ASSERT_EQ(written.bytes.size(), (i + 1) * 2 * 3) << "item " << i;
     EXPECT_EQ(written.bytes.front(), 255 - i) << "item " << i << " got another item's output";
+  }
+}
+
+// Over several devices the source learns the device of the item's slot before it reads, so that it can decode
+// with that device's decoder; the frame it is given, and the frame the sink writes from, are on that device.
+TEST(Job, TheSourceIsToldTheDeviceOfItsItemsSlotAndTheFramesAreOnIt) {
+  PlacementSource source;
+  PlacementSink sink;
+  PlacementEngine engine(6, 2);
+  JobOptions options;
+  options.workers = 4;
+  const JobSummary summary = run_job(source, engine, sink, options);
+  EXPECT_EQ(summary.done, PlacementSource::kItems);
+  ASSERT_EQ(source.devices.size(), PlacementSource::kItems / 2);
+  std::set<int> used;  // which of the two, the engine's choice
+  for (const auto& [i, told_and_given] : source.devices) {
+    const auto [told, given] = told_and_given;
+    EXPECT_EQ(told, given) << "item " << i;
+    used.insert(given);
+    if (sink.written[i].from_device) {
+      EXPECT_EQ(sink.written[i].device, given) << "item " << i;
+    }
+  }
+  for (const int device : used) {
+    EXPECT_TRUE(device == PlacementEngine::kFirstDevice || device == PlacementEngine::kFirstDevice + 1) << device;
   }
 }
 
