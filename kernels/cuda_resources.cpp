@@ -148,12 +148,14 @@ void* PinnedMemory::allocate(std::size_t bytes) {
 
 void PinnedMemory::release(void* p) noexcept {
   NumaPools& pools = numa_pools();
+  bool from_pool = false;
   {
-    std::lock_guard lock(pools.mutex);
-    if (pools.blocks.erase(p) == 0) {
-      check_noexcept(cudaFreeHost(p), "cudaFreeHost");
-      return;
-    }
+    std::lock_guard lock(pools.mutex);  // held for the lookup only: freeing synchronizes with the device
+    from_pool = pools.blocks.erase(p) != 0;
+  }
+  if (!from_pool) {
+    check_noexcept(cudaFreeHost(p), "cudaFreeHost");
+    return;
   }
   check_noexcept(cudaFreeAsync(p, cudaStreamPerThread), "cudaFreeAsync");
   check_noexcept(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");

@@ -246,7 +246,7 @@ class GpuRingEngine final : public Engine {
       free_device_memory(s);
       throw;
     }
-    s.started = true;
+    s.progress = Progress::running;
   }
 
   void enqueue(FrameSlot& slot, Slot& s) {
@@ -280,7 +280,8 @@ class GpuRingEngine final : public Engine {
   void wait(FrameSlot& slot) override { ring_[slot.index]->done.synchronize(); }
 
   // A free slot of the device with the least work still queued: slots taken and not yet started, or started
-  // and not yet done. One device: the default.
+  // and not yet done. One device: the default. Only running slots need their event asked, and a slot seen
+  // finished is remembered as such until it is taken again.
   std::size_t choose_free_slot(const std::vector<int>& free) override {
     const std::size_t groups = options_.devices.size();
     if (groups == 1) return Engine::choose_free_slot(free);
@@ -288,24 +289,33 @@ class GpuRingEngine final : public Engine {
     std::vector<bool> is_free(ring_.size(), false);
     for (const int i : free) is_free[static_cast<std::size_t>(i)] = true;
     for (std::size_t i = 0; i < ring_.size(); ++i) {
-      const Slot& s = *ring_[i];
-      if (!is_free[i] && (!s.started || cudaEventQuery(s.done.get()) == cudaErrorNotReady)) ++queued[s.group];
+      Slot& s = *ring_[i];
+      if (is_free[i] || s.progress == Progress::finished) continue;
+      if (s.progress == Progress::running && cudaEventQuery(s.done.get()) != cudaErrorNotReady) {
+        s.progress = Progress::finished;
+        continue;
+      }
+      ++queued[s.group];
     }
     std::size_t best = free.size() - 1;
     for (std::size_t k = free.size(); k-- > 0;) {
       if (queued[ring_[free[k]]->group] < queued[ring_[free[best]]->group]) best = k;
     }
-    ring_[free[best]]->started = false;
+    ring_[free[best]]->progress = Progress::taken;
     return best;
   }
 
  private:
+  // Where a slot is since it was last taken: not yet submitted, submitted (`done` says whether it finished), or
+  // seen finished.
+  enum class Progress { taken, running, finished };
+
   struct Slot : DeviceSlot {
     Slot(GpuPath path, const Chain& chain, const EngineOptions& options, int device_group)
         : DeviceSlot(options.memory), chain(path, chain, options.arithmetic), group(device_group) {}
     DeviceChain chain;
     int group;                          // its device's position in EngineOptions::devices
-    std::atomic<bool> started = false;  // submitted since it was last taken: `done` says whether it finished
+    std::atomic<Progress> progress = Progress::finished;
   };
 
   static void check_devices(const std::vector<int>& devices) {
