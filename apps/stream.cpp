@@ -7,6 +7,7 @@
 #include "folder.hpp"
 #include "frame_stream.hpp"
 #include "gpu_video.hpp"
+#include "video_demux.hpp"
 #include "image_file.hpp"
 #include "job.hpp"
 #include "progress.hpp"
@@ -85,7 +86,7 @@ void check_output_path(const StreamOptions& options) {
 }
 
 // The video file's reader: NVDEC where --decoder asks for it (gpu) or allows it (auto, on an engine that keeps
-// frames on the device), else the CPU decoder. auto says in one line why NVDEC did not take an elementary stream.
+// frames on the device), else the CPU decoder. auto says in one line why NVDEC did not take a stream it reads.
 std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, const Engine& engine,
                                                   Progress& progress) {
   if (options.decoder == "gpu" || (options.decoder == "auto" && engine.device_frames())) {
@@ -95,7 +96,9 @@ std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, 
       return io::open_gpu_video_reader(options.input, split);
     } catch (const io::GpuVideoRefusal& e) {
       if (options.decoder == "gpu") throw UsageError(std::string("--decoder gpu: ") + e.what());
-      if (io::elementary_stream_codec(options.input)) progress.message(std::string(e.what()) + "; decoding on the CPU");
+      if (io::elementary_stream_codec(options.input) || io::container_demuxing_unavailable().empty()) {
+        progress.message(std::string(e.what()) + "; decoding on the CPU");
+      }
     }
   }
   return io::open_video_reader(options.input, options.max_pixels);

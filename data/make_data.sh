@@ -57,3 +57,15 @@ for stream in clip.h264 clip.hevc; do
       "video/ffmpeg_rgb/$stream.$n.ppm"
   done
 done
+
+# The same streams in containers, for NVDEC behind libavformat. clip_remuxed.mp4 is clip.h264 muxed as it is:
+# the raw stream has no presentation times, so the muxer's edit list starts the video two pictures in, and
+# FFmpeg's decoders show 28 of its 30 pictures. clip_vfr.mkv is clip.hevc's frames re-encoded at a variable
+# frame rate: frames 0-9 at 25 frames/s, 10-19 at 12.5, 20-29 at 50 (times 0, 0.04, ... 0.36, 0.4, 0.48, ...
+# 1.12, 1.2, 1.22, ... 1.38 s).
+ffmpeg -loglevel error -y -r 25 -i video/clip.h264 -c copy -fflags +bitexact video/clip_remuxed.mp4
+vfr="if(lt(N,10),N/25,if(lt(N,20),0.4+(N-10)*0.08,1.2+(N-20)*0.02))"
+ffmpeg -loglevel error -y -i video/clip.hevc -vf "setpts='$vfr/TB',format=yuvj420p" -fps_mode passthrough \
+  -enc_time_base 1:1000 -c:v libx265 \
+  -x265-params log-level=error:colorprim=bt709:transfer=bt709:colormatrix=bt709:range=full \
+  -crf 28 -fflags +bitexact video/clip_vfr.mkv

@@ -34,6 +34,9 @@ class FrameReader {
   virtual void read_to_device(const DeviceFrame& frame);
   // Frames per second the input declares, or nullopt when it declares none.
   virtual std::optional<double> frame_rate() const { return std::nullopt; }
+  // When the frame next_size() announced is shown, in seconds, where the input says (a container's
+  // timestamps); nullopt for inputs without timing, whose frames are 1 / frame_rate() apart.
+  virtual std::optional<double> frame_time() const { return std::nullopt; }
   // Frames that came out of the decoder damaged (concealed), and their positions for messages, from 0.
   virtual std::vector<std::uint64_t> corrupt_frames() const { return {}; }
   // Which decoder reads the frames, for the summary.

@@ -1,6 +1,7 @@
 #include "gpu_video.hpp"
 
 #include "device_resources.hpp"
+#include "video_demux.hpp"
 #include "video_surface.hpp"
 
 // nv-codec-headers' loader reports a missing library on stderr by default; imgpipe says it in its own words.
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 
 namespace imgpipe::io {
 namespace {
@@ -135,7 +138,6 @@ std::string refusal_of(const CUVIDEOFORMAT& format) {
 constexpr unsigned kExtraDecodeSurfaces = 4;
 // Pictures the parser keeps back before display, so that decoding runs ahead of mapping.
 constexpr unsigned kDisplayDelay = 2;
-constexpr std::size_t kReadBytes = 1 << 20;
 
 struct Surface {
   unsigned long long pointer = 0;
@@ -275,9 +277,11 @@ class NvdecDecoder {
 template <typename Owner>
 class Parser {
  public:
-  Parser(cudaVideoCodec codec, Owner& owner) {
+  // `clock_rate`: the pieces' timestamp units per second (0: they have none).
+  Parser(cudaVideoCodec codec, Owner& owner, unsigned clock_rate = 0) {
     CUVIDPARSERPARAMS params{};
     params.CodecType = codec;
+    params.ulClockRate = clock_rate;
     params.ulMaxNumDecodeSurfaces = 1;  // the sequence callback's return value sets the real count
     params.ulErrorThreshold = 100;       // decode damaged pictures too: NVDEC conceals, the stream goes on
     params.ulMaxDisplayDelay = kDisplayDelay;
@@ -297,10 +301,15 @@ class Parser {
   Parser& operator=(const Parser&) = delete;
   ~Parser() { nvcuvid().api->cuvidDestroyVideoParser(parser_); }
 
-  void parse(const unsigned char* bytes, std::size_t size) {
+  // `pts`, where given, comes back as the shown picture's CUVIDPARSERDISPINFO::timestamp.
+  void parse(const unsigned char* bytes, std::size_t size, std::optional<std::int64_t> pts = std::nullopt) {
     CUVIDSOURCEDATAPACKET packet{};
     packet.payload = bytes;
     packet.payload_size = size;
+    if (pts) {
+      packet.flags = CUVID_PKT_TIMESTAMP;
+      packet.timestamp = *pts;
+    }
     check_cuvid(nvcuvid().api->cuvidParseVideoData(parser_, &packet), "cuvidParseVideoData");
   }
 
@@ -347,26 +356,35 @@ void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scr
                                       : failure);
 }
 
-// One stream on one NVDEC engine. A thread of its own feeds the file to libnvcuvid's parser, whose callbacks
-// create the decoder, decode each picture and, in display order, map the decoded surface and hand it to the
-// reader: the callback waits until the reader has converted the surface into its frame, then unmaps it. So at
-// most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is copied twice.
+// The parser's timestamp clock for pieces whose pts count `seconds_per_tick` (0: none, the parser's default).
+unsigned clock_rate_of(double seconds_per_tick) {
+  const double rate = seconds_per_tick > 0 ? std::round(1.0 / seconds_per_tick) : 0.0;
+  return rate >= 1 && rate <= 4e9 ? static_cast<unsigned>(rate) : 0u;
+}
+
+// One stream on one NVDEC engine. A thread of its own feeds the bitstream to libnvcuvid's parser, whose
+// callbacks create the decoder, decode each picture and, in display order, map the decoded surface and hand it
+// to the reader: the callback waits until the reader has converted the surface into its frame, then unmaps
+// it. So at most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is
+// copied twice. Pictures a container's edit list does not show are decoded (later ones may refer to them)
+// and never handed out.
 class NvdecReader final : public FrameReader {
  public:
   // `why_one_decoder`, when given, ends decoder()'s description: why the stream was not split.
-  NvdecReader(const std::filesystem::path& path, cudaVideoCodec codec, std::string why_one_decoder)
-      : path_(path), codec_(codec), why_one_decoder_(std::move(why_one_decoder)) {
+  NvdecReader(const std::filesystem::path& path, std::unique_ptr<Bitstream> bitstream, std::string why_one_decoder)
+      : path_(path),
+        codec_(cuvid_codec(bitstream->codec())),
+        why_one_decoder_(std::move(why_one_decoder)),
+        bitstream_(std::move(bitstream)) {
     check_device(cudaGetDevice(&device_), "cudaGetDevice");
-    copy_stream_ = DeviceStream::create();  // before the file is opened: nothing to close if it throws
-    file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) throw IoError(path, std::strerror(errno));
+    copy_stream_ = DeviceStream::create();
     decoder_thread_ = std::thread([this] { decode_all(); });
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return format_known_ || ended_; });
     if (format_known_) return;
     lock.unlock();
     stop();
-    throw_unopened(path, codec, refusal_, failure_);
+    throw_unopened(path, codec_, refusal_, failure_);
   }
 
   ~NvdecReader() override { stop(); }
@@ -397,14 +415,25 @@ class NvdecReader final : public FrameReader {
 
   void read(FrameView frame) override { read_through_device(*this, frame, scratch_, copy_stream_); }
 
-  std::optional<double> frame_rate() const override { return format_.frame_rate; }
+  std::optional<double> frame_rate() const override {
+    const std::optional<double> declared = bitstream_->frame_rate();
+    return declared ? declared : format_.frame_rate;
+  }
+
+  std::optional<double> frame_time() const override {
+    const std::lock_guard lock(mutex_);
+    return shown_time_;
+  }
 
   std::vector<std::uint64_t> corrupt_frames() const override {
     const std::lock_guard lock(mutex_);
     return corrupt_;
   }
 
-  std::string decoder() const override { return format_.description + why_one_decoder_; }
+  std::string decoder() const override {
+    const std::string container = bitstream_->container();
+    return format_.description + (container.empty() ? "" : ", demuxed from " + container) + why_one_decoder_;
+  }
 
   // The parser's callbacks, on the decoder thread.
   int on_sequence(const CUVIDEOFORMAT& format) {
@@ -443,6 +472,7 @@ class NvdecReader final : public FrameReader {
 
   int on_display(const CUVIDPARSERDISPINFO& shown) {
     if (stopping()) return 1;
+    if (!hidden_.empty() && hidden_.erase(shown.timestamp) != 0) return 1;
     try {
       bool damaged = false;
       const Surface surface = decoder_.map(shown, map_stream_, damaged);
@@ -450,6 +480,8 @@ class NvdecReader final : public FrameReader {
         std::unique_lock lock(mutex_);
         if (damaged) corrupt_.push_back(frames_shown_);
         shown_ = surface;
+        shown_time_.reset();
+        if (seconds_per_tick_ > 0) shown_time_ = static_cast<double>(shown.timestamp) * seconds_per_tick_;
         taken_ = false;
         changed_.notify_all();
         changed_.wait(lock, [&] { return taken_ || stopping_; });
@@ -484,8 +516,6 @@ class NvdecReader final : public FrameReader {
     }
     changed_.notify_all();
     if (decoder_thread_.joinable()) decoder_thread_.join();
-    if (file_ != nullptr) std::fclose(file_);
-    file_ = nullptr;
   }
 
   bool stopping() {
@@ -499,22 +529,22 @@ class NvdecReader final : public FrameReader {
     stopping_ = true;
   }
 
-  // The decoder thread: parses the whole file, then says the stream ended.
+  // The decoder thread: parses the whole bitstream, then says the stream ended.
   void decode_all() {
     try {
       use_device_on_this_thread(device_);
       map_stream_ = DeviceStream::create();
-      Parser parser(codec_, *this);
-      std::vector<unsigned char> bytes(kReadBytes);
+      seconds_per_tick_ = bitstream_->seconds_per_tick();
+      Parser parser(codec_, *this, clock_rate_of(seconds_per_tick_));
       while (!stopping()) {
-        const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file_);
-        if (got == 0) {
-          if (std::ferror(file_)) fail(std::string("reading failed: ") + std::strerror(errno));
-          break;
-        }
-        parser.parse(bytes.data(), got);
+        const std::optional<BitstreamPiece> piece = bitstream_->next();
+        if (!piece) break;
+        if (piece->discard && piece->pts) hidden_.insert(*piece->pts);
+        parser.parse(piece->bytes.data(), piece->bytes.size(), piece->pts);
       }
       if (!stopping()) parser.end_of_stream();
+    } catch (const IoError& e) {
+      fail(e.reason());  // next_size() names the file
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -530,8 +560,9 @@ class NvdecReader final : public FrameReader {
   const std::filesystem::path path_;
   const cudaVideoCodec codec_;
   const std::string why_one_decoder_;
+  // Read by the decoder thread; its container, codec and frame rate by any.
+  const std::unique_ptr<Bitstream> bitstream_;
   int device_ = 0;
-  std::FILE* file_ = nullptr;
   DeviceStream copy_stream_;  // read(): the frame to the host
   DeviceBuffer scratch_;      // read(): the converted frame before it goes to the host
   std::thread decoder_thread_;
@@ -539,6 +570,8 @@ class NvdecReader final : public FrameReader {
   // Owned by the decoder thread.
   NvdecDecoder decoder_;
   DeviceStream map_stream_;
+  double seconds_per_tick_ = 0;
+  std::unordered_set<std::int64_t> hidden_;  // pts of pictures decoded and not shown
 
   // Shared, under mutex_; format_ is written once, before format_known_ is set, and only read after.
   mutable std::mutex mutex_;
@@ -546,6 +579,7 @@ class NvdecReader final : public FrameReader {
   StreamFormat format_;
   bool format_known_ = false;
   std::optional<Surface> shown_;  // mapped, waiting for the reader
+  std::optional<double> shown_time_;
   bool taken_ = false;            // the reader is done with shown_
   bool stopping_ = false;
   bool ended_ = false;
@@ -1007,9 +1041,11 @@ std::vector<std::string> describe_gpu_video() {
         lines.push_back(what + "not supported by this GPU");
         continue;
       }
+      const std::string containers =
+          container_demuxing_unavailable().empty() ? "; containers through libavformat" : "";
       lines.push_back(what + "up to " + std::to_string(caps.nMaxWidth) + "x" + std::to_string(caps.nMaxHeight) + ", " +
-                      std::to_string(caps.nNumNVDECs) + " engines (elementary streams: .h264/.264/.avc, "
-                      ".hevc/.h265/.265)");
+                      std::to_string(caps.nNumNVDECs) + " engines (elementary streams: .h264/.264/.avc, " +
+                      ".hevc/.h265/.265" + containers + ")");
     }
   }
   lines.push_back(describe_nvenc());
@@ -1019,8 +1055,19 @@ std::vector<std::string> describe_gpu_video() {
 std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit& split) {
   const std::optional<VideoCodec> codec = elementary_stream_codec(path);
   if (!codec) {
-    throw GpuVideoRefusal(path, "NVDEC reads H.264 and HEVC elementary streams (.h264, .264, .avc, .hevc, .h265, "
-                                ".265); other files are decoded on the CPU");
+    if (const std::string why = container_demuxing_unavailable(); !why.empty()) {
+      throw GpuVideoRefusal(path, "NVDEC reads H.264 and HEVC elementary streams (.h264, .264, .avc, .hevc, .h265, "
+                                  ".265) here: " + why);
+    }
+    if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
+    std::unique_ptr<Bitstream> demuxed;
+    try {
+      demuxed = open_container(path);
+    } catch (const UnsupportedVideoStream& e) {
+      throw GpuVideoRefusal(path, e.reason());
+    }
+    return std::make_unique<NvdecReader>(
+        path, std::move(demuxed), split.decoders > 1 ? ", one decoder: only elementary streams are cut" : "");
   }
   if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
   std::string one_decoder_because;
@@ -1032,7 +1079,7 @@ std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& 
     one_decoder_because = ", one decoder: no IDR picture to cut the stream at after its first " +
                           std::to_string(split.min_chunk_pictures) + " pictures (open GOPs, or a short stream)";
   }
-  return std::make_unique<NvdecReader>(path, cuvid_codec(*codec), one_decoder_because);
+  return std::make_unique<NvdecReader>(path, open_elementary_stream(path, *codec), one_decoder_because);
 }
 
 }  // namespace imgpipe::io

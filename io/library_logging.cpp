@@ -1,5 +1,7 @@
 #include "library_logging.hpp"
 
+#include "video_demux.hpp"
+
 #include <cstdlib>
 
 #ifdef IMGPIPE_HAVE_OPENCV
@@ -19,6 +21,7 @@ void set_library_logging(bool verbose) {
   cv::utils::logging::setLogLevel(verbose ? cv::utils::logging::LOG_LEVEL_WARNING
                                           : cv::utils::logging::LOG_LEVEL_SILENT);
 #endif
+  set_demuxer_logging(verbose);
 }
 
 }  // namespace imgpipe::io

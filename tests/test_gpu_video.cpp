@@ -5,6 +5,7 @@
 #include "gpu_video.hpp"
 #include "ppm.hpp"
 #include "test_io_helpers.hpp"
+#include "video_demux.hpp"
 #include "yuv.cuh"
 
 #include <gtest/gtest.h>
@@ -352,15 +353,103 @@ TEST(Nvdec, AFileWithoutASequenceHeaderIsAnErrorNamingIt) {
   }
 }
 
-// What NVDEC is not asked to read is refused before any device work, so these run everywhere.
-TEST(GpuVideoRefusal, ContainersAndMissingFilesAreRefusedOrReported) {
+#define SKIP_WITHOUT_CONTAINERS_ON_NVDEC()                                                             \
+  SKIP_WITHOUT_NVDEC();                                                                                \
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why
+
+// The frames and, where given, the times of a reader's stream.
+struct TimedFrames {
+  std::vector<Image> frames;
+  std::vector<std::optional<double>> times;
+};
+
+TimedFrames decode_timed(io::FrameReader& reader) {
+  const Device device;
+  TimedFrames out;
+  while (const std::optional<Size> size = reader.next_size()) {
+    out.times.push_back(reader.frame_time());
+    const cuda::DeviceBuffer frame = device.poisoned(size->rgb_bytes());
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(device.stream()));
+    reader.read_to_device(DeviceFrame{frame.data(), *size, device.stream()});
+    out.frames.push_back(device.download(frame.data(), *size));
+  }
+  return out;
+}
+
+// clip_remuxed.mp4 holds clip.h264's very bitstream; its edit list hides the pictures of its first two packets
+// (the IDR picture, frame 0, and the P picture shown fourth, frame 3). FFmpeg's decoder shows the other 28
+// (`ffmpeg -i clip_remuxed.mp4 -f framemd5 -`, matched against clip.h264's frames), and so must NVDEC.
+TEST(NvdecContainer, RemuxedMp4ShowsWhatFfmpegShows) {
+  SKIP_WITHOUT_CONTAINERS_ON_NVDEC();
+  const std::unique_ptr<io::FrameReader> elementary = io::open_gpu_video_reader(video_file("clip.h264"));
+  const std::vector<Image> all = decode_on_device(*elementary);
+  ASSERT_EQ(all.size(), 30u);
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(video_file("clip_remuxed.mp4"));
+  EXPECT_TRUE(reader->decodes_on_device());
+  EXPECT_NE(reader->decoder().find("H.264, 8-bit 4:2:0, BT.601 limited range"), std::string::npos)
+      << reader->decoder();
+  EXPECT_NE(reader->decoder().find("demuxed from QuickTime"), std::string::npos) << reader->decoder();
+  EXPECT_EQ(reader->frame_rate().value_or(0), 25.0);
+  const TimedFrames shown = decode_timed(*reader);
+  std::vector<Image> expected;
+  for (std::size_t n = 0; n < all.size(); ++n) {
+    if (n != 0 && n != 3) expected.push_back(all[n]);
+  }
+  expect_same_frames(shown.frames, expected);
+  for (const std::optional<double>& t : shown.times) EXPECT_TRUE(t.has_value());
+}
+
+// clip_vfr.mkv: HEVC with B-frames at 25, then 12.5, then 50 frames/s (data/make_data.sh). Each frame comes
+// with the time it was made with, and the frames are those of the same bitstream read as an elementary stream.
+TEST(NvdecContainer, VariableRateMatroskaKeepsEachFramesTime) {
+  SKIP_WITHOUT_CONTAINERS_ON_NVDEC();
+  TempDir dir;
+  const fs::path annexb = dir.path() / "clip_vfr.hevc";
+  {
+    const std::unique_ptr<io::Bitstream> demuxed = io::open_container(video_file("clip_vfr.mkv"));
+    std::string bytes;
+    while (const std::optional<io::BitstreamPiece> piece = demuxed->next()) {
+      bytes.append(piece->bytes.begin(), piece->bytes.end());
+    }
+    write_bytes(annexb, bytes);
+  }
+  const std::unique_ptr<io::FrameReader> elementary = io::open_gpu_video_reader(annexb);
+  const std::vector<Image> expected = decode_on_device(*elementary);
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(video_file("clip_vfr.mkv"));
+  EXPECT_NE(reader->decoder().find("HEVC, 8-bit 4:2:0, BT.709 full range, demuxed from Matroska"), std::string::npos)
+      << reader->decoder();
+  const TimedFrames shown = decode_timed(*reader);
+  expect_same_frames(shown.frames, expected);
+  ASSERT_EQ(shown.times.size(), 30u);
+  for (int n = 0; n < 30; ++n) {
+    const double made_at = n < 10 ? n / 25.0 : n < 20 ? 0.4 + (n - 10) * 0.08 : 1.2 + (n - 20) * 0.02;
+    ASSERT_TRUE(shown.times[n].has_value()) << "frame " << n;
+    EXPECT_NEAR(*shown.times[n], made_at, 1e-9) << "frame " << n;
+  }
+}
+
+// A container whose video NVDEC's path does not take is refused, for the CPU decoder to try.
+TEST(NvdecContainer, VideoThatIsNotH264OrHevcIsRefused) {
+  SKIP_WITHOUT_CONTAINERS_ON_NVDEC();
   try {
-    io::open_gpu_video_reader(video_file("clip.mp4"));
-    FAIL() << "an MP4 opened on NVDEC";
+    io::open_gpu_video_reader(fs::path(IMGPIPE_DATA_DIR) / "images" / "astronaut.jpg");
+    FAIL() << "a JPEG opened on NVDEC";
   } catch (const io::GpuVideoRefusal& e) {
-    const std::string why = e.what();
-    EXPECT_TRUE(why.find("elementary streams") != std::string::npos || why.find("no NVDEC") != std::string::npos)
-        << why;
+    EXPECT_NE(std::string(e.what()).find("mjpeg"), std::string::npos) << e.what();
+  }
+}
+
+// What NVDEC is not asked to read is refused before any device work, so these run everywhere.
+TEST(GpuVideoRefusal, ContainersWithoutLibavformatAndMissingFilesAreRefusedOrReported) {
+  if (!io::container_demuxing_unavailable().empty()) {
+    try {
+      io::open_gpu_video_reader(video_file("clip.mp4"));
+      FAIL() << "an MP4 opened on NVDEC without libavformat";
+    } catch (const io::GpuVideoRefusal& e) {
+      const std::string why = e.what();
+      EXPECT_TRUE(why.find("elementary streams") != std::string::npos || why.find("no NVDEC") != std::string::npos)
+          << why;
+    }
   }
   EXPECT_TRUE(io::elementary_stream_codec("a/b.H264") == io::VideoCodec::h264);
   EXPECT_TRUE(io::elementary_stream_codec("x.265") == io::VideoCodec::hevc);

@@ -1,0 +1,150 @@
+// Containers through libavformat: the file's best video stream, its packets in decoding order, turned into
+// Annex B by FFmpeg's h264_mp4toannexb / hevc_mp4toannexb (which pass streams already in Annex B, as MPEG-TS
+// carries them, through unchanged). libavformat applies MP4 edit lists itself: pictures before the edit's
+// start keep their packets, flagged AV_PKT_FLAG_DISCARD, because later pictures may refer to them; the decoder
+// decodes them and shows none of them, as FFmpeg's own decoders do.
+#include "video_demux.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
+#include <libavformat/avformat.h>
+#include <libavutil/log.h>
+}
+
+#include <array>
+
+namespace imgpipe::io {
+namespace {
+
+std::string av_error_text(int error) {
+  std::array<char, AV_ERROR_MAX_STRING_SIZE> text{};
+  av_strerror(error, text.data(), text.size());
+  return text.data();
+}
+
+struct FormatCloser {
+  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
+};
+struct FilterFreer {
+  void operator()(AVBSFContext* filter) const { av_bsf_free(&filter); }
+};
+struct PacketFreer {
+  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
+};
+using PacketPointer = std::unique_ptr<AVPacket, PacketFreer>;
+
+PacketPointer make_packet() {
+  PacketPointer packet(av_packet_alloc());
+  if (!packet) throw std::bad_alloc();
+  return packet;
+}
+
+std::optional<double> rate_of(AVRational rate) {
+  if (rate.num <= 0 || rate.den <= 0) return std::nullopt;
+  return av_q2d(rate);
+}
+
+class ContainerStream final : public Bitstream {
+ public:
+  explicit ContainerStream(const std::filesystem::path& path) : path_(path) {
+    AVFormatContext* opened = nullptr;
+    if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) {
+      throw IoError(path, "cannot be opened as a video container: " + av_error_text(error));
+    }
+    format_.reset(opened);
+    if (const int error = avformat_find_stream_info(format_.get(), nullptr); error < 0) {
+      throw IoError(path, "its streams cannot be read: " + av_error_text(error));
+    }
+    stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    if (stream_ < 0) throw UnsupportedVideoStream(path, "the file holds no video stream");
+    const AVStream& video = *format_->streams[stream_];
+    const AVCodecID id = video.codecpar->codec_id;
+    if (id != AV_CODEC_ID_H264 && id != AV_CODEC_ID_HEVC) {
+      throw UnsupportedVideoStream(path, std::string("its video is ") + avcodec_get_name(id) +
+                                             "; NVDEC's path takes H.264 and HEVC");
+    }
+    codec_ = id == AV_CODEC_ID_H264 ? VideoCodec::h264 : VideoCodec::hevc;
+    seconds_per_tick_ = av_q2d(video.time_base);
+    frame_rate_ = rate_of(video.avg_frame_rate);
+    if (!frame_rate_) frame_rate_ = rate_of(video.r_frame_rate);
+    container_ = format_->iformat->long_name != nullptr ? format_->iformat->long_name : format_->iformat->name;
+
+    const AVBitStreamFilter* to_annexb =
+        av_bsf_get_by_name(codec_ == VideoCodec::h264 ? "h264_mp4toannexb" : "hevc_mp4toannexb");
+    AVBSFContext* made = nullptr;
+    if (to_annexb == nullptr || av_bsf_alloc(to_annexb, &made) < 0) {
+      throw IoError(path, "FFmpeg's Annex B bitstream filter is missing from libavcodec");
+    }
+    filter_.reset(made);
+    avcodec_parameters_copy(filter_->par_in, video.codecpar);
+    filter_->time_base_in = video.time_base;
+    if (const int error = av_bsf_init(filter_.get()); error < 0) {
+      throw IoError(path, "its video cannot be turned into an Annex B stream: " + av_error_text(error));
+    }
+  }
+
+  VideoCodec codec() const override { return codec_; }
+  double seconds_per_tick() const override { return seconds_per_tick_; }
+  std::optional<double> frame_rate() const override { return frame_rate_; }
+  std::string container() const override { return container_; }
+
+  std::optional<BitstreamPiece> next() override {
+    av_packet_unref(filtered_.get());
+    while (true) {
+      const int got = av_bsf_receive_packet(filter_.get(), filtered_.get());
+      if (got == 0) {
+        return BitstreamPiece{{filtered_->data, static_cast<std::size_t>(filtered_->size)},
+                              filtered_->pts == AV_NOPTS_VALUE ? std::nullopt : std::optional(filtered_->pts),
+                              (filtered_->flags & AV_PKT_FLAG_DISCARD) != 0};
+      }
+      if (got == AVERROR_EOF) return std::nullopt;
+      if (got != AVERROR(EAGAIN)) throw IoError(path_, "its video packets cannot be filtered: " + av_error_text(got));
+      feed_filter();
+    }
+  }
+
+ private:
+  // Hands the filter the video stream's next packet, or its end.
+  void feed_filter() {
+    while (true) {
+      const int read = av_read_frame(format_.get(), demuxed_.get());
+      if (read == AVERROR_EOF) {
+        av_bsf_send_packet(filter_.get(), nullptr);
+        return;
+      }
+      if (read < 0) throw IoError(path_, "reading failed: " + av_error_text(read));
+      if (demuxed_->stream_index != stream_) {
+        av_packet_unref(demuxed_.get());
+        continue;
+      }
+      const int sent = av_bsf_send_packet(filter_.get(), demuxed_.get());  // takes the packet's data
+      av_packet_unref(demuxed_.get());
+      if (sent < 0) throw IoError(path_, "a video packet cannot be filtered: " + av_error_text(sent));
+      return;
+    }
+  }
+
+  std::filesystem::path path_;
+  std::unique_ptr<AVFormatContext, FormatCloser> format_;
+  std::unique_ptr<AVBSFContext, FilterFreer> filter_;
+  PacketPointer demuxed_ = make_packet();
+  PacketPointer filtered_ = make_packet();
+  int stream_ = -1;
+  VideoCodec codec_ = VideoCodec::h264;
+  double seconds_per_tick_ = 0;
+  std::optional<double> frame_rate_;
+  std::string container_;
+};
+
+}  // namespace
+
+std::string container_demuxing_unavailable() { return {}; }
+
+std::unique_ptr<Bitstream> open_container(const std::filesystem::path& path) {
+  return std::make_unique<ContainerStream>(path);
+}
+
+void set_demuxer_logging(bool verbose) { av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET); }
+
+}  // namespace imgpipe::io

@@ -1,0 +1,63 @@
+// A video's compressed pictures as NVDEC's parser takes them: an H.264 or HEVC Annex B byte stream, in pieces,
+// each with its presentation time where the file has one. Elementary streams (.h264, .hevc, ...) are read as
+// they are; containers (MP4, Matroska, MPEG-TS, ...) are demuxed by libavformat, where the build has it, and their
+// packets turned into Annex B by FFmpeg's mp4toannexb bitstream filters.
+#pragma once
+
+#include "annexb.hpp"
+#include "io_error.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace imgpipe::io {
+
+struct BitstreamPiece {
+  std::span<const std::uint8_t> bytes;
+  // Presentation time in Bitstream::seconds_per_tick() units; an elementary stream's pieces have none.
+  std::optional<std::int64_t> pts;
+  // Decoded only because later pictures refer to it: the container's edit list starts the video after it.
+  bool discard = false;
+};
+
+class Bitstream {
+ public:
+  virtual ~Bitstream() = default;
+  virtual VideoCodec codec() const = 0;
+  // The next piece, valid until the next call; nullopt at the end. Throws IoError naming the file.
+  virtual std::optional<BitstreamPiece> next() = 0;
+  // The unit of the pieces' pts (0 where there are none).
+  virtual double seconds_per_tick() const { return 0; }
+  // Frames per second the container declares; nullopt for elementary streams, whose rate is in their headers.
+  virtual std::optional<double> frame_rate() const { return std::nullopt; }
+  // "MP4", "Matroska", ... for the summary; empty for an elementary stream.
+  virtual std::string container() const { return {}; }
+};
+
+// The file's bytes in reads of `read_bytes`; throws IoError when it cannot be opened.
+std::unique_ptr<Bitstream> open_elementary_stream(const std::filesystem::path& path, VideoCodec codec,
+                                                  std::size_t read_bytes = std::size_t{1} << 20);
+
+// Why this build cannot demux containers (no libavformat); empty where it can.
+std::string container_demuxing_unavailable();
+
+// A container whose video stream is not one NVDEC's path takes (not H.264 or HEVC, or no video at all); the
+// message names what the file holds, and the CPU decoder can try.
+class UnsupportedVideoStream : public IoError {
+ public:
+  using IoError::IoError;
+};
+
+// The best video stream of a container file. Throws IoError when the file cannot be opened or read as a
+// container, UnsupportedVideoStream when its video is not H.264 or HEVC, and IoError with
+// container_demuxing_unavailable()'s reason in a build without libavformat.
+std::unique_ptr<Bitstream> open_container(const std::filesystem::path& path);
+
+// Quiets libavformat's own messages (imgpipe reports every failure in its words) unless `verbose`.
+void set_demuxer_logging(bool verbose);
+
+}  // namespace imgpipe::io

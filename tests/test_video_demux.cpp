@@ -1,0 +1,123 @@
+// Containers demuxed for NVDEC (io/video_demux.hpp), on the CPU: the Annex B stream and the timestamps that
+// libavformat and FFmpeg's bitstream filters hand out for the sample clips in data/video, against the
+// elementary stream the MP4 was muxed from and the times the variable-rate clip was made with.
+#include "test_io_helpers.hpp"
+#include "video_demux.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace imgpipe::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
+
+#define SKIP_WITHOUT_LIBAVFORMAT()                                                                     \
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why
+
+struct Demuxed {
+  std::vector<std::uint8_t> bytes;  // the pieces back to back
+  std::vector<std::int64_t> pts;    // in decoding order
+  std::vector<bool> discard;
+  std::size_t pieces_without_start_code = 0;
+};
+
+Demuxed demux(io::Bitstream& stream) {
+  Demuxed out;
+  while (const std::optional<io::BitstreamPiece> piece = stream.next()) {
+    const auto b = piece->bytes;
+    const bool start_code = b.size() >= 4 && b[0] == 0 && b[1] == 0 && (b[2] == 1 || (b[2] == 0 && b[3] == 1));
+    if (!start_code) ++out.pieces_without_start_code;
+    out.bytes.insert(out.bytes.end(), b.begin(), b.end());
+    EXPECT_TRUE(piece->pts.has_value());
+    out.pts.push_back(piece->pts.value_or(0));
+    out.discard.push_back(piece->discard);
+  }
+  return out;
+}
+
+// clip_remuxed.mp4 is clip.h264 put into MP4 by `ffmpeg -c copy`: the filter gives back the very stream, and
+// the muxer's edit list, which starts the video at the third packet, flags the first two as not shown.
+TEST(ContainerDemux, RemuxedMp4GivesBackItsElementaryStreamAndFlagsWhatItsEditListHides) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  const std::unique_ptr<io::Bitstream> stream = io::open_container(video_file("clip_remuxed.mp4"));
+  EXPECT_EQ(stream->codec(), io::VideoCodec::h264);
+  EXPECT_NE(stream->container().find("QuickTime"), std::string::npos) << stream->container();
+  EXPECT_EQ(stream->frame_rate().value_or(0), 25.0);
+  const Demuxed demuxed = demux(*stream);
+  EXPECT_EQ(demuxed.pieces_without_start_code, 0u);
+  EXPECT_EQ(demuxed.bytes, file_bytes(video_file("clip.h264")));
+  ASSERT_EQ(demuxed.pts.size(), 30u);
+  for (std::size_t n = 0; n < demuxed.pts.size(); ++n) {
+    EXPECT_EQ(demuxed.discard[n], n < 2) << "packet " << n;
+    // The raw stream had no presentation times: the muxer gave each packet its decoding time, 1/25 s apart.
+    EXPECT_NEAR(static_cast<double>(demuxed.pts[n]) * stream->seconds_per_tick(), (static_cast<double>(n) - 2) / 25,
+                1e-9);
+  }
+}
+
+// clip_vfr.mkv: HEVC with B-frames, frames 0-9 at 25 frames/s, 10-19 at 12.5, 20-29 at 50 (data/make_data.sh).
+TEST(ContainerDemux, VariableRateMatroskaCarriesEachPicturesTime) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  const std::unique_ptr<io::Bitstream> stream = io::open_container(video_file("clip_vfr.mkv"));
+  EXPECT_EQ(stream->codec(), io::VideoCodec::hevc);
+  EXPECT_NE(stream->container().find("Matroska"), std::string::npos) << stream->container();
+  Demuxed demuxed = demux(*stream);
+  EXPECT_EQ(demuxed.pieces_without_start_code, 0u);
+  EXPECT_TRUE(std::ranges::none_of(demuxed.discard, [](bool d) { return d; }));
+  ASSERT_EQ(demuxed.pts.size(), 30u);
+  EXPECT_FALSE(std::ranges::is_sorted(demuxed.pts)) << "B-frames come before the pictures they are shown after";
+  std::ranges::sort(demuxed.pts);
+  for (int n = 0; n < 30; ++n) {
+    const double made_at = n < 10 ? n / 25.0 : n < 20 ? 0.4 + (n - 10) * 0.08 : 1.2 + (n - 20) * 0.02;
+    EXPECT_NEAR(static_cast<double>(demuxed.pts[n]) * stream->seconds_per_tick(), made_at, 1e-9) << "frame " << n;
+  }
+}
+
+TEST(ContainerDemux, ElementaryStreamsComeInReadsOfTheirBytesWithoutTimes) {
+  const std::unique_ptr<io::Bitstream> stream =
+      io::open_elementary_stream(video_file("clip.hevc"), io::VideoCodec::hevc, 4096);
+  EXPECT_EQ(stream->codec(), io::VideoCodec::hevc);
+  EXPECT_EQ(stream->container(), "");
+  std::vector<std::uint8_t> bytes;
+  while (const std::optional<io::BitstreamPiece> piece = stream->next()) {
+    EXPECT_LE(piece->bytes.size(), 4096u);
+    EXPECT_FALSE(piece->pts);
+    bytes.insert(bytes.end(), piece->bytes.begin(), piece->bytes.end());
+  }
+  EXPECT_EQ(bytes, file_bytes(video_file("clip.hevc")));
+  EXPECT_THROW(io::open_elementary_stream("/nonexistent/clip.h264", io::VideoCodec::h264), io::IoError);
+}
+
+// Errors name the file: one that is not there, one that is no container, one cut short before its index (the
+// remuxed MP4 keeps it at the end), and one whose video is neither H.264 nor HEVC.
+TEST(ContainerDemux, FilesItCannotTakeAreErrorsNamingThem) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  TempDir dir;
+  const std::vector<std::uint8_t> mp4 = file_bytes(video_file("clip_remuxed.mp4"));
+  write_bytes(dir.path() / "cut short.mp4", std::string(mp4.begin(), mp4.begin() + mp4.size() / 2));
+  write_bytes(dir.path() / "notes.mp4", std::string(1000, 'x'));
+  for (const fs::path& path : {fs::path("/nonexistent/clip.mp4"), dir.path() / "cut short.mp4", dir.path() / "notes.mp4"}) {
+    try {
+      io::open_container(path);
+      ADD_FAILURE() << path << " opened";
+    } catch (const io::UnsupportedVideoStream& e) {
+      ADD_FAILURE() << "refused as a stream instead of failing as a file: " << e.what();
+    } catch (const io::IoError& e) {
+      EXPECT_EQ(e.path(), path) << e.what();
+    }
+  }
+  try {
+    io::open_container(fs::path(IMGPIPE_DATA_DIR) / "images" / "astronaut.jpg");
+    ADD_FAILURE() << "a JPEG opened as H.264 or HEVC";
+  } catch (const io::UnsupportedVideoStream& e) {
+    EXPECT_NE(e.reason().find("mjpeg"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace imgpipe::testing
