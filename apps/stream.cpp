@@ -167,6 +167,15 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     throw UsageError(text);
   }
   check_output_path(options);
+  if (!options.timestamps.empty()) {
+    std::error_code error;
+    if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
+      throw UsageError("--timestamps '" + options.timestamps + "' exists; --overwrite replaces it");
+    }
+    if (options.timestamps == options.input || options.timestamps == options.output) {
+      throw UsageError("--timestamps '" + options.timestamps + "' is the stream's input or output");
+    }
+  }
   if (raw_in && options.decoder == "gpu") throw UsageError("--decoder gpu: raw rgb24 input needs no decoder");
   const bool folder_out = is_folder_output(options.output);
   // A folder output's frames are encoded and written on several threads at once, out of order (each file is
@@ -256,6 +265,15 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     }
   });
 
+  // The output, then the frames' times beside it: of the frames written, whatever stopped the stream.
+  auto finish_output = [&] {
+    sink->close();
+    if (options.timestamps.empty()) return;
+    const std::string text = io::timestamps_v2(source.frame_times(), result.done,
+                                               options.fps.value_or(reader->frame_rate().value_or(kDefaultFps)));
+    io::write_file_atomically(options.timestamps,
+                              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, existing);
+  };
   const std::string video_encoder =
       raw_out || folder_out ? "" : ", encoded on the CPU (OpenCV; NVENC: " + [] {
         const std::string why = io::nvenc_unavailable();
@@ -291,7 +309,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   if (!result.device_failure.empty()) {
     progress.message("the GPU failed: " + result.device_failure +
                      "; a sticky CUDA error leaves the device unusable for this process, so the stream stopped");
-    sink->close();
+    finish_output();
     summary(" written before the GPU failed");
     return {kExitDevice, result.done};
   }
@@ -300,22 +318,22 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     try {
       std::rethrow_exception(failure.error);
     } catch (const io::StreamCancelled& e) {
-      sink->close();
+      finish_output();
       return stopped_by_signal(std::string(" (") + e.what() + ")");
     } catch (const io::PixelLimitError& e) {
       progress.message(e.what() + std::string(kPixelLimitHint));
-      sink->close();
+      finish_output();
       summary(" written before the bad frame");
       return {kExitSomeFailed, result.done};
     } catch (const std::exception& e) {
       if (failure.stage != Stage::read) throw;  // the engine or the output: the run stops, no output kept
       progress.message(e.what());
-      sink->close();
+      finish_output();
       summary(" written before the bad frame");
       return {kExitSomeFailed, result.done};
     }
   }
-  sink->close();
+  finish_output();
   if (stop_signal() != 0) return stopped_by_signal("");
   if (result.done == 0) {
     progress.message("no frames in " + input_name + "; nothing was written");
@@ -345,6 +363,7 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
                      "folder of frames per video; a name ending in /)");
   }
   if (!options.size.empty()) throw UsageError("--size applies to raw input (--input -)");
+  if (!options.timestamps.empty()) throw UsageError("--timestamps names one file: give one video as --input");
   std::vector<std::filesystem::path> videos;
   for (const auto& entry : std::filesystem::directory_iterator(options.input)) {
     if (entry.is_regular_file() && is_video_file(entry.path())) videos.push_back(entry.path());

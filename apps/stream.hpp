@@ -22,6 +22,7 @@ struct StreamOptions {
   std::string ops;
   std::string size;    // WxH of raw input frames
   std::optional<double> fps;  // output frame rate; default: the input's, else 30
+  std::string timestamps;     // where to write each output frame's time (mkvmerge's timestamp format v2); empty: none
   bool overwrite = false;     // replace an existing output file
   std::string backend = "auto";
   std::string decoder = "auto";  // video input: gpu (NVDEC), cpu, or auto (gpu where the engine keeps frames on the device)

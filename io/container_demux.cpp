@@ -87,6 +87,7 @@ class ContainerStream final : public Bitstream {
   VideoCodec codec() const override { return codec_; }
   double seconds_per_tick() const override { return seconds_per_tick_; }
   std::optional<double> frame_rate() const override { return frame_rate_; }
+  bool pieces_are_pictures() const override { return true; }
   std::string container() const override { return container_; }
 
   std::optional<BitstreamPiece> next() override {

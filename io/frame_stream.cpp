@@ -280,7 +280,22 @@ std::optional<Item> FrameStreamSource::next() {
                           " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
                           std::to_string(max_pixels_));
   }
+  frame_times_.push_back(reader_.frame_time());
   return Item{frames_read_, frame, {}, false};
+}
+
+std::string timestamps_v2(const std::vector<std::optional<double>>& times, std::uint64_t frames, double fps) {
+  std::string text = "# timestamp format v2\n";
+  double previous = 0;
+  for (std::uint64_t n = 0; n < frames; ++n) {
+    const std::optional<double> own = n < times.size() ? times[n] : std::nullopt;
+    const double seconds = own ? *own : n == 0 ? 0.0 : previous + 1 / fps;
+    char line[48];
+    std::snprintf(line, sizeof line, "%.3f\n", seconds * 1000);
+    text += line;
+    previous = seconds;
+  }
+  return text;
 }
 
 std::vector<std::string> FrameStreamSource::read(const Item&, const FrameAllocator& allocate) {

@@ -124,6 +124,8 @@ class FrameStreamSource final : public Source {
   std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
                                           const DeviceFrameAllocator& allocate_on_device, int device) override;
   std::uint64_t frames_read() const { return frames_read_; }
+  // Each frame's time as the reader gave it (FrameReader::frame_time), in stream order, once the job is done.
+  const std::vector<std::optional<double>>& frame_times() const { return frame_times_; }
 
  private:
   FrameReader& reader_;
@@ -132,7 +134,13 @@ class FrameStreamSource final : public Source {
   std::uint64_t max_pixels_;
   std::optional<Size> first_, next_size_;
   std::uint64_t frames_read_ = 0;
+  std::vector<std::optional<double>> frame_times_;
 };
+
+// The times of a stream's first `frames` frames in milliseconds, in mkvmerge's "timestamp format v2" (a header
+// line, then one time per frame), which `mkvmerge --timestamps 0:FILE` puts on a video of those frames. A frame
+// without a time of its own is shown 1 / `fps` after the one before.
+std::string timestamps_v2(const std::vector<std::optional<double>>& times, std::uint64_t frames, double fps);
 
 // Each item's frame as an image file in `folder`, named by its frame number from 0 (000000.jpg, 000001.jpg...),
 // encoded (on several threads at once where the job has them) and written atomically (write_image; with

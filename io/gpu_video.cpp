@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -21,7 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace imgpipe::io {
 namespace {
@@ -277,11 +276,9 @@ class NvdecDecoder {
 template <typename Owner>
 class Parser {
  public:
-  // `clock_rate`: the pieces' timestamp units per second (0: they have none).
-  Parser(cudaVideoCodec codec, Owner& owner, unsigned clock_rate = 0) {
+  Parser(cudaVideoCodec codec, Owner& owner) {
     CUVIDPARSERPARAMS params{};
     params.CodecType = codec;
-    params.ulClockRate = clock_rate;
     params.ulMaxNumDecodeSurfaces = 1;  // the sequence callback's return value sets the real count
     params.ulErrorThreshold = 100;       // decode damaged pictures too: NVDEC conceals, the stream goes on
     params.ulMaxDisplayDelay = kDisplayDelay;
@@ -301,15 +298,10 @@ class Parser {
   Parser& operator=(const Parser&) = delete;
   ~Parser() { nvcuvid().api->cuvidDestroyVideoParser(parser_); }
 
-  // `pts`, where given, comes back as the shown picture's CUVIDPARSERDISPINFO::timestamp.
-  void parse(const unsigned char* bytes, std::size_t size, std::optional<std::int64_t> pts = std::nullopt) {
+  void parse(const unsigned char* bytes, std::size_t size) {
     CUVIDSOURCEDATAPACKET packet{};
     packet.payload = bytes;
     packet.payload_size = size;
-    if (pts) {
-      packet.flags = CUVID_PKT_TIMESTAMP;
-      packet.timestamp = *pts;
-    }
     check_cuvid(nvcuvid().api->cuvidParseVideoData(parser_, &packet), "cuvidParseVideoData");
   }
 
@@ -356,18 +348,14 @@ void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scr
                                       : failure);
 }
 
-// The parser's timestamp clock for pieces whose pts count `seconds_per_tick` (0: none, the parser's default).
-unsigned clock_rate_of(double seconds_per_tick) {
-  const double rate = seconds_per_tick > 0 ? std::round(1.0 / seconds_per_tick) : 0.0;
-  return rate >= 1 && rate <= 4e9 ? static_cast<unsigned>(rate) : 0u;
-}
-
 // One stream on one NVDEC engine. A thread of its own feeds the bitstream to libnvcuvid's parser, whose
 // callbacks create the decoder, decode each picture and, in display order, map the decoded surface and hand it
 // to the reader: the callback waits until the reader has converted the surface into its frame, then unmaps
 // it. So at most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is
-// copied twice. Pictures a container's edit list does not show are decoded (later ones may refer to them)
-// and never handed out.
+// copied twice. A container's packets are pictures, in decoding order: each decoded picture takes the time and
+// the discard flag of its packet, by its decode surface (libnvcuvid's own timestamps come out sorted, not with
+// their pictures), so a frame keeps its packet's time, and pictures the edit list does not show are decoded
+// (later ones may refer to them) but never handed out, as FFmpeg's decoders do.
 class NvdecReader final : public FrameReader {
  public:
   // `why_one_decoder`, when given, ends decoder()'s description: why the stream was not split.
@@ -462,6 +450,10 @@ class NvdecReader final : public FrameReader {
   int on_decode(CUVIDPICPARAMS* picture) {
     if (stopping()) return 0;
     try {
+      if (!packets_.empty() && !(picture->field_pic_flag && picture->second_field)) {
+        pictures_[picture->CurrPicIdx] = packets_.front();
+        packets_.pop_front();
+      }
       decoder_.decode(picture);
       return 1;
     } catch (const std::exception& e) {
@@ -472,7 +464,12 @@ class NvdecReader final : public FrameReader {
 
   int on_display(const CUVIDPARSERDISPINFO& shown) {
     if (stopping()) return 1;
-    if (!hidden_.empty() && hidden_.erase(shown.timestamp) != 0) return 1;
+    std::optional<BitstreamPacket> packet;
+    if (const auto found = pictures_.find(shown.picture_index); found != pictures_.end()) {
+      packet = found->second;
+      pictures_.erase(found);
+    }
+    if (packet && packet->discard) return 1;
     try {
       bool damaged = false;
       const Surface surface = decoder_.map(shown, map_stream_, damaged);
@@ -481,7 +478,7 @@ class NvdecReader final : public FrameReader {
         if (damaged) corrupt_.push_back(frames_shown_);
         shown_ = surface;
         shown_time_.reset();
-        if (seconds_per_tick_ > 0) shown_time_ = static_cast<double>(shown.timestamp) * seconds_per_tick_;
+        if (packet && packet->pts) shown_time_ = static_cast<double>(*packet->pts) * seconds_per_tick_;
         taken_ = false;
         changed_.notify_all();
         changed_.wait(lock, [&] { return taken_ || stopping_; });
@@ -535,12 +532,13 @@ class NvdecReader final : public FrameReader {
       use_device_on_this_thread(device_);
       map_stream_ = DeviceStream::create();
       seconds_per_tick_ = bitstream_->seconds_per_tick();
-      Parser parser(codec_, *this, clock_rate_of(seconds_per_tick_));
+      const bool pieces_are_pictures = bitstream_->pieces_are_pictures();
+      Parser parser(codec_, *this);
       while (!stopping()) {
         const std::optional<BitstreamPiece> piece = bitstream_->next();
         if (!piece) break;
-        if (piece->discard && piece->pts) hidden_.insert(*piece->pts);
-        parser.parse(piece->bytes.data(), piece->bytes.size(), piece->pts);
+        if (pieces_are_pictures) packets_.push_back({piece->pts, piece->discard});
+        parser.parse(piece->bytes.data(), piece->bytes.size());
       }
       if (!stopping()) parser.end_of_stream();
     } catch (const IoError& e) {
@@ -571,7 +569,14 @@ class NvdecReader final : public FrameReader {
   NvdecDecoder decoder_;
   DeviceStream map_stream_;
   double seconds_per_tick_ = 0;
-  std::unordered_set<std::int64_t> hidden_;  // pts of pictures decoded and not shown
+  // A container's packets: parsed and their pictures not yet decoded, in decoding order; then by the decode
+  // surface of their picture, until it is shown.
+  struct BitstreamPacket {
+    std::optional<std::int64_t> pts;
+    bool discard = false;
+  };
+  std::deque<BitstreamPacket> packets_;
+  std::unordered_map<int, BitstreamPacket> pictures_;
 
   // Shared, under mutex_; format_ is written once, before format_known_ is set, and only read after.
   mutable std::mutex mutex_;

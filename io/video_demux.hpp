@@ -34,7 +34,9 @@ class Bitstream {
   virtual double seconds_per_tick() const { return 0; }
   // Frames per second the container declares; nullopt for elementary streams, whose rate is in their headers.
   virtual std::optional<double> frame_rate() const { return std::nullopt; }
-  // "MP4", "Matroska", ... for the summary; empty for an elementary stream.
+  // Whether each piece is one picture, in decoding order (a container's packets), or just the next bytes.
+  virtual bool pieces_are_pictures() const { return false; }
+  // "QuickTime / MOV", "Matroska / WebM", ... for the summary; empty for an elementary stream.
   virtual std::string container() const { return {}; }
 };
 

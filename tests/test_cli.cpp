@@ -7,6 +7,7 @@
 #include "ppm.hpp"
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
+#include "video_demux.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -408,11 +409,52 @@ TEST(CliStream, DecoderGpuWhereNvdecCannotRunIsAUsageErrorThatSaysWhy) {
   EXPECT_TRUE(contains(run.output, "clip.h264: " + io::gpu_video_unavailable())) << run.output;
 }
 
-TEST(CliStream, ContainersAreNotForNvdec) {
-  const CommandResult run =
-      imgpipe("stream --input " + quoted(video_file("clip.mp4")) + " --output - --ops flip=h --decoder gpu");
-  EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_TRUE(contains(run.output, "--decoder gpu: ")) << run.output;
+// NVDEC reads containers where libavformat demuxes them for it; elsewhere --decoder gpu refuses them.
+TEST(CliStream, ContainersGoToNvdecThroughLibavformat) {
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.mp4")) +
+                                    " --output - --ops flip=h --decoder gpu > /dev/null");
+  if (!io::gpu_video_unavailable().empty() || !io::container_demuxing_unavailable().empty() ||
+      !some_backend_usable()) {
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "--decoder gpu: ")) << run.output;
+    return;
+  }
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "114 frames in")) << run.output;
+  EXPECT_TRUE(contains(run.output, "decoded by NVDEC (H.264")) << run.output;
+  EXPECT_TRUE(contains(run.output, "demuxed from QuickTime / MOV")) << run.output;
+}
+
+// --timestamps: the frames' times beside the output. NVDEC keeps a container's own (clip_vfr.mkv: 25, then
+// 12.5, then 50 frames/s); the CPU decoder gives none, so its frames are 1/25 s apart, the rate the file declares.
+TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const fs::path times = dir.path() / "times.txt";
+  const std::string command = "stream --input " + quoted(video_file("clip_vfr.mkv")) +
+                              " --output - --ops flip=h --timestamps " + quoted(times) + " > /dev/null";
+  const CommandResult run = imgpipe(command);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const bool own_times = io::gpu_video_unavailable().empty() && io::container_demuxing_unavailable().empty();
+  std::ifstream in(times);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "# timestamp format v2");
+  std::vector<double> got;
+  for (double ms; in >> ms;) got.push_back(ms);
+  ASSERT_EQ(got.size(), 30u);
+  for (int n = 0; n < 30; ++n) {
+    const double made_at = n < 10 ? n * 40.0 : n < 20 ? 400 + (n - 10) * 80.0 : 1200 + (n - 20) * 20.0;
+    EXPECT_NEAR(got[n], own_times ? made_at : n * 40.0, 1e-6) << "frame " << n;
+  }
+  const CommandResult again = imgpipe(command);
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_TRUE(contains(again.output, "--timestamps '" + times.string() + "' exists; --overwrite replaces it"))
+      << again.output;
+  const CommandResult folder = imgpipe("stream --input " + quoted(video_file("")) + " --output " +
+                                       quoted(dir.path() / "frames/") + " --ops flip=h --timestamps " + quoted(times));
+  EXPECT_EQ(folder.exit_code, 2) << folder.output;
+  EXPECT_TRUE(contains(folder.output, "--timestamps names one file")) << folder.output;
 }
 
 // An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else OpenCV's FFmpeg):
