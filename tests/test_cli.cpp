@@ -409,9 +409,10 @@ TEST(CliStream, DecoderGpuWhereNvdecCannotRunIsAUsageErrorThatSaysWhy) {
   EXPECT_TRUE(contains(run.output, "clip.h264: " + io::gpu_video_unavailable())) << run.output;
 }
 
-// NVDEC reads containers where libavformat demuxes them for it; elsewhere --decoder gpu refuses them.
+// NVDEC reads containers where libavformat demuxes them for it; elsewhere --decoder gpu refuses them. Where
+// it reads them, it still refuses a stream its engines do not take: clip.mp4 is H.264 in 4:4:4.
 TEST(CliStream, ContainersGoToNvdecThroughLibavformat) {
-  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.mp4")) +
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip_remuxed.mp4")) +
                                     " --output - --ops flip=h --decoder gpu > /dev/null");
   if (!io::gpu_video_unavailable().empty() || !io::container_demuxing_unavailable().empty() ||
       !some_backend_usable()) {
@@ -420,9 +421,13 @@ TEST(CliStream, ContainersGoToNvdecThroughLibavformat) {
     return;
   }
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(contains(run.output, "114 frames in")) << run.output;
+  EXPECT_TRUE(contains(run.output, "28 frames in")) << run.output;
   EXPECT_TRUE(contains(run.output, "decoded by NVDEC (H.264")) << run.output;
   EXPECT_TRUE(contains(run.output, "demuxed from QuickTime / MOV")) << run.output;
+  const CommandResult refused = imgpipe("stream --input " + quoted(video_file("clip.mp4")) +
+                                        " --output - --ops flip=h --decoder gpu > /dev/null");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "clip.mp4: H.264 8-bit 4:4:4")) << refused.output;
 }
 
 // --timestamps: the frames' times beside the output. NVDEC keeps a container's own (clip_vfr.mkv: 25, then
