@@ -9,7 +9,9 @@
 #   mkdir -p .deps && cd .deps && apt-get download libcli11-dev libtbb-dev libtbb12 libtbbmalloc2 \
 #     libtbbbind-2-5 libhwloc15 nlohmann-json3-dev libffmpeg-nvenc-dev \
 #     && for f in *.deb; do dpkg -x "$f" prefix; done && rm *.deb
-# and carried along; this script then points CMake and the loader at it.
+# and carried along; this script then points CMake and the loader at it. For containers on NVDEC, also unpack
+# libavformat-dev, libavcodec-dev and libavutil-dev there, and copy beside them the shared libraries
+# libavformat.so.59 needs (`ldd`; Debian's FFmpeg 5.1 pulls in about 160 MB of codec libraries).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
