@@ -9,6 +9,7 @@
 // the wall time of the slowest. The file is read from disk (the page cache after the first row).
 // With --split, the imgpipe rows are also measured for one stream cut at its IDR pictures and decoded on that
 // many decoders at once (io::GpuVideoSplit), against the ceiling of as many bare streams.
+// Built with NVML (the CUDA toolkit's nvml.h), every row also gives the NVDEC engines' mean load while it ran.
 #include "backends.hpp"
 #include "chain.hpp"
 #include "device_resources.hpp"
@@ -23,11 +24,18 @@
 #define FFNV_DEBUG_LOG_FUNC(logctx, msg, ...)
 #include <ffnvcodec/dynlink_loader.h>
 
+#ifdef IMGPIPE_HAVE_NVML
+#include <nvml.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -65,8 +73,67 @@ struct Row {
   std::uint64_t frames = 0;
   double seconds = 0;
   std::string decoder;
+  std::optional<double> nvdec_load;  // percent, the mean over the row; nullopt without NVML
   double frames_per_s() const { return seconds > 0 ? frames / seconds : 0; }
 };
+
+#ifdef IMGPIPE_HAVE_NVML
+// NVML's decoder utilisation of the current CUDA device (the percentage of its last sampling period in which
+// its NVDEC engines were busy, averaged over the engines), read every 20 ms while it lives; mean() averages
+// the readings.
+class DecoderLoad {
+ public:
+  DecoderLoad() {
+    char bus_id[32] = {};
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess ||
+        nvmlInit_v2() != NVML_SUCCESS) {
+      return;
+    }
+    initialised_ = true;
+    if (nvmlDeviceGetHandleByPciBusId_v2(bus_id, &device_) != NVML_SUCCESS) return;
+    sampler_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      while (!stop_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stopping_; })) {
+        unsigned percent = 0, period_us = 0;
+        if (nvmlDeviceGetDecoderUtilization(device_, &percent, &period_us) != NVML_SUCCESS) continue;
+        sum_ += percent;
+        ++samples_;
+      }
+    });
+  }
+  DecoderLoad(const DecoderLoad&) = delete;
+  DecoderLoad& operator=(const DecoderLoad&) = delete;
+  ~DecoderLoad() {
+    finish();
+    if (initialised_) nvmlShutdown();
+  }
+
+  std::optional<double> mean() {
+    finish();
+    return samples_ > 0 ? std::optional(sum_ / samples_) : std::nullopt;
+  }
+
+ private:
+  void finish() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    stop_.notify_all();
+    if (sampler_.joinable()) sampler_.join();
+  }
+
+  bool initialised_ = false;
+  nvmlDevice_t device_{};
+  std::thread sampler_;
+  std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  double sum_ = 0;
+  int samples_ = 0;
+};
+#endif
 
 // The chain's outputs, dropped where they are: on the device, or after the engine copied them to the host.
 class DiscardingSink final : public Sink {
@@ -224,6 +291,9 @@ Row measure(const Options& o, Work work, int streams, int decoders) {
   std::vector<std::thread> threads;
   std::atomic<std::uint64_t> frames{0};
   std::vector<std::string> failures(streams), descriptions(streams);
+#ifdef IMGPIPE_HAVE_NVML
+  DecoderLoad load;
+#endif
   const Clock::time_point start = Clock::now();
   for (int s = 0; s < streams; ++s) {
     threads.emplace_back([&, s] {
@@ -236,6 +306,9 @@ Row measure(const Options& o, Work work, int streams, int decoders) {
   }
   for (std::thread& t : threads) t.join();
   row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+#ifdef IMGPIPE_HAVE_NVML
+  row.nvdec_load = load.mean();
+#endif
   for (const std::string& failure : failures) {
     if (!failure.empty()) throw std::runtime_error(failure);
   }
@@ -250,12 +323,15 @@ int run(const Options& o) {
     return 1;
   }
   std::vector<Row> rows;
-  std::printf("%-22s %8s %9s %8s %10s %12s\n", "row", "streams", "decoders", "frames", "seconds", "frames/s");
+  std::printf("%-22s %8s %9s %8s %10s %12s %10s\n", "row", "streams", "decoders", "frames", "seconds", "frames/s",
+              "NVDEC %");
   auto add = [&](Work work, int streams, int decoders) {
     rows.push_back(measure(o, work, streams, decoders));
     const Row& r = rows.back();
-    std::printf("%-22s %8d %9d %8llu %10.3f %12.1f\n", name_of(work), streams, r.streams * decoders,
-                static_cast<unsigned long long>(r.frames), r.seconds, r.frames_per_s());
+    char load[16] = "-";
+    if (r.nvdec_load) std::snprintf(load, sizeof load, "%.0f", *r.nvdec_load);
+    std::printf("%-22s %8d %9d %8llu %10.3f %12.1f %10s\n", name_of(work), streams, r.streams * decoders,
+                static_cast<unsigned long long>(r.frames), r.seconds, r.frames_per_s(), load);
     std::fflush(stdout);
   };
   std::vector<int> ceilings = o.streams;  // the split rows' ceiling: as many bare streams as decoders
@@ -280,7 +356,8 @@ int run(const Options& o) {
     for (const Row& r : rows) {
       out["rows"].push_back({{"row", name_of(r.work)}, {"streams", r.streams}, {"decoders_per_stream", r.decoders},
                              {"frames", r.frames}, {"seconds", r.seconds}, {"frames_per_s", r.frames_per_s()},
-                             {"decoder", r.decoder}});
+                             {"decoder", r.decoder},
+                             {"nvdec_load_percent", r.nvdec_load ? nlohmann::json(*r.nvdec_load) : nlohmann::json()}});
     }
     std::ofstream(o.json) << out.dump(2) << "\n";
   }
