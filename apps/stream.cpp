@@ -7,12 +7,12 @@
 #include "folder.hpp"
 #include "frame_stream.hpp"
 #include "gpu_video.hpp"
-#include "video_demux.hpp"
 #include "image_file.hpp"
 #include "job.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
 #include "timings.hpp"
+#include "video_demux.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

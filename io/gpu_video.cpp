@@ -353,8 +353,8 @@ void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scr
 // to the reader: the callback waits until the reader has converted the surface into its frame, then unmaps
 // it. So at most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is
 // copied twice. A container's packets are pictures, in decoding order: each decoded picture takes the time and
-// the discard flag of its packet, by its decode surface (libnvcuvid's own timestamps come out sorted, not with
-// their pictures), so a frame keeps its packet's time, and pictures the edit list does not show are decoded
+// the discard flag of its packet, by its decode surface (the timestamps libnvcuvid's parser carries did not
+// stay with their pictures: docs/video.md), so a frame keeps its packet's time, and pictures the edit list does not show are decoded
 // (later ones may refer to them) but never handed out, as FFmpeg's decoders do.
 class NvdecReader final : public FrameReader {
  public:
