@@ -613,17 +613,22 @@ constexpr std::size_t kSplitBufferFramesPerAllocation = 16;
 // order is the stream's. A decoder whose pool is full waits until the reader has taken frames from it; the
 // chunk being read is always being decoded or done, so the reader never waits on a decoder that waits on it.
 // What it costs: each decoder's pool (up to the budget above), and a frame of chunk k reaches the reader only
-// once the frames of the chunks before it have.
+// once the frames of the chunks before it have. A container's chunk comes with its pictures' packet timings,
+// paired with the decoded pictures as NvdecReader pairs them.
 class SplitNvdecReader final : public FrameReader {
  public:
-  SplitNvdecReader(const std::filesystem::path& path, cudaVideoCodec codec, VideoCodec stream_codec,
-                   const GpuVideoSplit& split)
-      : path_(path), codec_(codec), buffer_bytes_(split.buffer_bytes) {
+  SplitNvdecReader(const std::filesystem::path& path, std::unique_ptr<Bitstream> bitstream, const GpuVideoSplit& split)
+      : path_(path),
+        codec_(cuvid_codec(bitstream->codec())),
+        buffer_bytes_(split.buffer_bytes),
+        bitstream_(std::move(bitstream)),
+        bitstream_buffer_(*bitstream_),
+        bitstream_bytes_(&bitstream_buffer_) {
     check_device(cudaGetDevice(&device_), "cudaGetDevice");
     copy_stream_ = DeviceStream::create();
-    file_.open(path, std::ios::binary);
-    if (!file_) throw IoError(path, std::strerror(errno));
-    splitter_.emplace(file_, path, stream_codec, split.min_chunk_pictures);
+    bitstream_bytes_.exceptions(std::ios::badbit);  // the bitstream's own IoError, not a bare bad stream
+    seconds_per_tick_ = bitstream_->seconds_per_tick();
+    splitter_.emplace(bitstream_bytes_, path, bitstream_->codec(), split.min_chunk_pictures);
     lanes_.reserve(split.decoders);
     for (int d = 0; d < split.decoders; ++d) lanes_.push_back(std::make_unique<Lane>(*this));
     for (const std::unique_ptr<Lane>& lane : lanes_) lane->thread = std::thread([lane = lane.get()] { lane->run(); });
@@ -632,7 +637,7 @@ class SplitNvdecReader final : public FrameReader {
     if (format_known_) return;
     lock.unlock();
     stop();
-    throw_unopened(path, codec, refusal_, failure_);
+    throw_unopened(path, codec_, refusal_, failure_);
   }
 
   ~SplitNvdecReader() override { stop(); }
@@ -688,7 +693,17 @@ class SplitNvdecReader final : public FrameReader {
 
   void read(FrameView frame) override { read_through_device(*this, frame, scratch_, copy_stream_); }
 
-  std::optional<double> frame_rate() const override { return format_.frame_rate; }
+  std::optional<double> frame_rate() const override {
+    const std::optional<double> declared = bitstream_->frame_rate();
+    return declared ? declared : format_.frame_rate;
+  }
+
+  std::optional<double> frame_time() const override {
+    const std::lock_guard lock(mutex_);
+    const auto chunk = chunks_.find(reading_chunk_);
+    if (chunk == chunks_.end() || chunk->second.frames.empty()) return std::nullopt;
+    return chunk->second.frames.front().time;
+  }
 
   std::vector<std::uint64_t> corrupt_frames() const override {
     const std::lock_guard lock(mutex_);
@@ -698,8 +713,9 @@ class SplitNvdecReader final : public FrameReader {
   std::string decoder() const override {
     const std::lock_guard lock(mutex_);
     const std::string chunks = std::to_string(chunks_handed_out_) + " chunk" + (chunks_handed_out_ == 1 ? "" : "s");
-    return format_.description + ", " + std::to_string(lanes_.size()) + " decoders on " + chunks +
-           " cut at IDR pictures";
+    const std::string container = bitstream_->container();
+    return format_.description + (container.empty() ? "" : ", demuxed from " + container) + ", " +
+           std::to_string(lanes_.size()) + " decoders on " + chunks + " cut at IDR pictures";
   }
 
  private:
@@ -708,6 +724,7 @@ class SplitNvdecReader final : public FrameReader {
     Lane* lane = nullptr;
     std::uint8_t* buffer = nullptr;  // NV12/P016, rows of format_.surface_width samples
     bool damaged = false;
+    std::optional<double> time;  // its packet's, for a container
   };
   struct ChunkFrames {
     std::deque<Decoded> frames;  // decoded, in display order, not yet read
@@ -726,12 +743,15 @@ class SplitNvdecReader final : public FrameReader {
     std::size_t pool_frames = 0;
     std::size_t max_pool_frames = 0;
     std::uint64_t chunk = 0;  // being decoded
+    std::deque<PacketTiming> packets;  // of the chunk's pictures not yet decoded, in decoding order
+    std::unordered_map<int, PacketTiming> pictures;  // by decode surface, until shown
 
     void run() {
       try {
         use_device_on_this_thread(reader.device_);
         stream = DeviceStream::create();
-        while (std::optional<StreamChunk> next = reader.take_chunk(chunk)) {
+        while (std::optional<StreamChunk> next = reader.take_chunk(chunk, packets)) {
+          pictures.clear();
           Parser parser(reader.codec_, *this);
           parser.parse(next->bytes.data(), next->bytes.size());
           if (reader.stopping()) break;
@@ -768,6 +788,10 @@ class SplitNvdecReader final : public FrameReader {
     int on_decode(CUVIDPICPARAMS* picture) {
       if (reader.stopping()) return 0;
       try {
+        if (!packets.empty() && !(picture->field_pic_flag && picture->second_field)) {
+          pictures[picture->CurrPicIdx] = packets.front();
+          packets.pop_front();
+        }
         decoder.decode(picture);
         return 1;
       } catch (const std::exception& e) {
@@ -778,6 +802,12 @@ class SplitNvdecReader final : public FrameReader {
 
     int on_display(const CUVIDPARSERDISPINFO& shown) {
       if (reader.stopping()) return 1;
+      std::optional<PacketTiming> packet;
+      if (const auto found = pictures.find(shown.picture_index); found != pictures.end()) {
+        packet = found->second;
+        pictures.erase(found);
+      }
+      if (packet && packet->discard) return 1;
       try {
         const StreamFormat& format = decoder.format();
         std::uint8_t* buffer = take_buffer(format);
@@ -792,7 +822,9 @@ class SplitNvdecReader final : public FrameReader {
         if (copied == cudaSuccess) stream.synchronize();
         decoder.unmap(surface);
         check_device(copied, "cudaMemcpy2DAsync");
-        reader.frame_decoded(chunk, Decoded{this, buffer, damaged});
+        std::optional<double> time;
+        if (packet && packet->pts) time = static_cast<double>(*packet->pts) * reader.seconds_per_tick_;
+        reader.frame_decoded(chunk, Decoded{this, buffer, damaged, time});
         return 1;
       } catch (const std::exception& e) {
         reader.fail(e.what());
@@ -834,13 +866,21 @@ class SplitNvdecReader final : public FrameReader {
     return !chunk->second.frames.empty() || chunk->second.decoded;
   }
 
-  // The next chunk in stream order for a lane, with its number; nullopt at the stream's end or once stopping.
-  std::optional<StreamChunk> take_chunk(std::uint64_t& number) {
+  // The next chunk in stream order for a lane, with its number and, for a container, its pictures' timings;
+  // nullopt at the stream's end or once stopping.
+  std::optional<StreamChunk> take_chunk(std::uint64_t& number, std::deque<PacketTiming>& timings) {
     const std::lock_guard reading(splitter_mutex_);
     if (stopping()) return std::nullopt;
     std::optional<StreamChunk> chunk;
     try {
       chunk = splitter_->next();
+      if (chunk) {
+        const std::vector<PacketTiming> taken = bitstream_buffer_.take_timings(chunk->pictures);
+        timings.assign(taken.begin(), taken.end());
+      }
+    } catch (const IoError& e) {
+      fail(e.reason());  // next_size() names the file
+      return std::nullopt;
     } catch (const std::exception& e) {
       fail(e.what());
       return std::nullopt;
@@ -923,9 +963,13 @@ class SplitNvdecReader final : public FrameReader {
   DeviceStream copy_stream_;  // read(): the frame to the host
   DeviceBuffer scratch_;      // read(): the converted frame before it goes to the host
 
-  std::mutex splitter_mutex_;  // the file and the splitter, read by one lane at a time
-  std::ifstream file_;
+  // The bitstream and the splitter, read by one lane at a time; its container, codec and frame rate by any.
+  std::mutex splitter_mutex_;
+  const std::unique_ptr<Bitstream> bitstream_;
+  BitstreamBuffer bitstream_buffer_;
+  std::istream bitstream_bytes_;
   std::optional<AnnexBSplitter> splitter_;
+  double seconds_per_tick_ = 0;
   std::vector<std::unique_ptr<Lane>> lanes_;
 
   // Shared, under mutex_; format_ is written once, before format_known_ is set, and only read after.
@@ -1059,32 +1103,33 @@ std::vector<std::string> describe_gpu_video() {
 
 std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit& split) {
   const std::optional<VideoCodec> codec = elementary_stream_codec(path);
-  if (!codec) {
-    if (const std::string why = container_demuxing_unavailable(); !why.empty()) {
-      throw GpuVideoRefusal(path, "NVDEC reads H.264 and HEVC elementary streams (.h264, .264, .avc, .hevc, .h265, "
-                                  ".265) here: " + why);
-    }
-    if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
-    std::unique_ptr<Bitstream> demuxed;
+  if (const std::string why = container_demuxing_unavailable(); !codec && !why.empty()) {
+    throw GpuVideoRefusal(path, "NVDEC reads H.264 and HEVC elementary streams (.h264, .264, .avc, .hevc, .h265, "
+                                ".265) here: " + why);
+  }
+  if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
+  auto open_bitstream = [&]() -> std::unique_ptr<Bitstream> {
+    if (codec) return open_elementary_stream(path, *codec);
     try {
-      demuxed = open_container(path);
+      return open_container(path);
     } catch (const UnsupportedVideoStream& e) {
       throw GpuVideoRefusal(path, e.reason());
     }
-    return std::make_unique<NvdecReader>(
-        path, std::move(demuxed), split.decoders > 1 ? ", one decoder: only elementary streams are cut" : "");
-  }
-  if (const std::string why = gpu_video_unavailable(); !why.empty()) throw GpuVideoRefusal(path, why);
+  };
+  std::unique_ptr<Bitstream> bitstream = open_bitstream();
   std::string one_decoder_because;
   if (split.decoders > 1) {
-    std::ifstream start(path, std::ios::binary);
-    if (start && has_early_cut(start, *codec, split.min_chunk_pictures, kSplitProbeBytes)) {
-      return std::make_unique<SplitNvdecReader>(path, cuvid_codec(*codec), *codec, split);
+    const std::unique_ptr<Bitstream> start = open_bitstream();
+    BitstreamBuffer start_buffer(*start);
+    std::istream start_bytes(&start_buffer);
+    start_bytes.exceptions(std::ios::badbit);
+    if (has_early_cut(start_bytes, bitstream->codec(), split.min_chunk_pictures, kSplitProbeBytes)) {
+      return std::make_unique<SplitNvdecReader>(path, std::move(bitstream), split);
     }
     one_decoder_because = ", one decoder: no IDR picture to cut the stream at after its first " +
                           std::to_string(split.min_chunk_pictures) + " pictures (open GOPs, or a short stream)";
   }
-  return std::make_unique<NvdecReader>(path, open_elementary_stream(path, *codec), one_decoder_because);
+  return std::make_unique<NvdecReader>(path, std::move(bitstream), one_decoder_because);
 }
 
 }  // namespace imgpipe::io

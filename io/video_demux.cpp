@@ -1,5 +1,6 @@
 #include "video_demux.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -38,6 +39,27 @@ class ElementaryStream final : public Bitstream {
 };
 
 }  // namespace
+
+std::vector<PacketTiming> BitstreamBuffer::take_timings(std::size_t pictures) {
+  const std::size_t n = std::min(pictures, timings_.size());
+  std::vector<PacketTiming> taken(timings_.begin(), timings_.begin() + static_cast<std::ptrdiff_t>(n));
+  timings_.erase(timings_.begin(), timings_.begin() + static_cast<std::ptrdiff_t>(n));
+  return taken;
+}
+
+BitstreamBuffer::int_type BitstreamBuffer::underflow() {
+  if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+  std::optional<BitstreamPiece> piece;
+  do {
+    piece = bitstream_.next();
+    if (!piece) return traits_type::eof();
+  } while (piece->bytes.empty());
+  if (bitstream_.pieces_are_pictures()) timings_.push_back({piece->pts, piece->discard});
+  // The piece stays valid until the bitstream's next piece, which only the next underflow asks for.
+  char* bytes = reinterpret_cast<char*>(const_cast<std::uint8_t*>(piece->bytes.data()));
+  setg(bytes, bytes, bytes + piece->bytes.size());
+  return traits_type::to_int_type(*gptr());
+}
 
 std::unique_ptr<Bitstream> open_elementary_stream(const std::filesystem::path& path, VideoCodec codec,
                                                   std::size_t read_bytes) {

@@ -8,11 +8,14 @@
 #include "io_error.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
+#include <streambuf>
 #include <string>
+#include <vector>
 
 namespace imgpipe::io {
 
@@ -38,6 +41,30 @@ class Bitstream {
   virtual bool pieces_are_pictures() const { return false; }
   // "QuickTime / MOV", "Matroska / WebM", ... for the summary; empty for an elementary stream.
   virtual std::string container() const { return {}; }
+};
+
+// What a container says of one picture's packet.
+struct PacketTiming {
+  std::optional<std::int64_t> pts;  // in Bitstream::seconds_per_tick() units
+  bool discard = false;             // BitstreamPiece::discard
+};
+
+// A bitstream as the buffer of a std::istream, for AnnexBSplitter. The pieces of a container are pictures: the
+// buffer keeps each one's timing, in decoding order, until take_timings() hands it out. An IoError from the
+// bitstream reaches the stream's reader where the stream has badbit in its exceptions().
+class BitstreamBuffer final : public std::streambuf {
+ public:
+  explicit BitstreamBuffer(Bitstream& bitstream) : bitstream_(bitstream) {}
+  // The timings of the next `pictures` pictures read through the buffer (fewer where fewer were read); none for
+  // an elementary stream.
+  std::vector<PacketTiming> take_timings(std::size_t pictures);
+
+ protected:
+  int_type underflow() override;
+
+ private:
+  Bitstream& bitstream_;
+  std::deque<PacketTiming> timings_;
 };
 
 // The file's bytes in reads of `read_bytes`; throws IoError when it cannot be opened.

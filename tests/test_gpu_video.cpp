@@ -437,6 +437,24 @@ TEST(NvdecContainer, VariableRateMatroskaKeepsEachFramesTime) {
   }
 }
 
+// A container cut at its IDR pictures over several decoders: the frames and times of one decoder.
+TEST(NvdecContainer, SplitOverDecodersGivesOneDecodersFramesAndTimes) {
+  SKIP_WITHOUT_CONTAINERS_ON_NVDEC();
+  const std::unique_ptr<io::FrameReader> one = io::open_gpu_video_reader(video_file("clip_remuxed.mp4"));
+  const TimedFrames expected = decode_timed(*one);
+  ASSERT_EQ(expected.frames.size(), 28u);
+  io::GpuVideoSplit split;
+  split.decoders = 3;
+  split.min_chunk_pictures = 1;
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(video_file("clip_remuxed.mp4"), split);
+  EXPECT_NE(reader->decoder().find("demuxed from QuickTime / MOV, 3 decoders on"), std::string::npos)
+      << reader->decoder();
+  const TimedFrames shown = decode_timed(*reader);
+  expect_same_frames(shown.frames, expected.frames);
+  EXPECT_EQ(shown.times, expected.times);
+  EXPECT_NE(reader->decoder().find("3 chunks cut at IDR pictures"), std::string::npos) << reader->decoder();
+}
+
 // A container whose video NVDEC's path does not take is refused, for the CPU decoder to try.
 TEST(NvdecContainer, VideoThatIsNotH264OrHevcIsRefused) {
   SKIP_WITHOUT_CONTAINERS_ON_NVDEC();

@@ -78,6 +78,38 @@ TEST(ContainerDemux, VariableRateMatroskaCarriesEachPicturesTime) {
   }
 }
 
+// A container's Annex B read through BitstreamBuffer is cut by AnnexBSplitter as the file would be
+// (clip.h264 has an IDR picture every 12 frames), and each chunk takes its own pictures' timings.
+TEST(ContainerDemux, ChunksOfAContainerTakeTheirPicturesTimings) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  const std::unique_ptr<io::Bitstream> stream = io::open_container(video_file("clip_remuxed.mp4"));
+  io::BitstreamBuffer buffer(*stream);
+  std::istream bytes(&buffer);
+  bytes.exceptions(std::ios::badbit);
+  io::AnnexBSplitter splitter(bytes, "clip_remuxed.mp4", io::VideoCodec::h264, 1);
+  std::vector<std::uint8_t> stream_bytes;
+  std::vector<std::uint64_t> pictures;
+  std::vector<std::int64_t> pts;
+  while (const std::optional<io::StreamChunk> chunk = splitter.next()) {
+    stream_bytes.insert(stream_bytes.end(), chunk->bytes.begin() + static_cast<std::ptrdiff_t>(chunk->header_bytes),
+                        chunk->bytes.end());
+    pictures.push_back(chunk->pictures);
+    const std::vector<io::PacketTiming> timings = buffer.take_timings(chunk->pictures);
+    EXPECT_EQ(timings.size(), chunk->pictures);
+    for (const io::PacketTiming& t : timings) {
+      pts.push_back(t.pts.value_or(-1));
+      EXPECT_EQ(t.discard, pts.size() <= 2) << "packet " << pts.size() - 1;
+    }
+  }
+  EXPECT_EQ(stream_bytes, file_bytes(video_file("clip.h264")));
+  EXPECT_EQ(pictures, (std::vector<std::uint64_t>{12, 12, 6}));
+  ASSERT_EQ(pts.size(), 30u);
+  for (std::size_t n = 0; n < pts.size(); ++n) {
+    EXPECT_NEAR(static_cast<double>(pts[n]) * stream->seconds_per_tick(), (static_cast<double>(n) - 2) / 25, 1e-9);
+  }
+  EXPECT_TRUE(buffer.take_timings(1).empty());
+}
+
 TEST(ContainerDemux, ElementaryStreamsComeInReadsOfTheirBytesWithoutTimes) {
   const std::unique_ptr<io::Bitstream> stream =
       io::open_elementary_stream(video_file("clip.hevc"), io::VideoCodec::hevc, 4096);
