@@ -230,7 +230,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     engine.reset();
     engine = make_engine_for_stream(chain, engine_options);
   }
-  io::FrameStreamSource source(*reader, input_name, chain, options.max_pixels);
+  io::FrameStreamSource source(*reader, input_name, chain, options.max_pixels, !options.timestamps.empty());
   const io::Existing existing = options.overwrite ? io::Existing::replace : io::Existing::keep;
   std::unique_ptr<io::FrameWriter> writer;
   std::optional<io::GpuJpegEncoders> frame_encoder;

@@ -256,8 +256,9 @@ std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesys
 }
 
 FrameStreamSource::FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain,
-                                     std::uint64_t max_pixels)
-    : reader_(reader), name_(std::move(name)), chain_(chain), max_pixels_(max_pixels) {}
+                                     std::uint64_t max_pixels, bool keep_frame_times)
+    : reader_(reader), name_(std::move(name)), chain_(chain), max_pixels_(max_pixels),
+      keep_frame_times_(keep_frame_times) {}
 
 std::optional<Item> FrameStreamSource::next() {
   try {
@@ -280,7 +281,7 @@ std::optional<Item> FrameStreamSource::next() {
                           " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
                           std::to_string(max_pixels_));
   }
-  frame_times_.push_back(reader_.frame_time());
+  if (keep_frame_times_) frame_times_.push_back(reader_.frame_time());
   return Item{frames_read_, frame, {}, false};
 }
 

@@ -117,14 +117,17 @@ std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesys
 // next_size) ends the stream like its end.
 class FrameStreamSource final : public Source {
  public:
-  FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain, std::uint64_t max_pixels);
+  // With `keep_frame_times`, frame_times() lists every frame's time (a long stream's list grows with it).
+  FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain, std::uint64_t max_pixels,
+                    bool keep_frame_times = false);
   std::optional<Item> next() override;
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override;
   // A GPU decoder's reader decodes on the device current when it was opened, which must be the engine's.
   std::vector<std::string> read_on_device(const Item& item, const FrameAllocator& allocate,
                                           const DeviceFrameAllocator& allocate_on_device, int device) override;
   std::uint64_t frames_read() const { return frames_read_; }
-  // Each frame's time as the reader gave it (FrameReader::frame_time), in stream order, once the job is done.
+  // Each frame's time as the reader gave it (FrameReader::frame_time), in stream order, once the job is done;
+  // empty unless kept.
   const std::vector<std::optional<double>>& frame_times() const { return frame_times_; }
 
  private:
@@ -134,6 +137,7 @@ class FrameStreamSource final : public Source {
   std::uint64_t max_pixels_;
   std::optional<Size> first_, next_size_;
   std::uint64_t frames_read_ = 0;
+  bool keep_frame_times_;
   std::vector<std::optional<double>> frame_times_;
 };
 
