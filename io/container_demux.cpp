@@ -77,7 +77,9 @@ class ContainerStream final : public Bitstream {
       throw IoError(path, "FFmpeg's Annex B bitstream filter is missing from libavcodec");
     }
     filter_.reset(made);
-    avcodec_parameters_copy(filter_->par_in, video.codecpar);
+    if (const int error = avcodec_parameters_copy(filter_->par_in, video.codecpar); error < 0) {
+      throw IoError(path, "its video's parameters cannot be read: " + av_error_text(error));
+    }
     filter_->time_base_in = video.time_base;
     if (const int error = av_bsf_init(filter_.get()); error < 0) {
       throw IoError(path, "its video cannot be turned into an Annex B stream: " + av_error_text(error));

@@ -48,7 +48,6 @@ std::vector<PacketTiming> BitstreamBuffer::take_timings(std::size_t pictures) {
 }
 
 BitstreamBuffer::int_type BitstreamBuffer::underflow() {
-  if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
   std::optional<BitstreamPiece> piece;
   do {
     piece = bitstream_.next();
