@@ -10,12 +10,8 @@
 #include <ffnvcodec/dynlink_loader.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <condition_variable>
-#include <cstdio>
-#include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
