@@ -460,7 +460,7 @@ class NvdecReader final : public FrameReader {
 
   int on_display(const CUVIDPARSERDISPINFO& shown) {
     if (stopping()) return 1;
-    std::optional<BitstreamPacket> packet;
+    std::optional<PacketTiming> packet;
     if (const auto found = pictures_.find(shown.picture_index); found != pictures_.end()) {
       packet = found->second;
       pictures_.erase(found);
@@ -567,12 +567,8 @@ class NvdecReader final : public FrameReader {
   double seconds_per_tick_ = 0;
   // A container's packets: parsed and their pictures not yet decoded, in decoding order; then by the decode
   // surface of their picture, until it is shown.
-  struct BitstreamPacket {
-    std::optional<std::int64_t> pts;
-    bool discard = false;
-  };
-  std::deque<BitstreamPacket> packets_;
-  std::unordered_map<int, BitstreamPacket> pictures_;
+  std::deque<PacketTiming> packets_;
+  std::unordered_map<int, PacketTiming> pictures_;
 
   // Shared, under mutex_; format_ is written once, before format_known_ is set, and only read after.
   mutable std::mutex mutex_;
