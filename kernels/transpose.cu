@@ -10,10 +10,11 @@
 // as 32-bit words, one bank each, so the padding works as in the textbook; the tile is 4 KiB either way.
 // Rotations by 90/270 are a transpose with one axis reversed: the same tile, another output address.
 // Mirror ops keep the axes; reading a row backwards is still coalesced, so they need no tile.
-// The interleaved variant (reorient_aos, every op) stages 32x32 pixels of the interleaved frame as whole words
-// and writes each output row of the tile as whole words too, four bytes a thread, so neither side moves single
-// bytes through global memory; its tile rows are 27 words, an odd count, so the 32 rows a warp's column read
-// crosses sit in distinct banks.
+// The interleaved variant (reorient_aos) of the axis-swapping ops stages 32x32 pixels of the interleaved frame
+// as whole words and writes each output row of the tile as whole words too, four bytes a thread, so neither
+// side moves single bytes through global memory; its tile rows are 27 words, an odd count, so the 32 rows a
+// warp's column read crosses sit in distinct banks. The axis-keeping ops need no tile there either: a thread
+// moves four pixels as three words, reordered in registers.
 #include "transpose.cuh"
 
 #include "aos_tile.cuh"
@@ -107,16 +108,17 @@ static_assert(kAosStride >= kAosTileBytes, "a staged row holds the tile's row");
 
 // One block per 32x32 output tile of one frame (blockIdx.z): the input tile it comes from is staged, then each
 // thread gathers four output bytes of a row from the tile and stores them as one word. Output pixel (ox, oy) is
-// input (x, y) = (oy, ox) for a transpose, (oy, H-1-ox) rotate90, (W-1-oy, ox) rotate270, (W-1-ox, oy) flip_h,
-// (ox, H-1-oy) flip_v, (W-1-ox, H-1-oy) rotate180; `left` and `top` are the input tile's first column and row.
+// input (x, y) = (oy, ox) for a transpose, (oy, H-1-ox) rotate90, (W-1-oy, ox) rotate270; `left` and `top` are
+// the input tile's first column and row.
 template <Reorient kOp>
 __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrames in, AosFramesOut out) {
   __shared__ alignas(16) std::uint8_t tile[kTile * kAosStride];
-  constexpr bool kSwaps = kOp == Reorient::transpose || kOp == Reorient::rotate90 || kOp == Reorient::rotate270;
-  constexpr bool kReverseX = kOp == Reorient::rotate270 || kOp == Reorient::flip_h || kOp == Reorient::rotate180;
-  constexpr bool kReverseY = kOp == Reorient::rotate90 || kOp == Reorient::flip_v || kOp == Reorient::rotate180;
+  static_assert(kOp == Reorient::transpose || kOp == Reorient::rotate90 || kOp == Reorient::rotate270,
+                "the axis-keeping ops run mirror_aos_kernel");
+  constexpr bool kReverseX = kOp == Reorient::rotate270;
+  constexpr bool kReverseY = kOp == Reorient::rotate90;
   const int ox0 = blockIdx.x * kTile, oy0 = blockIdx.y * kTile;
-  const int x0 = kSwaps ? oy0 : ox0, y0 = kSwaps ? ox0 : oy0;  // the input tile's corner, before reversal
+  const int x0 = oy0, y0 = ox0;  // the input tile's corner, before reversal
   const int left = kReverseX ? in.extent.width - x0 - kTile : x0;
   const int top = kReverseY ? in.extent.height - y0 - kTile : y0;
   stage_aos_tile<kTile, kAosTileBytes, kAosStride, kAosQuads * kRows>(
@@ -131,7 +133,7 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       const int byte = 4 * static_cast<int>(threadIdx.x) + b, pixel = byte / 3;
-      const int tx = kSwaps ? r : pixel, ty = kSwaps ? pixel : r;  // in the tile, before reversal
+      const int tx = r, ty = pixel;  // in the tile, before reversal
       const int row = kReverseY ? kTile - 1 - ty : ty, column = kReverseX ? kTile - 1 - tx : tx;
       packed |= static_cast<std::uint32_t>(tile[row * kAosStride + 3 * column + byte - 3 * pixel])
                 << (8 * b);
@@ -139,6 +141,68 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
     std::uint8_t* dst_row = frame + static_cast<std::size_t>(oy0 + r) * out.pitch;
     store_quad(dst_row + byte_x, dst_row + row_bytes, packed);
   }
+}
+
+// Axis-keeping ops on interleaved frames: one thread per four output pixels of a row, twelve bytes, three
+// words. Its source is four adjacent pixels, in one row, read as aligned words and funnel-shifted into place
+// (the shift is the row's, so a warp shares it); a left-right mirror then reverses the four pixels' order with
+// byte permutes. Only a row's ends (a group cut short by the width, or words past the row's bytes) and rows
+// whose output is not word aligned move single bytes.
+constexpr int kMirrorGroup = 4;  // pixels per thread
+constexpr int kMirrorThreadsX = 128, kMirrorThreadsY = 2;
+
+template <Reorient kOp>
+__global__ void __launch_bounds__(kMirrorThreadsX* kMirrorThreadsY) mirror_aos_kernel(AosFrames in, AosFramesOut out) {
+  constexpr bool kReverseX = kOp == Reorient::flip_h || kOp == Reorient::rotate180;
+  constexpr bool kReverseY = kOp == Reorient::flip_v || kOp == Reorient::rotate180;
+  const int group = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int width = out.extent.width;
+  if (y >= out.extent.height || kMirrorGroup * group >= width) return;
+  const int source_y = kReverseY ? out.extent.height - 1 - y : y;
+  const std::uint8_t* src_row = in.data + blockIdx.z * in.frame_stride + static_cast<std::size_t>(source_y) * in.pitch;
+  std::uint8_t* dst_row = out.data + blockIdx.z * out.frame_stride + static_cast<std::size_t>(y) * out.pitch;
+  const int row_bytes = 3 * width;
+  const int first_pixel = kMirrorGroup * group;
+  std::uint8_t* dst = dst_row + 3 * first_pixel;
+  if (first_pixel + kMirrorGroup <= width && (reinterpret_cast<std::uintptr_t>(dst) & 3u) == 0) {
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(src_row) +
+                              3 * (kReverseX ? width - kMirrorGroup - first_pixel : first_pixel);
+    const std::uintptr_t aligned = at & ~std::uintptr_t{3};
+    const unsigned shift = 8 * static_cast<unsigned>(at & 3u);
+    const int words = shift == 0 ? 3 : 4;
+    if (aligned >= reinterpret_cast<std::uintptr_t>(src_row) &&
+        aligned + 4 * words <= reinterpret_cast<std::uintptr_t>(src_row) + row_bytes) {
+      const unsigned* w = reinterpret_cast<const unsigned*>(aligned);
+      const unsigned w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2), w3 = shift == 0 ? 0u : __ldg(w + 3);
+      // Source pixels A B C D as bytes: i0 = A0 A1 A2 B0, i1 = B1 B2 C0 C1, i2 = C2 D0 D1 D2.
+      const unsigned i0 = __funnelshift_r(w0, w1, shift), i1 = __funnelshift_r(w1, w2, shift),
+                     i2 = __funnelshift_r(w2, w3, shift);
+      unsigned* d = reinterpret_cast<unsigned*>(dst);
+      if constexpr (kReverseX) {  // D C B A: D0 D1 D2 C0, C1 C2 B0 B1, B2 A0 A1 A2
+        d[0] = __byte_perm(i1, i2, 0x2765);
+        d[1] = __byte_perm(__byte_perm(i1, i2, 0x0043), i0, 0x2710);
+        d[2] = __byte_perm(i0, i1, 0x2105);
+      } else {
+        d[0] = i0;
+        d[1] = i1;
+        d[2] = i2;
+      }
+      return;
+    }
+  }
+  for (int b = 0; b < 3 * kMirrorGroup && 3 * first_pixel + b < row_bytes; ++b) {
+    const int pixel = first_pixel + b / 3;
+    dst[b] = src_row[3 * (kReverseX ? width - 1 - pixel : pixel) + b % 3];
+  }
+}
+
+template <Reorient kOp>
+void launch_mirror_aos(const AosFrames& in, const AosFramesOut& out, int frames, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(div_up(div_up(out.extent.width, kMirrorGroup), kMirrorThreadsX)),
+                  static_cast<unsigned>(div_up(out.extent.height, kMirrorThreadsY)), static_cast<unsigned>(frames));
+  mirror_aos_kernel<kOp><<<grid, dim3(kMirrorThreadsX, kMirrorThreadsY), 0, stream>>>(in, out);
+  IMGPIPE_CUDA_LAUNCH_CHECK("mirror_aos_kernel", stream);
 }
 
 template <Reorient kOp>
@@ -193,6 +257,10 @@ void reorient_naive(Reorient op, ConstAosView in, AosView out, cudaStream_t stre
 
 void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out, cudaStream_t stream) {
   require(same_extent(out.extent(), in.extent()), "reorient: output extent does not match the op");
+  if (in.interleaved && out.interleaved && !swaps_axes(op)) {
+    const std::size_t height = static_cast<std::size_t>(in.aos.extent.height);
+    return reorient_aos(op, in.aos, in.aos.pitch * height, out.aos, out.aos.pitch * height, 1, stream);
+  }
   switch (op) {
     case Reorient::rotate180: return launch_mirror<Reorient::rotate180>(in, out, stream);
     case Reorient::flip_h: return launch_mirror<Reorient::flip_h>(in, out, stream);
@@ -210,10 +278,10 @@ void reorient_aos(Reorient op, ConstAosView first_in, std::size_t in_frame_strid
   switch (op) {
     case Reorient::transpose: return launch_reorient_aos<Reorient::transpose>(in, out, frames, stream);
     case Reorient::rotate90: return launch_reorient_aos<Reorient::rotate90>(in, out, frames, stream);
-    case Reorient::rotate180: return launch_reorient_aos<Reorient::rotate180>(in, out, frames, stream);
+    case Reorient::rotate180: return launch_mirror_aos<Reorient::rotate180>(in, out, frames, stream);
     case Reorient::rotate270: return launch_reorient_aos<Reorient::rotate270>(in, out, frames, stream);
-    case Reorient::flip_h: return launch_reorient_aos<Reorient::flip_h>(in, out, frames, stream);
-    case Reorient::flip_v: return launch_reorient_aos<Reorient::flip_v>(in, out, frames, stream);
+    case Reorient::flip_h: return launch_mirror_aos<Reorient::flip_h>(in, out, frames, stream);
+    case Reorient::flip_v: return launch_mirror_aos<Reorient::flip_v>(in, out, frames, stream);
   }
   throw std::invalid_argument("reorient: unknown op");
 }

@@ -37,8 +37,10 @@ void reorient_tiled_padded(Reorient op, ConstPlanesView in, PlanesView out, cuda
 // rotate180, flip_h and flip_v only (std::invalid_argument otherwise), on frames of either layout.
 void reorient_mirror(Reorient op, const ConstFrameView& in, const FrameView& out, cudaStream_t stream);
 // Any op on `frames` interleaved frames (1 to kMaxFramesPerLaunch) in one launch, frame f at first_in.data + f *
-// in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch and alignment: a 32x32 tile of
-// the interleaved frame staged as words, written back as words in its new place.
+// in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch and alignment. The axis-swapping
+// ops stage a 32x32 tile of the interleaved frame as words and write it back as words in its new place; the
+// axis-keeping ones move four pixels a thread as three words, with no tile. reorient_mirror takes the second
+// kernel too where both frames are interleaved.
 void reorient_aos(Reorient op, ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                   std::size_t out_frame_stride, int frames, cudaStream_t stream);
 
