@@ -13,9 +13,10 @@
 // One thread per output pixel, handling all three planes, so the coordinate math is shared between them.
 #include "resize.cuh"
 
+#include "aos_tile.cuh"
 #include "cuda_check.hpp"
-#include "launch.cuh"
 #include "fixed_linear.cuh"
+#include "launch.cuh"
 #include "pixel.cuh"
 
 #include <cstdint>
@@ -99,6 +100,107 @@ __global__ void resize_nearest_naive_kernel(ConstAosView in, AosView out) {
   const std::uint8_t* s = in.data + offset(3 * sx, sy, in.pitch);
   std::uint8_t* d = out.data + offset(3 * x, y, out.pitch);
   for (int c = 0; c < 3; ++c) d[c] = s[c];
+}
+
+// ---- Bilinear on interleaved frames, batched: four output pixels a thread.
+// Each output pixel's two source pixels sit side by side in a row (six bytes), so they come as two or three
+// aligned words funnel-shifted into place rather than as twelve single bytes; the row taps are worked out once
+// for the four pixels, and the twelve output bytes leave as three words. The arithmetic is the naive kernels'
+// (fast: linear_tap and bilinear; exact: OpenCV's fixed point), so the bytes are theirs.
+constexpr int kResizeGroup = 4;  // output pixels per thread
+constexpr int kResizeThreadsX = 64, kResizeThreadsY = 4;
+
+// Source pixels i0 and i1 of a row, as bytes p0.c0 p0.c1 p0.c2 p1.c0 (low word) p1.c1 p1.c2 (high word).
+__device__ __forceinline__ std::uint64_t pixel_pair(const std::uint8_t* row, int row_bytes, int i0, int i1) {
+  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(row);
+  const std::uintptr_t at = begin + 3 * static_cast<unsigned>(i0);
+  const std::uintptr_t aligned = at & ~std::uintptr_t{3};
+  const unsigned shift = 8 * static_cast<unsigned>(at & 3u);
+  const int words = shift <= 16 ? 2 : 3;  // bytes at .. at + 5
+  if (i1 == i0 + 1 && aligned >= begin && aligned + 4 * words <= begin + row_bytes) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(aligned);
+    const unsigned w0 = __ldg(w), w1 = __ldg(w + 1), w2 = words == 3 ? __ldg(w + 2) : 0u;
+    return __funnelshift_r(w0, w1, shift) | static_cast<std::uint64_t>(__funnelshift_r(w1, w2, shift)) << 32;
+  }
+  std::uint64_t v = 0;
+#pragma unroll
+  for (int b = 0; b < 6; ++b) {
+    const int source = b < 3 ? 3 * i0 + b : 3 * i1 + b - 3;
+    v |= static_cast<std::uint64_t>(__ldg(row + source)) << (8 * b);
+  }
+  return v;
+}
+
+__device__ __forceinline__ int channel_of(std::uint64_t pair, int pixel, int c) {
+  return static_cast<int>((pair >> (8 * (3 * pixel + c))) & 0xFFu);
+}
+
+template <bool kExact>
+__global__ void __launch_bounds__(kResizeThreadsX* kResizeThreadsY)
+    resize_linear_aos_kernel(AosFrames in, AosFramesOut out, float2 scale, double2 exact_scale) {
+  const int first = kResizeGroup * static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (first >= out.extent.width || y >= out.extent.height) return;
+  const std::uint8_t* frame = in.data + blockIdx.z * in.frame_stride;
+  const int row_bytes = 3 * in.extent.width;
+  int y0, y1;
+  LinearTap ty{};
+  FixedTap fy{};
+  if constexpr (kExact) {
+    fy = fixed_tap(y, exact_scale.y, in.extent.height, false);
+    y0 = fy.i0, y1 = fy.i1;
+  } else {
+    ty = linear_tap(y, scale.y, in.extent.height);
+    y0 = ty.i0, y1 = ty.i1;
+  }
+  const std::uint8_t* r0 = frame + static_cast<std::size_t>(y0) * in.pitch;
+  const std::uint8_t* r1 = frame + static_cast<std::size_t>(y1) * in.pitch;
+  const int count = min(kResizeGroup, out.extent.width - first);
+  std::uint32_t packed[3] = {};
+#pragma unroll
+  for (int k = 0; k < kResizeGroup; ++k) {
+    if (k < count) {
+      std::uint64_t top, bottom;
+      std::uint8_t v[3];
+      if constexpr (kExact) {
+        const FixedTap fx = fixed_tap(first + k, exact_scale.x, in.extent.width, true);
+        top = pixel_pair(r0, row_bytes, fx.i0, fx.i1);
+        bottom = pixel_pair(r1, row_bytes, fx.i0, fx.i1);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const int h0 = channel_of(top, 0, c) * fx.w0 + channel_of(top, 1, c) * fx.w1;
+          const int h1 = channel_of(bottom, 0, c) * fx.w0 + channel_of(bottom, 1, c) * fx.w1;
+          const int r = (((fy.w0 * (h0 >> 4)) >> 16) + ((fy.w1 * (h1 >> 4)) >> 16) + 2) >> 2;
+          v[c] = static_cast<std::uint8_t>(min(max(r, 0), 255));
+        }
+      } else {
+        const LinearTap tx = linear_tap(first + k, scale.x, in.extent.width);
+        top = pixel_pair(r0, row_bytes, tx.i0, tx.i1);
+        bottom = pixel_pair(r1, row_bytes, tx.i0, tx.i1);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const float a = channel_of(top, 0, c), b = channel_of(top, 1, c);
+          const float d0 = channel_of(bottom, 0, c), d1 = channel_of(bottom, 1, c);
+          const float upper = fmaf(tx.w1, b - a, a), lower = fmaf(tx.w1, d1 - d0, d0);
+          v[c] = saturate_round(fmaf(ty.w1, lower - upper, upper));
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 3; ++c) {
+        const int byte = 3 * k + c;
+        packed[byte / 4] |= static_cast<std::uint32_t>(v[c]) << (8 * (byte % 4));
+      }
+    }
+  }
+  std::uint8_t* dst = out.data + blockIdx.z * out.frame_stride + static_cast<std::size_t>(y) * out.pitch + 3 * first;
+  if (count == kResizeGroup && (reinterpret_cast<std::uintptr_t>(dst) & 3u) == 0) {
+    std::uint32_t* d = reinterpret_cast<std::uint32_t*>(dst);
+    d[0] = packed[0];
+    d[1] = packed[1];
+    d[2] = packed[2];
+    return;
+  }
+  for (int b = 0; b < 3 * count; ++b) dst[b] = static_cast<std::uint8_t>(packed[b / 4] >> (8 * (b % 4)));
 }
 
 struct PlaneTextures {
@@ -188,6 +290,23 @@ void resize_nearest_naive(ConstAosView in, AosView out, cudaStream_t stream) {
   resize_nearest_naive_kernel<<<cover(out.extent.width, out.extent.height, kNaiveBlock), kNaiveBlock, 0, stream>>>(
       in, out);
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_nearest_naive_kernel", stream);
+}
+
+void resize_linear_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                       std::size_t out_frame_stride, int frames, bool exact, cudaStream_t stream) {
+  require_frames(first_in.extent, first_out.extent);
+  const auto [in, out] = aos_batch(first_in, in_frame_stride, first_out, out_frame_stride, frames, "resize_linear_aos");
+  const dim3 grid(static_cast<unsigned>(div_up(div_up(out.extent.width, kResizeGroup), kResizeThreadsX)),
+                  static_cast<unsigned>(div_up(out.extent.height, kResizeThreadsY)), static_cast<unsigned>(frames));
+  const dim3 block(kResizeThreadsX, kResizeThreadsY);
+  const float2 scale = scale_of(in.extent, out.extent);
+  const double2 exact_scale = opencv_scale_of(in.extent, out.extent);
+  if (exact) {
+    resize_linear_aos_kernel<true><<<grid, block, 0, stream>>>(in, out, scale, exact_scale);
+  } else {
+    resize_linear_aos_kernel<false><<<grid, block, 0, stream>>>(in, out, scale, exact_scale);
+  }
+  IMGPIPE_CUDA_LAUNCH_CHECK("resize_linear_aos_kernel", stream);
 }
 
 bool LinearPlaneTextures::fit(ConstPlanesView whole) {

@@ -191,13 +191,24 @@ bool same_planes(const cuda::ConstPlanesView& a, const cuda::ConstPlanesView& b)
          a.extent.width == b.extent.width && a.extent.height == b.extent.height;
 }
 
-// The resizes run on planes only.
+// Stages that run on planes only.
 struct PlanesOnly {
   bool takes_interleaved() const { return false; }
   bool batches() const { return false; }
 };
 
-struct ResizeLinearStage : PlanesOnly {
+// `frames` interleaved frames of one size, frame f at in.data + f * in_stride (and out likewise).
+struct InterleavedBatch {
+  cuda::ConstAosView in;
+  std::size_t in_stride;
+  cuda::AosView out;
+  std::size_t out_stride;
+  int frames;
+};
+
+// A linear resize reads planes through the texture unit, or a batch of interleaved frames by hand
+// (resize_linear_aos); a chain of stages that all batch never makes planes.
+struct ResizeLinearStage {
   // Textures over the whole input buffer, made when that buffer is first seen or reallocated. Where the
   // texture unit cannot cover it (over 65000 rows), the hand-written bilinear runs instead.
   std::optional<cuda::LinearPlaneTextures> textures;
@@ -216,11 +227,21 @@ struct ResizeLinearStage : PlanesOnly {
       cuda::resize_linear_planes_hand(cuda::as_const(in.view(extent)), out, stream);
     }
   }
+  bool takes_interleaved() const { return false; }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::resize_linear_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, false, stream);
+  }
 };
 
-struct ResizeExactStage : PlanesOnly {  // OpenCV's fixed-point bilinear, by hand
+struct ResizeExactStage {  // OpenCV's fixed-point bilinear, by hand, on planes or a batch of interleaved frames
   void run(const cuda::PlaneBuffer& in, cuda::Extent extent, cuda::PlanesView out, cudaStream_t stream) {
     cuda::resize_linear_exact_planes(cuda::as_const(in.view(extent)), out, stream);
+  }
+  bool takes_interleaved() const { return false; }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::resize_linear_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, true, stream);
   }
 };
 
@@ -234,15 +255,6 @@ struct ResizeNearestStage : PlanesOnly {
 // first in the chain they read the interleaved input, last they write the interleaved output, without a layout
 // pass. Those with run_batch also run on interleaved frames alone, a batch of them at a time: where every stage
 // from some point of the chain on has it, the chain runs there without planes.
-
-// `frames` interleaved frames of one size, frame f at in.data + f * in_stride (and out likewise).
-struct InterleavedBatch {
-  cuda::ConstAosView in;
-  std::size_t in_stride;
-  cuda::AosView out;
-  std::size_t out_stride;
-  int frames;
-};
 
 // A batch as one run_frame call per frame, for the stages whose kernels take one frame.
 template <class Stage>
