@@ -525,6 +525,10 @@ void measure_ablations(const Settings& s, Report& report) {
                frame2, kDeviceCopy, "AoS gray_naive"),
       make_row(kAblation, kGroupResize, "hand, AoS", "resize_linear_naive " + to_string(s.size) + " -> " +
                to_string(target) + ", interleaved", resize_bytes, kDeviceCopy),
+      make_row(kAblation, kGroupResize, "hand, AoS, words",
+               "resize_linear_aos, one frame per launch: source pixels read as words, four output pixels a thread "
+               "where the launch has threads to spare (the optimized path's resize on interleaved frames)",
+               resize_bytes, kDeviceCopy, "hand, AoS"),
       make_row(kAblation, kGroupResize, "hand, planes", "resize_linear_planes_hand, bilinear weights by hand on planes",
                resize_bytes, kDeviceCopy, "hand, AoS"),
       make_row(kAblation, kGroupResize, "texture, planes",
@@ -613,6 +617,11 @@ void measure_ablations(const Settings& s, Report& report) {
   const cuda::Extent te = extent_of(target);
   device_row(kGroupResize, "hand, AoS",
              [&](int i) { cuda::resize_linear_naive(aos_in.const_view(i, s.size), aos_out.view(i, target), stream); });
+  device_row(kGroupResize, "hand, AoS, words", [&](int i) {
+    const cuda::ConstAosView from = aos_in.const_view(i, s.size);
+    const cuda::AosView to = aos_out.view(i, target);
+    cuda::resize_linear_aos(from, s.size.rgb_bytes(), to, target.rgb_bytes(), 1, false, stream);
+  });
   device_row(kGroupResize, "hand, planes", [&](int i) { cuda::resize_linear_planes_hand(pin(i), pout(i, te), stream); });
   {
     std::vector<std::optional<cuda::LinearPlaneTextures>> textures(static_cast<std::size_t>(pool));

@@ -32,12 +32,14 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GpuOpTest, on_both_paths_and_image_sets(resize_
 
 // resize_linear_aos on three frames per launch whose rows and frames start at every alignment (pitch 3w + 1, the
 // first frame one byte into its buffer, 5 bytes between frames), down, up and to one pixel: each frame the naive
-// kernel's bytes (fast) or the exact naive kernel's (exact), no byte between rows or frames written.
+// kernel's bytes (fast) or the exact naive kernel's (exact), no byte between rows or frames written. The last
+// size is large enough for four pixels a thread on any GPU (two waves of resident threads), the others take one.
 TEST(ResizeInterleaved, BatchesAtAnyAlignmentGiveTheNaiveKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
   const std::vector<std::pair<Size, Size>> sizes = {{{1, 1}, {1, 1}},     {{3, 7}, {1, 1}},     {{1, 9}, {5, 2}},
                                                     {{203, 117}, {135, 70}}, {{203, 117}, {407, 301}},
-                                                    {{640, 360}, {427, 240}}, {{33, 65}, {33, 31}}};
+                                                    {{640, 360}, {427, 240}}, {{33, 65}, {33, 31}},
+                                                    {{2001, 1117}, {3841, 2161}}};
   for (const bool exact : {false, true}) {
     for (const auto& [in_size, out_size] : sizes) {
       const Device device;
