@@ -526,8 +526,9 @@ void measure_ablations(const Settings& s, Report& report) {
       make_row(kAblation, kGroupResize, "hand, AoS", "resize_linear_naive " + to_string(s.size) + " -> " +
                to_string(target) + ", interleaved", resize_bytes, kDeviceCopy),
       make_row(kAblation, kGroupResize, "hand, AoS, words",
-               "resize_linear_aos, one frame per launch: source pixels read as words, four output pixels a thread "
-               "where the launch has threads to spare (the optimized path's resize on interleaved frames)",
+               "resize_linear_aos, one frame per launch (the optimized path's resize on interleaved frames): source "
+               "pixels read as words, four output pixels a thread; a frame too small for two waves of those "
+               "threads (1080p and below) runs the naive kernel",
                resize_bytes, kDeviceCopy, "hand, AoS"),
       make_row(kAblation, kGroupResize, "hand, planes", "resize_linear_planes_hand, bilinear weights by hand on planes",
                resize_bytes, kDeviceCopy, "hand, AoS"),

@@ -287,11 +287,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 constexpr int kAosTileW = 64;
 constexpr int kAosTileH = 32;
 constexpr int kAosQuads = 3 * kAosTileW / 4;  // four-byte groups of an output row
-// Threads per block: 256 where a launch has tiles enough for two waves of such blocks; one frame (of 4K or less)
-// has not, and there 1024 threads share each tile, so a block's staging and passes take fewer rounds and the
-// launch, one short wave, ends sooner.
 constexpr int kAosThreads = 256;
-constexpr int kAosThreadsWide = 1024;
 constexpr int kColumnRows = 8;  // output rows of one column-pass item: each staged word is read once per item
 
 // The column sums' row stride, in positions: the staged row's words, four positions each.
@@ -307,11 +303,11 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int roun
 
 // Every output quad (four bytes of an output row) of the block's tile that lies in the frame, spread over the
 // block's threads: `quad(r, q)` gives the four bytes of tile row r, quad q, stored as one word where possible.
-template <int kThreads, class Quad>
+template <class Quad>
 __device__ __forceinline__ void store_tile_quads(const AosFramesOut& out, int x0, int y0, Quad&& quad) {
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kThreads) {
+  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
     const int r = item / kAosQuads, q = item % kAosQuads;
     const int y = y0 + r;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
@@ -327,8 +323,8 @@ __host__ __device__ constexpr int aos_shared_bytes(int radius) {
   return (aos_tile_bytes(radius) + 15) / 16 * 16 + kAosTileH * 4 * tile_words_of(radius) * 4;
 }
 
-template <int kRadius, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+template <int kRadius>
+__global__ void __launch_bounds__(kAosThreads)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kAosTileH + 2 * kRadius;
@@ -338,11 +334,11 @@ __global__ void __launch_bounds__(kThreads)
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
   uint4* sums = aos_shared + (aos_tile_bytes(kRadius) + 15) / 16;  // [kAosTileH][kWords] groups of four positions
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kInRows, 3 * (kAosTileW + 2 * kRadius), kStride, kThreads>(
+  stage_aos_tile<kInRows, 3 * (kAosTileW + 2 * kRadius), kStride, kAosThreads>(
       tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
   __syncthreads();
   const int* taps = c_int_taps[slot];
-  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kThreads) {
+  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
     const int r0 = item / kWords * kColumnRows, w = item % kWords;
     std::uint32_t even[kColumnRows] = {}, odd[kColumnRows] = {};
 #pragma unroll
@@ -361,7 +357,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kWords + w] = lane_positions(even[m], odd[m]);
   }
   __syncthreads();
-  store_tile_quads<kThreads>(out, x0, y0, [&](int r, int q) {
+  store_tile_quads(out, x0, y0, [&](int r, int q) {
     // Output byte c weighs positions c + 3k, k = 0 .. kTaps - 1, of the quad's sums onwards.
     std::uint32_t sum[4] = {};
 #pragma unroll
@@ -388,19 +384,18 @@ __global__ void __launch_bounds__(kThreads)
 // |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
-template <int kThreads>
-__global__ void __launch_bounds__(kThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
+__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
   constexpr int kWords = tile_words_of(1);
   constexpr int kStride = 4 * kWords;
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
   uint4* sums = aos_shared + (aos_tile_bytes(1) + 15) / 16;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kThreads>(
+  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kAosThreads>(
       tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - 1, y0 - 1, border);
   __syncthreads();
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
-  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kThreads) {
+  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
     const int r0 = item / kWords * kColumnRows, w = item % kWords;
     std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
 #pragma unroll
@@ -419,7 +414,7 @@ __global__ void __launch_bounds__(kThreads) sobel_aos_kernel(AosFrames in, AosFr
     }
   }
   __syncthreads();
-  store_tile_quads<kThreads>(out, x0, y0, [&](int r, int q) {
+  store_tile_quads(out, x0, y0, [&](int r, int q) {
     std::uint32_t position[12];  // the quad's positions 0 .. 9: pixels -1, 0 and +1 of its four bytes
 #pragma unroll
     for (int l = 0; l < 3; ++l) {
@@ -443,15 +438,14 @@ __global__ void __launch_bounds__(kThreads) sobel_aos_kernel(AosFrames in, AosFr
 
 // Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
 // the negative taps' sum), which keeps it from going negative; the unbiased sum is scaled and rounded.
-template <int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kAosThreads)
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias,
                          float scale) {
   constexpr int kWords = tile_words_of(1);
   constexpr int kStride = 4 * kWords;
   __shared__ alignas(16) std::uint8_t tile[(kAosTileH + 2) * kStride];
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kThreads>(
+  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kAosThreads>(
       tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - 1, y0 - 1, border);
   __syncthreads();
   const int* taps = c_int_taps[slot];
@@ -459,7 +453,7 @@ __global__ void __launch_bounds__(kThreads)
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
   // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
   constexpr int kRows = 4;
-  for (int item = threadIdx.x; item < kAosQuads * (kAosTileH / kRows); item += kThreads) {
+  for (int item = threadIdx.x; item < kAosQuads * (kAosTileH / kRows); item += kAosThreads) {
     const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
     if (byte_x >= row_bytes) continue;
@@ -659,26 +653,15 @@ dim3 aos_tile_grid(Extent e, int frames) {
               static_cast<unsigned>(frames));
 }
 
-// Whether a launch over `grid` takes kAosThreadsWide-thread blocks: fewer tiles than two waves of 256-thread
-// blocks would fill, counted by threads the device keeps resident (asked once per process: a launch shape).
-bool wide_blocks(dim3 grid) {
-  static const long long resident_threads =
-      static_cast<long long>(device_attribute(cudaDevAttrMultiProcessorCount)) *
-      device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z;
-  return tiles * kAosThreads < 2 * resident_threads;
-}
-
 struct SeparableAosKernel {
   void (*kernel)(AosFrames, AosFramesOut, int, int, float, BorderMode);
-  void (*wide)(AosFrames, AosFramesOut, int, int, float, BorderMode);
   int shared_bytes;
 };
 
 template <int... R>
 auto separable_aos_kernels(std::integer_sequence<int, R...>) {
-  return std::array<SeparableAosKernel, sizeof...(R)>{SeparableAosKernel{
-      &separable_aos_kernel<R + 1, kAosThreads>, &separable_aos_kernel<R + 1, kAosThreadsWide>, aos_shared_bytes(R + 1)}...};
+  return std::array<SeparableAosKernel, sizeof...(R)>{
+      SeparableAosKernel{&separable_aos_kernel<R + 1>, aos_shared_bytes(R + 1)}...};
 }
 
 // Above 48 KiB a kernel's dynamic shared memory must be allowed first (radius 13 and up), on the current device.
@@ -720,12 +703,9 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   const int round_shift = power_of_two ? 1 - exponent : -1;
   static const auto kernels = separable_aos_kernels(std::make_integer_sequence<int, kMaxRadius>{});
   const SeparableAosKernel& k = kernels[taps.size() / 2 - 1];
-  const dim3 grid = aos_tile_grid(in.extent, frames);
-  const bool wide = wide_blocks(grid);
-  const auto kernel = wide ? k.wide : k.kernel;
-  allow_shared_bytes(kernel, k.shared_bytes);
-  kernel<<<grid, wide ? kAosThreadsWide : kAosThreads, k.shared_bytes, stream>>>(in, out, taps.slot(), round_shift,
-                                                                                scale, border);
+  allow_shared_bytes(k.kernel, k.shared_bytes);
+  k.kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, k.shared_bytes, stream>>>(in, out, taps.slot(), round_shift,
+                                                                                    scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
 }
 
@@ -740,10 +720,7 @@ void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
     return;
   }
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "filter3x3_aos");
-  const dim3 grid = aos_tile_grid(in.extent, frames);
-  const bool wide = wide_blocks(grid);
-  (wide ? filter3x3_aos_kernel<kAosThreadsWide> : filter3x3_aos_kernel<kAosThreads>)<<<
-      grid, wide ? kAosThreadsWide : kAosThreads, 0, stream>>>(
+  filter3x3_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, 0, stream>>>(
       in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
   IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
 }
@@ -751,10 +728,7 @@ void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream) {
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "sobel_aos");
-  const dim3 grid = aos_tile_grid(in.extent, frames);
-  const bool wide = wide_blocks(grid);
-  (wide ? sobel_aos_kernel<kAosThreadsWide> : sobel_aos_kernel<kAosThreads>)<<<
-      grid, wide ? kAosThreadsWide : kAosThreads, aos_shared_bytes(1), stream>>>(in, out, border);
+  sobel_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, aos_shared_bytes(1), stream>>>(in, out, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
 }
 

@@ -102,12 +102,12 @@ __global__ void resize_nearest_naive_kernel(ConstAosView in, AosView out) {
   for (int c = 0; c < 3; ++c) d[c] = s[c];
 }
 
-// ---- Bilinear on interleaved frames, batched: four output pixels a thread, or one where that leaves the device
-// short of threads.
+// ---- Bilinear on interleaved frames, batched: four output pixels a thread.
 // Each output pixel's two source pixels sit side by side in a row (six bytes), so they come as two or three
 // aligned words funnel-shifted into place rather than as twelve single bytes; the row taps are worked out once
-// per thread, and four pixels' twelve output bytes leave as three words. The arithmetic is the naive kernels'
+// for the four pixels, and their twelve output bytes leave as three words. The arithmetic is the naive kernels'
 // (fast: linear_tap and bilinear; exact: OpenCV's fixed point), so the bytes are theirs.
+constexpr int kResizeGroup = 4;  // output pixels per thread
 constexpr int kResizeThreadsX = 64, kResizeThreadsY = 4;
 
 // Source pixels i0 and i1 of a row, as bytes p0.c0 p0.c1 p0.c2 p1.c0 (low word) p1.c1 p1.c2 (high word).
@@ -135,11 +135,10 @@ __device__ __forceinline__ int channel_of(std::uint64_t pair, int pixel, int c) 
   return static_cast<int>((pair >> (8 * (3 * pixel + c))) & 0xFFu);
 }
 
-template <bool kExact, int kGroup>
+template <bool kExact>
 __global__ void __launch_bounds__(kResizeThreadsX* kResizeThreadsY)
     resize_linear_aos_kernel(AosFrames in, AosFramesOut out, float2 scale, double2 exact_scale) {
-  static_assert(kGroup == 1 || kGroup == 4, "one pixel a thread, or four as three words");
-  const int first = kGroup * static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int first = kResizeGroup * static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
   if (first >= out.extent.width || y >= out.extent.height) return;
   const std::uint8_t* frame = in.data + blockIdx.z * in.frame_stride;
@@ -156,10 +155,10 @@ __global__ void __launch_bounds__(kResizeThreadsX* kResizeThreadsY)
   }
   const std::uint8_t* r0 = frame + static_cast<std::size_t>(y0) * in.pitch;
   const std::uint8_t* r1 = frame + static_cast<std::size_t>(y1) * in.pitch;
-  const int count = min(kGroup, out.extent.width - first);
+  const int count = min(kResizeGroup, out.extent.width - first);
   std::uint32_t packed[3] = {};
 #pragma unroll
-  for (int k = 0; k < kGroup; ++k) {
+  for (int k = 0; k < kResizeGroup; ++k) {
     if (k < count) {
       std::uint64_t top, bottom;
       std::uint8_t v[3];
@@ -194,14 +193,12 @@ __global__ void __launch_bounds__(kResizeThreadsX* kResizeThreadsY)
     }
   }
   std::uint8_t* dst = out.data + blockIdx.z * out.frame_stride + static_cast<std::size_t>(y) * out.pitch + 3 * first;
-  if constexpr (kGroup == 4) {
-    if (count == kGroup && (reinterpret_cast<std::uintptr_t>(dst) & 3u) == 0) {
-      std::uint32_t* d = reinterpret_cast<std::uint32_t*>(dst);
-      d[0] = packed[0];
-      d[1] = packed[1];
-      d[2] = packed[2];
-      return;
-    }
+  if (count == kResizeGroup && (reinterpret_cast<std::uintptr_t>(dst) & 3u) == 0) {
+    std::uint32_t* d = reinterpret_cast<std::uint32_t*>(dst);
+    d[0] = packed[0];
+    d[1] = packed[1];
+    d[2] = packed[2];
+    return;
   }
   for (int b = 0; b < 3 * count; ++b) dst[b] = static_cast<std::uint8_t>(packed[b / 4] >> (8 * (b % 4)));
 }
@@ -306,20 +303,33 @@ void resize_linear_aos(ConstAosView first_in, std::size_t in_frame_stride, AosVi
                        std::size_t out_frame_stride, int frames, bool exact, cudaStream_t stream) {
   require_frames(first_in.extent, first_out.extent);
   const auto [in, out] = aos_batch(first_in, in_frame_stride, first_out, out_frame_stride, frames, "resize_linear_aos");
-  // Four pixels a thread where that still gives two full waves of resident threads; below that, one frame of
-  // 1080p or less, a thread per pixel keeps more loads in flight.
-  const unsigned long long quads = static_cast<unsigned long long>(div_up(out.extent.width, 4)) *
+  // Four pixels a thread pays where the launch has threads to spare: at least two full waves of them. Below
+  // that (one frame of 1080p or less) the naive kernel's thread per pixel and byte loads measured faster on an
+  // H200 (docs/performance.md), so those frames take it, one launch each.
+  const unsigned long long quads = static_cast<unsigned long long>(div_up(out.extent.width, kResizeGroup)) *
                                    static_cast<unsigned>(out.extent.height) * static_cast<unsigned>(frames);
-  const bool quad = quads >= 2ull * static_cast<unsigned long long>(resident_threads());
-  const int group = quad ? 4 : 1;
-  const dim3 grid(static_cast<unsigned>(div_up(div_up(out.extent.width, group), kResizeThreadsX)),
+  if (quads < 2ull * static_cast<unsigned long long>(resident_threads())) {
+    for (int f = 0; f < frames; ++f) {
+      const ConstAosView from = frame_at(first_in, in_frame_stride, f);
+      const AosView to = frame_at(first_out, out_frame_stride, f);
+      if (exact) {
+        resize_linear_exact_naive(from, to, stream);
+      } else {
+        resize_linear_naive(from, to, stream);
+      }
+    }
+    return;
+  }
+  const dim3 grid(static_cast<unsigned>(div_up(div_up(out.extent.width, kResizeGroup), kResizeThreadsX)),
                   static_cast<unsigned>(div_up(out.extent.height, kResizeThreadsY)), static_cast<unsigned>(frames));
   const dim3 block(kResizeThreadsX, kResizeThreadsY);
   const float2 scale = scale_of(in.extent, out.extent);
   const double2 exact_scale = opencv_scale_of(in.extent, out.extent);
-  const auto kernel = exact ? (quad ? &resize_linear_aos_kernel<true, 4> : &resize_linear_aos_kernel<true, 1>)
-                            : (quad ? &resize_linear_aos_kernel<false, 4> : &resize_linear_aos_kernel<false, 1>);
-  kernel<<<grid, block, 0, stream>>>(in, out, scale, exact_scale);
+  if (exact) {
+    resize_linear_aos_kernel<true><<<grid, block, 0, stream>>>(in, out, scale, exact_scale);
+  } else {
+    resize_linear_aos_kernel<false><<<grid, block, 0, stream>>>(in, out, scale, exact_scale);
+  }
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_linear_aos_kernel", stream);
 }
 

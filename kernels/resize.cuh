@@ -24,7 +24,8 @@ void resize_nearest_naive(ConstAosView in, AosView out, cudaStream_t stream);
 void resize_linear_exact_naive(ConstAosView in, AosView out, cudaStream_t stream);
 // Bilinear on `frames` interleaved frames (1 to kMaxFramesPerLaunch) in one launch, frame f at first_in.data + f *
 // in_frame_stride and first_out.data + f * out_frame_stride, any pitch and alignment: resize_linear_naive's bytes,
-// or resize_linear_exact_naive's where `exact`.
+// or resize_linear_exact_naive's where `exact`. Batches too small for two waves of its threads run those naive
+// kernels instead, a launch per frame, being faster there.
 void resize_linear_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                        std::size_t out_frame_stride, int frames, bool exact, cudaStream_t stream);
 

@@ -33,7 +33,8 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GpuOpTest, on_both_paths_and_image_sets(resize_
 // resize_linear_aos on three frames per launch whose rows and frames start at every alignment (pitch 3w + 1, the
 // first frame one byte into its buffer, 5 bytes between frames), down, up and to one pixel: each frame the naive
 // kernel's bytes (fast) or the exact naive kernel's (exact), no byte between rows or frames written. The last
-// size is large enough for four pixels a thread on any GPU (two waves of resident threads), the others take one.
+// size is large enough for the batched kernel on any GPU (two waves of its threads); the others run the naive
+// kernels, which the call takes for launches that small.
 TEST(ResizeInterleaved, BatchesAtAnyAlignmentGiveTheNaiveKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
   const std::vector<std::pair<Size, Size>> sizes = {{{1, 1}, {1, 1}},     {{3, 7}, {1, 1}},     {{1, 9}, {5, 2}},
