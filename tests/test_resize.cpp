@@ -33,14 +33,15 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GpuOpTest, on_both_paths_and_image_sets(resize_
 // resize_linear_aos on three frames per launch whose rows and frames start at every alignment (pitch 3w + 1, the
 // first frame one byte into its buffer, 5 bytes between frames), down, up and to one pixel: each frame the naive
 // kernel's bytes (fast) or the exact naive kernel's (exact), no byte between rows or frames written. The last
-// size is large enough for the batched kernel on any GPU (two waves of its threads); the others run the naive
-// kernels, which the call takes for launches that small.
+// two, up and down, are large enough for the batched kernel on a GPU of up to 800k resident threads (two waves
+// of its threads; the H200 has 270k); the others run the naive kernels, which the call takes for launches that
+// small.
 TEST(ResizeInterleaved, BatchesAtAnyAlignmentGiveTheNaiveKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
   const std::vector<std::pair<Size, Size>> sizes = {{{1, 1}, {1, 1}},     {{3, 7}, {1, 1}},     {{1, 9}, {5, 2}},
                                                     {{203, 117}, {135, 70}}, {{203, 117}, {407, 301}},
                                                     {{640, 360}, {427, 240}}, {{33, 65}, {33, 31}},
-                                                    {{2001, 1117}, {3841, 2161}}};
+                                                    {{2001, 1117}, {3841, 2161}}, {{3841, 2161}, {2001, 1117}}};
   for (const bool exact : {false, true}) {
     for (const auto& [in_size, out_size] : sizes) {
       const Device device;
