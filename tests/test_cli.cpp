@@ -5,6 +5,7 @@
 #include "gpu_video.hpp"
 #include "image_file.hpp"
 #include "ppm.hpp"
+#include "sample_videos.hpp"
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
 #include "video_demux.hpp"
@@ -25,9 +26,10 @@ namespace imgpipe {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::TempDir;
-
+using testing::clip_vfr_made_at;
 using testing::CommandResult;
+using testing::TempDir;
+using testing::video_file;
 
 CommandResult imgpipe(const std::string& arguments) { return testing::run_command(IMGPIPE_BINARY, arguments); }
 
@@ -389,7 +391,6 @@ TEST(CliStream, RawInputNeedsAValidSize) {
   EXPECT_TRUE(contains(bad.output, "--size '0x10': expected WxH")) << bad.output;
 }
 
-fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
 
 // Why the sample streams cannot run through `imgpipe stream` here; empty when they can.
 std::string why_no_video_stream() {
@@ -449,7 +450,7 @@ TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
   for (double ms; in >> ms;) got.push_back(ms);
   ASSERT_EQ(got.size(), 30u);
   for (int n = 0; n < 30; ++n) {
-    const double made_at = n < 10 ? n * 40.0 : n < 20 ? 400 + (n - 10) * 80.0 : 1200 + (n - 20) * 20.0;
+    const double made_at = 1000 * clip_vfr_made_at(n);
     EXPECT_NEAR(got[n], own_times ? made_at : n * 40.0, 1e-6) << "frame " << n;
   }
   const CommandResult again = imgpipe(command);

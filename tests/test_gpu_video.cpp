@@ -4,6 +4,7 @@
 #include "gpu_test_support.hpp"
 #include "gpu_video.hpp"
 #include "ppm.hpp"
+#include "sample_videos.hpp"
 #include "test_io_helpers.hpp"
 #include "video_demux.hpp"
 #include "yuv.cuh"
@@ -105,7 +106,6 @@ TEST(Nv12ToRgb, RefusesMismatchedExtentsAndShortPitches) {
                std::invalid_argument);
 }
 
-fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
 
 #define SKIP_WITHOUT_NVDEC()                                                                          \
   SKIP_WITHOUT_DEVICE();                                                                              \
@@ -431,7 +431,7 @@ TEST(NvdecContainer, VariableRateMatroskaKeepsEachFramesTime) {
   expect_same_frames(shown.frames, expected);
   ASSERT_EQ(shown.times.size(), 30u);
   for (int n = 0; n < 30; ++n) {
-    const double made_at = n < 10 ? n / 25.0 : n < 20 ? 0.4 + (n - 10) * 0.08 : 1.2 + (n - 20) * 0.02;
+    const double made_at = clip_vfr_made_at(n);
     ASSERT_TRUE(shown.times[n].has_value()) << "frame " << n;
     EXPECT_NEAR(*shown.times[n], made_at, 1e-9) << "frame " << n;
   }

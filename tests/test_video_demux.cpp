@@ -1,6 +1,7 @@
 // Containers demuxed for NVDEC (io/video_demux.hpp), on the CPU: the Annex B stream and the timestamps that
 // libavformat and FFmpeg's bitstream filters hand out for the sample clips in data/video, against the
 // elementary stream the MP4 was muxed from and the times the variable-rate clip was made with.
+#include "sample_videos.hpp"
 #include "test_io_helpers.hpp"
 #include "video_demux.hpp"
 
@@ -14,7 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path video_file(const std::string& name) { return fs::path(IMGPIPE_DATA_DIR) / "video" / name; }
 
 #define SKIP_WITHOUT_LIBAVFORMAT()                                                                     \
   if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why
@@ -73,7 +73,7 @@ TEST(ContainerDemux, VariableRateMatroskaCarriesEachPicturesTime) {
   EXPECT_FALSE(std::ranges::is_sorted(demuxed.pts)) << "B-frames come before the pictures they are shown after";
   std::ranges::sort(demuxed.pts);
   for (int n = 0; n < 30; ++n) {
-    const double made_at = n < 10 ? n / 25.0 : n < 20 ? 0.4 + (n - 10) * 0.08 : 1.2 + (n - 20) * 0.02;
+    const double made_at = clip_vfr_made_at(n);
     EXPECT_NEAR(static_cast<double>(demuxed.pts[n]) * stream->seconds_per_tick(), made_at, 1e-9) << "frame " << n;
   }
 }
