@@ -391,7 +391,6 @@ TEST(CliStream, RawInputNeedsAValidSize) {
   EXPECT_TRUE(contains(bad.output, "--size '0x10': expected WxH")) << bad.output;
 }
 
-
 // Why the sample streams cannot run through `imgpipe stream` here; empty when they can.
 std::string why_no_video_stream() {
   if (!io::gpu_video_unavailable().empty() && !io::has_opencv_codecs()) {
@@ -526,7 +525,6 @@ TEST(CliStream, AVideoFileOutputNamesItsEncoder) {
                                        ")"))
       << run.output;
 }
-
 
 TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;

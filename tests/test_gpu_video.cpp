@@ -106,7 +106,6 @@ TEST(Nv12ToRgb, RefusesMismatchedExtentsAndShortPitches) {
                std::invalid_argument);
 }
 
-
 #define SKIP_WITHOUT_NVDEC()                                                                          \
   SKIP_WITHOUT_DEVICE();                                                                              \
   if (const std::string why = io::gpu_video_unavailable(); !why.empty()) GTEST_SKIP() << why

@@ -15,7 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 #define SKIP_WITHOUT_LIBAVFORMAT()                                                                     \
   if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why
 
