@@ -4,6 +4,7 @@
 #include "device_resources.hpp"
 #include "gpu_backend.hpp"
 #include "io_error.hpp"
+#include "jpeg_planes.hpp"
 #include "ppm.hpp"
 
 #include <nvjpeg.h>
@@ -14,6 +15,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <thread>
 
@@ -103,6 +105,19 @@ nvjpegImage_t interleaved(std::uint8_t* data, Size size) {
   return image;
 }
 
+// The chroma layouts whose planes the hardware engines hand over as libjpeg makes them (measured on the H200:
+// converted by libjpeg's rules, every sample photo, odd sizes included, came out as imread's bytes). The engines
+// decode the others (4:2:2, 4:4:0, 4:1:1...) to RGB themselves: a 4:2:2 file in a planar batch measured 8x
+// slower per batch than as RGB.
+std::optional<JpegChroma> planar_chroma(nvjpegChromaSubsampling_t subsampling) {
+  switch (subsampling) {
+    case NVJPEG_CSS_444: return JpegChroma::full;
+    case NVJPEG_CSS_420: return JpegChroma::half;
+    case NVJPEG_CSS_GRAY: return JpegChroma::none;
+    default: return std::nullopt;
+  }
+}
+
 std::int64_t nanoseconds_between(std::chrono::steady_clock::time_point start,
                                  std::chrono::steady_clock::time_point end) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
@@ -154,8 +169,8 @@ struct GpuJpegDecoder::Impl {
     const unsigned char* data = nullptr;
     std::size_t length = 0;
     nvjpegJpegStream_t parsed = nullptr;  // the caller's parse, for the lane's support check
-    std::uint8_t* destination = nullptr;
-    Size size;  // as stored, before orientation
+    nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;  // NVJPEG_OUTPUT_YUV: the caller converts the planes
+    nvjpegImage_t image{};                             // where the decoded image goes, as `format` lays it out
     Outcome outcome = Outcome::failed;
     std::binary_semaphore finished{0};  // released by the lane once `outcome` is set
   };
@@ -170,12 +185,13 @@ struct GpuJpegDecoder::Impl {
   };
 
   // What one decode() call works with: a parsed stream, a GPU-hybrid state (made when first needed: nvJPEG's
-  // states are slow to make), a stream, room for an image that is turned upright after decoding. Pooled, one
-  // per thread decoding at once, so a job makes each once.
+  // states are slow to make), a stream, room for the hardware's YCbCr planes and for an image that is turned
+  // upright after decoding. Pooled, one per thread decoding at once, so a job makes each once.
   struct Scratch {
     JpegStream parsed;
     State hybrid_state;
     DeviceStream stream = DeviceStream::create();
+    DeviceBuffer planes;
     DeviceBuffer stored;
   };
 
@@ -273,14 +289,14 @@ struct GpuJpegDecoder::Impl {
   // callers are still parsing theirs waits for them, for up to this long.
   static constexpr std::chrono::microseconds kFillWait{1000};
 
-  // A state for batched hardware decoding, its memory pool allocated now for a batch of 1080p photos rather than
-  // during the first batches (it grows if larger images come); empty when nvJPEG cannot make one. One state
+  // A state for batched hardware decoding, its memory pool allocated now for a batch of 4:2:0 1080p photos rather
+  // than during the first batches (it grows if larger images come); empty when nvJPEG cannot make one. One state
   // initialised again for each batch's size: a state per size would cost a slow initialisation for each.
   State create_batched_state(const Handle& handle) const {
     nvjpegJpegState_t state = nullptr;
     if (nvjpegJpegStateCreate(handle.get(), &state) != NVJPEG_STATUS_SUCCESS) return State();
     nvjpegDecodeBatchedPreAllocate(handle.get(), state, std::max(1, options.max_batch), 1920, 1080, NVJPEG_CSS_420,
-                                   NVJPEG_OUTPUT_RGBI);
+                                   NVJPEG_OUTPUT_YUV);
     return State(state);
   }
 
@@ -320,28 +336,35 @@ struct GpuJpegDecoder::Impl {
     }
   }
 
-  // Times its two parts: the nvJPEG calls, and the wait for the GPU work they queued.
+  // Decodes the batch's planar files, then its RGB ones, each group as one nvJPEG batch (a batch has one output
+  // format). Times the two parts of each: the nvJPEG calls, and the wait for the GPU work they queued.
   bool decode_batch(Lane& lane, const std::vector<Request*>& batch) {
-    const auto start = std::chrono::steady_clock::now();
     if (!lane.state) lane.state = create_batched_state(lane.handle);
+    bool decoded = static_cast<bool>(lane.state);
     std::vector<const unsigned char*> data;
     std::vector<std::size_t> lengths;
     std::vector<nvjpegImage_t> images;
-    for (const Request* r : batch) {
-      data.push_back(r->data);
-      lengths.push_back(r->length);
-      images.push_back(interleaved(r->destination, r->size));
+    for (const nvjpegOutputFormat_t format : {NVJPEG_OUTPUT_YUV, NVJPEG_OUTPUT_RGBI}) {
+      data.clear();
+      lengths.clear();
+      images.clear();
+      for (const Request* r : batch) {
+        if (r->format != format) continue;
+        data.push_back(r->data);
+        lengths.push_back(r->length);
+        images.push_back(r->image);
+      }
+      if (!decoded || images.empty()) continue;
+      const auto start = std::chrono::steady_clock::now();
+      decoded = nvjpegDecodeBatchedInitialize(lane.handle.get(), lane.state.get(), static_cast<int>(images.size()),
+                                              1, format) == NVJPEG_STATUS_SUCCESS &&
+                nvjpegDecodeBatched(lane.handle.get(), lane.state.get(), data.data(), lengths.data(),
+                                    images.data(), lane.stream.get()) == NVJPEG_STATUS_SUCCESS;
+      const auto submitted_at = std::chrono::steady_clock::now();
+      decoded = finished_cleanly(lane.stream.get()) && decoded;
+      host_ns.fetch_add(nanoseconds_between(start, submitted_at), std::memory_order_relaxed);
+      waiting_ns.fetch_add(nanoseconds_since(submitted_at), std::memory_order_relaxed);
     }
-    const bool submitted =
-        lane.state &&
-        nvjpegDecodeBatchedInitialize(lane.handle.get(), lane.state.get(), static_cast<int>(batch.size()), 1,
-                                      NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS &&
-        nvjpegDecodeBatched(lane.handle.get(), lane.state.get(), data.data(), lengths.data(), images.data(),
-                            lane.stream.get()) == NVJPEG_STATUS_SUCCESS;
-    const auto submitted_at = std::chrono::steady_clock::now();
-    const bool decoded = finished_cleanly(lane.stream.get()) && submitted;
-    host_ns.fetch_add(nanoseconds_between(start, submitted_at), std::memory_order_relaxed);
-    waiting_ns.fetch_add(nanoseconds_since(submitted_at), std::memory_order_relaxed);
     if (!decoded) lane.state.reset();  // a failed batch leaves its state unusable: the next one makes another
     return decoded;
   }
@@ -357,13 +380,34 @@ struct GpuJpegDecoder::Impl {
            unsupported == 0;
   }
 
-  // Queues one file for a hardware batch and waits until a lane has decoded it, refused it or failed on it.
-  Request::Outcome decode_on_hardware(Arrival& arrival, const JpegStream& parsed, std::span<const std::uint8_t> jpeg,
-                                      std::uint8_t* destination, Size size) {
-    Request request{.data = jpeg.data(), .length = jpeg.size(), .parsed = parsed.get(), .destination = destination,
-                    .size = size};
+  // Queues one file for a hardware batch and waits until a lane has decoded it, refused it or failed on it. The
+  // image goes to `destination` as RGB, or, for a layout in `planar`, to s.planes and then by libjpeg's rules
+  // into `destination`, queued on s.stream.
+  Request::Outcome decode_on_hardware(Arrival& arrival, Scratch& s, std::span<const std::uint8_t> jpeg,
+                                      std::optional<JpegChroma> planar, std::uint8_t* destination, Size size) {
+    Request request{.data = jpeg.data(), .length = jpeg.size(), .parsed = s.parsed.get()};
+    JpegPlanes planes{.extent = {size.width, size.height}, .chroma = planar.value_or(JpegChroma::full)};
+    if (planar) {
+      // nvJPEG writes three planes even for a grayscale file: its chroma planes get room the size of luma.
+      const Size chroma = *planar == JpegChroma::none ? size : jpeg_chroma_size(size, *planar);
+      s.planes.grow(size.pixels() + 2 * chroma.pixels());
+      request.format = NVJPEG_OUTPUT_YUV;
+      for (int p = 0; p < 3; ++p) {
+        const Size plane = p == 0 ? size : chroma;
+        std::uint8_t* start = s.planes.data() + (p == 0 ? 0 : size.pixels() + (p - 1) * chroma.pixels());
+        request.image.channel[p] = start;
+        request.image.pitch[p] = static_cast<std::size_t>(plane.width);
+        planes.plane[p] = start;
+        planes.pitch[p] = request.image.pitch[p];
+      }
+    } else {
+      request.image = interleaved(destination, size);
+    }
     arrival.queue(request);
     request.finished.acquire();
+    if (request.outcome == Request::Outcome::decoded && planar) {
+      convert_jpeg_planes(planes, destination, s.stream.get());
+    }
     return request.outcome;
   }
 
@@ -382,7 +426,9 @@ struct GpuJpegDecoder::Impl {
     check_device(cudaSetDevice(device), "cudaSetDevice");
     Arrival arrival(*this);
     const nvjpegStatus_t parse = nvjpegJpegStreamParse(hybrid.get(), jpeg.data(), jpeg.size(), 0, 0, s.parsed.get());
-    if (parse != NVJPEG_STATUS_SUCCESS) throw GpuJpegRefusal("nvJPEG cannot parse it (" + failed("nvjpegJpegStreamParse", parse) + ")", false);
+    if (parse != NVJPEG_STATUS_SUCCESS) {
+      throw GpuJpegRefusal("nvJPEG cannot parse it (" + failed("nvjpegJpegStreamParse", parse) + ")", false);
+    }
     unsigned width = 0, height = 0;
     if (nvjpegJpegStreamGetFrameDimensions(s.parsed.get(), &width, &height) != NVJPEG_STATUS_SUCCESS ||
         width == 0 || height == 0) {
@@ -391,6 +437,10 @@ struct GpuJpegDecoder::Impl {
     if (static_cast<std::uint64_t>(width) * height > max_pixels) {
       throw PixelLimitError(pixel_limit_reason(width, height, max_pixels) +
                             "; its JPEG header says so, and nothing was decoded");
+    }
+    nvjpegChromaSubsampling_t subsampling = NVJPEG_CSS_UNKNOWN;
+    if (nvjpegJpegStreamGetChromaSubsampling(s.parsed.get(), &subsampling) != NVJPEG_STATUS_SUCCESS) {
+      subsampling = NVJPEG_CSS_UNKNOWN;
     }
     nvjpegExifOrientation_t orientation = NVJPEG_ORIENTATION_UNKNOWN;
     if (nvjpegJpegStreamGetExifOrientation(s.parsed.get(), &orientation) != NVJPEG_STATUS_SUCCESS) {
@@ -409,8 +459,9 @@ struct GpuJpegDecoder::Impl {
 
     // The hardware reads the bytes where they are: staging them in pinned or device memory measured no faster.
     JpegDecoder used = JpegDecoder::hardware;
-    const Request::Outcome hardware = lanes.empty() ? Request::Outcome::refused
-                                                    : decode_on_hardware(arrival, s.parsed, jpeg, destination, stored);
+    const Request::Outcome hardware =
+        lanes.empty() ? Request::Outcome::refused
+                      : decode_on_hardware(arrival, s, jpeg, planar_chroma(subsampling), destination, stored);
     if (hardware != Request::Outcome::decoded) {
       used = JpegDecoder::gpu_hybrid;
       if (!decode_hybrid(s, jpeg, destination, stored)) {
@@ -422,8 +473,8 @@ struct GpuJpegDecoder::Impl {
     if (turn_upright) {
       DeviceChain upright_chain(GpuPath::optimized, parse_chain(turn_upright));
       upright_chain.run(destination, stored, frame.data, s.stream.get());
-      check_device(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");
     }
+    check_device(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");
     return used;
   }
 };

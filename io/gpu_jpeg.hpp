@@ -1,13 +1,15 @@
 // JPEG on the GPU with nvJPEG. Decoding: the files waiting at the same moment go to the hardware JPEG engines
-// as one batch (nvJPEG's hardware backend), straight into the engine slots' device inputs; a file the hardware
-// backend refuses (progressive, unusual subsampling...) goes to nvJPEG's GPU-hybrid backend; what neither
-// takes is refused, and the caller decodes it on the CPU. Encoding: device frames to JPEG bytes on the SMs,
-// several encoder states at once. Built with nvJPEG only (IMGPIPE_HAVE_NVJPEG); elsewhere the constructors
-// throw and gpu_jpeg_unavailable() says why.
+// as one batch (nvJPEG's hardware backend); a file the hardware backend refuses (progressive, unusual
+// subsampling...) goes to nvJPEG's GPU-hybrid backend; what neither takes is refused, and the caller decodes it
+// on the CPU. Encoding: device frames to JPEG bytes on the SMs, several encoder states at once. Built with
+// nvJPEG only (IMGPIPE_HAVE_NVJPEG); elsewhere the constructors throw and gpu_jpeg_unavailable() says why.
 //
 // Frames are packed interleaved RGB8, as the engine's device buffers hold them: the chain's first kernel reads
-// that layout (the optimized path's fused resize + filter head loads it directly), so decoding to planes would
-// add a pass, not save one.
+// that layout (the optimized path's fused resize + filter head loads it directly). For 4:2:0, 4:4:4 and
+// grayscale files the hardware hands over its YCbCr planes, and a kernel upsamples and converts them by
+// libjpeg's integer rules into the frame: the engines' planes are libjpeg's own, so the frame is OpenCV's imread
+// byte for byte, where the engines' own RGB differs by up to tens of levels at chroma edges. Other layouts, and
+// the hybrid backend, give nvJPEG's RGB (docs/gpu-jpeg.md has the measured differences).
 #pragma once
 
 #include "device_resources.hpp"

@@ -5,8 +5,8 @@ Usage: make_jpeg_samples.py OUT_DIR DATA_DIR
 
 Writes OUT_DIR/NAME.jpg and OUT_DIR/NAME.ppm (cv2.imread's pixels as RGB, EXIF orientation applied) for the
 sample photographs in DATA_DIR/images and variants made from them: one scaled to 1920x1080 at quality 90 (the
-kind of file the benchmark's folder holds), an odd size, 4:4:4 chroma, progressive, grayscale, and every EXIF
-orientation from 2 to 8. OUT_DIR/samples.txt lists the names, one per line. Exits with 77 (ctest: skipped)
+kind of file the benchmark's folder holds), an odd size, 4:2:2 and 4:4:4 chroma, progressive, grayscale, and
+every EXIF orientation from 2 to 8. OUT_DIR/samples.txt lists the names, one per line. Exits with 77 (ctest: skipped)
 when OpenCV's Python module is missing; the GPU machine has it, the C++ build there has no OpenCV."""
 import pathlib
 import struct
@@ -51,6 +51,8 @@ def main() -> int:
     hd = cv2.resize(rocket, (1920, 1080), interpolation=cv2.INTER_CUBIC)
     samples["rocket_1080p_q90"] = encode(hd, cv2.IMWRITE_JPEG_QUALITY, 90)
     samples["astronaut_odd_333x217"] = encode(astronaut[41:258, 17:350], cv2.IMWRITE_JPEG_QUALITY, 92)
+    samples["rocket_422"] = encode(rocket, cv2.IMWRITE_JPEG_QUALITY, 90,
+                                   cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_422)
     samples["astronaut_444"] = encode(astronaut, cv2.IMWRITE_JPEG_QUALITY, 95,
                                       cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_444)
     samples["rocket_progressive"] = encode(rocket, cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_PROGRESSIVE, 1)
