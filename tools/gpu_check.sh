@@ -59,6 +59,7 @@ for step in "${steps[@]}"; do
         [test_convolve_variants]='*'
         [test_filter_aos]='*Box*:*Sobel*:*ThreeByThree*:*Refuses*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*'
+        [test_jpeg_ycbcr]='*'
         [test_gpu_jpeg]='*'
         [test_gpu_video]='*'
         [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*:*ExactRatios*:*ChainsEnds*:*Unaligned*')
