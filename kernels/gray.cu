@@ -1,9 +1,10 @@
 // Gray: on the interleaved frame (naive) and on frames of either layout (optimized).
 //
 // Why the optimized version is fast: the naive kernel's warp reads 96 bytes with 96 one-byte loads and writes
-// them back the same way. The optimized one reads three 32-bit words per thread (4 pixels: one word per plane,
-// or the 12 interleaved bytes) and writes three, so a warp moves 384 contiguous bytes per access, and the grid
-// is sized by occupancy with a grid-stride loop instead of one tiny thread per pixel.
+// them back the same way. The optimized one reads 16-byte words of interleaved frames (16 pixels a thread, a
+// batch of frames per launch), or three 32-bit words per 4 pixels of planes, so a warp moves whole lines per
+// access, and the grid is sized by occupancy with a grid-stride loop instead of one tiny thread per pixel
+// (pointwise.cuh).
 #include "gray.cuh"
 
 #include "cuda_check.hpp"
@@ -32,7 +33,7 @@ __global__ void gray_naive_kernel(ConstAosView in, AosView out) {
 }
 
 struct GrayOp {
-  __device__ GrayOp prepare() const { return *this; }
+  __device__ GrayOp prepare(int) const { return *this; }
   __device__ void operator()(std::uint8_t& r, std::uint8_t& g, std::uint8_t& b) const { r = g = b = luma(r, g, b); }
 };
 
@@ -49,7 +50,17 @@ void gray_planes(ConstPlanesView in, PlanesView out, cudaStream_t stream) {
 }
 
 void gray_frames(const ConstFrameView& in, const FrameView& out, cudaStream_t stream) {
+  if (in.interleaved && out.interleaved) {
+    gray_aos(in.aos, in.aos.pitch * static_cast<std::size_t>(in.aos.extent.height), out.aos,
+             out.aos.pitch * static_cast<std::size_t>(out.aos.extent.height), 1, stream);
+    return;
+  }
   pointwise(in, out, GrayOp{}, "gray_frames", stream);
+}
+
+void gray_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+              int frames, cudaStream_t stream) {
+  pointwise_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, GrayOp{}, "gray_aos", stream);
 }
 
 }  // namespace imgpipe::cuda

@@ -1,16 +1,13 @@
-// Normalize: by atomics on the interleaved frame (naive) and by a device reduction on planes.
+// Normalize: by atomics on the interleaved frame (naive) and by per-thread folds on frames of either layout and
+// batches of interleaved frames (optimized).
 //
 // Why the optimized version is fast: the naive kernel sends six atomics per pixel to the same six words,
-// which the L2 serialises: millions of updates queue on six addresses. A tree reduction (CUB's
-// DeviceReduce, the engine under thrust::reduce) has each thread fold many pixels in registers, each warp
-// fold by shuffles and each block write one partial result; a second tiny pass folds the partials. All three
-// channels fold at once: a pixel's value is one 32-bit word per side (minima, maxima; a byte per channel)
-// and __vminu4 / __vmaxu4 combine four bytes in one instruction.
-// Why CUB and not thrust::reduce: thrust::reduce returns its result to the host, which would stall the
-// stream on every frame, and allocates its temporary storage on every call. cub::DeviceReduce writes the
-// result to device memory, where the stretch kernel reads it, and takes temporary storage we keep.
-// The input is a thrust::counting_iterator over pixel indices, mapped to the frame (planes, or the interleaved
-// frame itself where normalize comes first in a chain) by the transform.
+// which the L2 serialises: millions of updates queue on six addresses. Here each thread folds many pixels in
+// registers, sixteen at a time as three 16-byte words of the interleaved frame (pointwise.cuh's walk_runs):
+// __vminu4 / __vmaxu4 fold four bytes in one instruction, each byte position of the 48 keeping its channel. A
+// block then folds its threads' results through shared memory and sends six atomics, one per channel and side,
+// to its frame's words in device memory, where the stretch kernel reads them: no host round trip per frame,
+// and a batch of frames is one launch for the ranges and one for the stretch.
 #include "normalize.cuh"
 
 #include "cuda_check.hpp"
@@ -18,9 +15,6 @@
 #include "launch.cuh"
 #include "pixel.cuh"
 #include "pointwise.cuh"
-
-#include <cub/device/device_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
 
 #include <cstdint>
 
@@ -71,49 +65,104 @@ __global__ void stretch_naive_kernel(ConstAosView in, AosView out, const unsigne
 }
 
 // ------------------------------------------------------------------------------------------ optimized
+// A frame's range is kRangeWords words: the minima of channels 0..2, then 255 minus the maxima, so that one
+// atomicMin folds both sides and one memset of 0xFF bytes starts them all.
 
-// Per-channel minima (lo) and maxima (hi), one byte per channel in bytes 0..2.
+constexpr int kRangeWords = 6;
+
+// One thread's minima (lo) and maxima (hi) so far, one byte per channel in bytes 0..2.
 struct ChannelRange {
-  unsigned lo;
-  unsigned hi;
-};
-
-struct MergeRanges {
-  __device__ ChannelRange operator()(const ChannelRange& a, const ChannelRange& b) const {
-    return {__vminu4(a.lo, b.lo), __vmaxu4(a.hi, b.hi)};
+  unsigned lo = 0xFFFFFFFFu;
+  unsigned hi = 0u;
+  __device__ void add(unsigned lo_bytes, unsigned hi_bytes) {
+    lo = __vminu4(lo, lo_bytes);
+    hi = __vmaxu4(hi, hi_bytes);
   }
 };
 
-template <class Source>
-struct PixelRange {  // pixel index -> the range of that one pixel
-  Source frame;
-  unsigned width;
-  __device__ ChannelRange operator()(unsigned i) const {
-    const int y = static_cast<int>(i / width);
-    const int x = static_cast<int>(i - static_cast<unsigned>(y) * width);
-    const unsigned v = *frame.at(x, y, 0) | (*frame.at(x, y, 1) << 8) | (*frame.at(x, y, 2) << 16);
-    return {v, v};
+// The block's ranges folded into its frame's words (`range`): a warp folds by shuffles, its first lane into the
+// block's words in shared memory, and the block's first threads into device memory. Called by every thread.
+__device__ __forceinline__ void fold_block(ChannelRange r, unsigned* range) {
+  __shared__ unsigned block_words[kRangeWords];
+  if (threadIdx.x < kRangeWords) block_words[threadIdx.x] = 0xFFFFFFFFu;
+  __syncthreads();
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    r.add(__shfl_down_sync(0xFFFFFFFFu, r.lo, offset), __shfl_down_sync(0xFFFFFFFFu, r.hi, offset));
   }
-};
-
-// The frame's per-channel range into `range` (device memory), by one CUB reduction.
-template <class Source>
-void reduce_range(Source source, Extent extent, ChannelRange* range, NormalizeScratch& scratch, cudaStream_t stream) {
-  const auto items = static_cast<unsigned>(extent.width) * static_cast<unsigned>(extent.height);
-  const thrust::counting_iterator<unsigned> indices(0u);
-  const PixelRange<Source> pixel_range{source, static_cast<unsigned>(extent.width)};
-  const ChannelRange empty{0xFFFFFFFFu, 0u};
-  std::size_t temp_bytes = 0;
-  IMGPIPE_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, indices, range, items, MergeRanges{},
-                                                        pixel_range, empty, stream));
-  scratch.temp.grow(temp_bytes);
-  IMGPIPE_CUDA_CHECK(cub::DeviceReduce::TransformReduce(scratch.temp.data(), temp_bytes, indices, range, items,
-                                                        MergeRanges{}, pixel_range, empty, stream));
-  IMGPIPE_CUDA_LAUNCH_CHECK("cub::DeviceReduce::TransformReduce", stream);
+  if (threadIdx.x % kWarpSize == 0) {
+#pragma unroll
+    for (int c = 0; c < 3; ++c) {
+      atomicMin(&block_words[c], (r.lo >> (8 * c)) & 0xFFu);
+      atomicMin(&block_words[3 + c], 255u - ((r.hi >> (8 * c)) & 0xFFu));
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < kRangeWords) atomicMin(&range[threadIdx.x], block_words[threadIdx.x]);
 }
 
+// The ranges of a batch of interleaved frames, frame blockIdx.y's into range + kRangeWords * blockIdx.y.
+__global__ void range_aos_kernel(AosRuns runs, unsigned* range) {
+  // Each of a chunk's 48 byte positions keeps its own minimum and maximum; byte i is channel i % 3.
+  std::uint32_t lo[12], hi[12];
+#pragma unroll
+  for (int k = 0; k < 12; ++k) lo[k] = 0xFFFFFFFFu, hi[k] = 0u;
+  ChannelRange pixels;
+  walk_runs<false>(
+      runs, blockIdx.y,
+      [&](std::uint32_t(&w)[12]) {
+#pragma unroll
+        for (int k = 0; k < 12; ++k) lo[k] = __vminu4(lo[k], w[k]), hi[k] = __vmaxu4(hi[k], w[k]);
+      },
+      [&](std::uint8_t(&p)[3]) {
+        const unsigned packed = p[0] | (p[1] << 8) | (p[2] << 16);
+        pixels.add(packed, packed);
+      });
+#pragma unroll
+  for (int p = 0; p < 16; ++p) {
+    const auto three = [&](const std::uint32_t(&w)[12]) {
+      return chunk_byte(w, 3 * p) | (chunk_byte(w, 3 * p + 1) << 8) | (chunk_byte(w, 3 * p + 2) << 16);
+    };
+    pixels.add(three(lo), three(hi));
+  }
+  fold_block(pixels, range + kRangeWords * blockIdx.y);
+}
+
+// The range of one frame of planes, four pixels a thread at a time where the rows allow.
+template <bool kWords>
+__global__ void range_planes_kernel(PlanesSource in, int width, unsigned groups_per_row, unsigned long long groups,
+                                    unsigned* range) {
+  ChannelRange r;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < groups;
+       i += stride) {
+    const unsigned g = static_cast<unsigned>(i);  // groups < 2^32
+    const int y = static_cast<int>(g / groups_per_row);
+    const int x = static_cast<int>(g - static_cast<unsigned>(y) * groups_per_row) * kPointwisePixels;
+    if (kWords && x + kPointwisePixels <= width) {
+      uchar4 p[3];
+      in.load4(x, y, p);
+      // Bytes 0..2 of each fold: the four pixels' channels folded first, byte by byte.
+      const auto pixel = [&](int k) {
+        const auto byte = [&](const uchar4& v) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; };
+        return static_cast<unsigned>(byte(p[0])) | (static_cast<unsigned>(byte(p[1])) << 8) |
+               (static_cast<unsigned>(byte(p[2])) << 16);
+      };
+#pragma unroll
+      for (int k = 0; k < kPointwisePixels; ++k) r.add(pixel(k), pixel(k));
+    } else {
+      for (int k = 0; k < min(kPointwisePixels, width - x); ++k) {
+        const unsigned packed = *in.at(x + k, y, 0) | (*in.at(x + k, y, 1) << 8) | (*in.at(x + k, y, 2) << 16);
+        r.add(packed, packed);
+      }
+    }
+  }
+  fold_block(r, range);
+}
+
+// Frame `frame`'s stretches from its range words.
 struct StretchOp {
-  const ChannelRange* range;
+  const unsigned* range;
 
   struct Stretches {
     Stretch channel[3];
@@ -124,14 +173,42 @@ struct StretchOp {
     }
   };
 
-  __device__ Stretches prepare() const {
-    const ChannelRange cr = *range;
+  __device__ Stretches prepare(int frame) const {
+    const unsigned* words = range + kRangeWords * frame;
     Stretches s;
 #pragma unroll
-    for (int c = 0; c < 3; ++c) s.channel[c] = stretch_of((cr.lo >> (8 * c)) & 0xFFu, (cr.hi >> (8 * c)) & 0xFFu);
+    for (int c = 0; c < 3; ++c) s.channel[c] = stretch_of(words[c], 255u - words[3 + c]);
     return s;
   }
 };
+
+// Room for `frames` ranges in the scratch, each set to its start, on `stream`.
+unsigned* fresh_ranges(NormalizeScratch& scratch, int frames, cudaStream_t stream) {
+  const std::size_t bytes = kRangeWords * sizeof(unsigned) * static_cast<std::size_t>(frames);
+  scratch.range.grow(bytes);
+  IMGPIPE_CUDA_CHECK(cudaMemsetAsync(scratch.range.data(), 0xFF, bytes, stream));
+  return reinterpret_cast<unsigned*>(scratch.range.data());
+}
+
+// The ranges of a batch of interleaved frames (checked by the caller), into `range`.
+void range_aos(ConstAosView first, std::size_t frame_stride, int frames, unsigned* range, cudaStream_t stream) {
+  const AosRuns runs = aos_runs(first, frame_stride, {const_cast<std::uint8_t*>(first.data), first.extent, first.pitch},
+                                frame_stride, "normalize");
+  const OccupancyShape& shape = occupancy_shape<&range_aos_kernel>();
+  const dim3 grid(blocks_per_frame(runs, frames, shape), static_cast<unsigned>(frames));
+  range_aos_kernel<<<grid, shape.block, 0, stream>>>(runs, range);
+  IMGPIPE_CUDA_LAUNCH_CHECK("range_aos_kernel", stream);
+}
+
+template <bool kWords>
+void launch_range_planes(PlanesSource in, Extent extent, unsigned* range, cudaStream_t stream) {
+  const unsigned per_row = static_cast<unsigned>(div_up(extent.width, kPointwisePixels));
+  const unsigned long long groups = static_cast<unsigned long long>(per_row) * static_cast<unsigned>(extent.height);
+  const OccupancyShape& shape = occupancy_shape<&range_planes_kernel<kWords>>();
+  range_planes_kernel<kWords><<<grid_stride_blocks(groups, shape), shape.block, 0, stream>>>(in, extent.width, per_row,
+                                                                                               groups, range);
+  IMGPIPE_CUDA_LAUNCH_CHECK("range_planes_kernel", stream);
+}
 
 }  // namespace
 
@@ -154,14 +231,32 @@ void normalize_frames(const ConstFrameView& in, const FrameView& out, NormalizeS
   const unsigned long long pixels =
       static_cast<unsigned long long>(in.extent().width) * static_cast<unsigned long long>(in.extent().height);
   require(pixels > 0 && pixels < (1ull << 32), "normalize: frame empty or too large");
-  scratch.range.grow(sizeof(ChannelRange));
-  auto* range = reinterpret_cast<ChannelRange*>(scratch.range.data());
+  if (in.interleaved && out.interleaved) {
+    normalize_aos(in.aos, in.aos.pitch * static_cast<std::size_t>(in.aos.extent.height), out.aos,
+                  out.aos.pitch * static_cast<std::size_t>(out.aos.extent.height), 1, scratch, stream);
+    return;
+  }
+  unsigned* range = fresh_ranges(scratch, 1, stream);
   if (in.interleaved) {
-    reduce_range(AosSource{in.aos}, in.extent(), range, scratch, stream);
+    range_aos(in.aos, in.aos.pitch * static_cast<std::size_t>(in.aos.extent.height), 1, range, stream);
+  } else if (PlanesSource source{in.planes}; source.words_aligned()) {
+    launch_range_planes<true>(source, in.extent(), range, stream);
   } else {
-    reduce_range(PlanesSource{in.planes}, in.extent(), range, scratch, stream);
+    launch_range_planes<false>(source, in.extent(), range, stream);
   }
   pointwise(in, out, StretchOp{range}, "normalize (stretch)", stream);
+}
+
+void normalize_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, NormalizeScratch& scratch, cudaStream_t stream) {
+  require(frames >= 1 && frames <= kMaxFramesPerLaunch,
+          "normalize_aos: 1 to " + std::to_string(kMaxFramesPerLaunch) + " frames per launch");
+  const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
+  require(problem.empty(), "normalize_aos: " + problem);
+  unsigned* range = fresh_ranges(scratch, frames, stream);
+  range_aos(first_in, in_frame_stride, frames, range, stream);
+  pointwise_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, StretchOp{range}, "normalize_aos (stretch)",
+                stream);
 }
 
 }  // namespace imgpipe::cuda

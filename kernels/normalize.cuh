@@ -3,9 +3,9 @@
 //   naive:     on the interleaved frame; the minima and maxima by atomicMin / atomicMax per pixel and
 //              channel, then a stretch kernel.
 //   optimized: on frames of either layout in and out (planes, or the interleaved frame where normalize comes
-//              first or last in a chain); the minima and maxima of all three channels in one CUB device
-//              reduction over a Thrust counting iterator, written to device memory, then a pointwise stretch
-//              that reads them there.
+//              first or last in a chain), and on batches of interleaved frames (normalize_aos); the minima and
+//              maxima of all three channels folded per thread, per block, then by six atomics per block into
+//              device memory, then a pointwise stretch that reads them there: two launches per batch.
 // Both run entirely on `stream`: no host round trip, nothing waits. The scratch grows on first use and is
 // reused after; one scratch per frame in flight.
 #pragma once
@@ -15,15 +15,20 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 namespace imgpipe::cuda {
 
 struct NormalizeScratch {
-  DeviceBuffer range;  // the frame's per-channel minima and maxima
-  DeviceBuffer temp;   // the device reduction's temporary storage
+  DeviceBuffer range;  // each frame's per-channel minima and maxima
 };
 
 void normalize_naive(ConstAosView in, AosView out, NormalizeScratch& scratch, cudaStream_t stream);
 void normalize_frames(const ConstFrameView& in, const FrameView& out, NormalizeScratch& scratch,
                       cudaStream_t stream);
+// `frames` interleaved frames (1 to kMaxFramesPerLaunch), each stretched by its own range, frame f at first_in.data
+// + f * in_frame_stride (and out likewise); in and out may be the same frames.
+void normalize_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, NormalizeScratch& scratch, cudaStream_t stream);
 
 }  // namespace imgpipe::cuda

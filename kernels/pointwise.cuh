@@ -1,10 +1,15 @@
-// Pointwise ops (gray, normalize's stretch): one kernel template, four pixels per thread, on frames of either
-// layout (frame_access.cuh). Included by .cu files only.
+// Pointwise ops (gray, normalize's stretch) on frames of either layout (frame_access.cuh), and on batches of
+// interleaved frames. Included by .cu files only.
 //
-// A thread loads the 4 pixels' three 32-bit words (one per plane, or the 12 interleaved bytes), applies the op
-// per pixel in registers, and stores three words: a warp moves 384 contiguous bytes per access instead of
-// single bytes. Rows whose pointers or pitch are not 4-byte aligned, and the last partial group of a row, go
-// byte by byte.
+// Either layout: a thread loads 4 pixels' three 32-bit words (one per plane, or the 12 interleaved bytes),
+// applies the op per pixel in registers, and stores three words: a warp moves 384 contiguous bytes per access
+// instead of single bytes. Rows whose pointers or pitch are not 4-byte aligned, and the last partial group of a
+// row, go byte by byte.
+//
+// Interleaved batches (pointwise_aos): a frame whose rows follow one another with no gap is one run of bytes,
+// otherwise each row is one, and a run is walked 16 pixels at a time as three 16-byte words (walk_runs): a warp
+// moves 1536 contiguous bytes per access in 96 loads, where the 4-byte words take 384. One launch covers every
+// frame (blockIdx.y), so a batch of small frames fills the GPU where one frame's launch cannot.
 #pragma once
 
 #include "cuda_check.hpp"
@@ -19,13 +24,13 @@ namespace imgpipe::cuda {
 
 constexpr int kPointwisePixels = 4;
 
-// Op: `__device__ F prepare() const`, run once per thread (it may read per-frame parameters from device
-// memory), returns F with `__device__ void operator()(std::uint8_t& r, std::uint8_t& g, std::uint8_t& b) const`,
-// run once per pixel.
+// Op: `__device__ F prepare(int frame) const`, run once per thread and frame of a batch (it may read that
+// frame's parameters from device memory), returns F with `__device__ void operator()(std::uint8_t& r,
+// std::uint8_t& g, std::uint8_t& b) const`, run once per pixel.
 template <class Op, bool kWords, class Source, class Target>
 __global__ void pointwise_kernel(Source in, Target out, int width, unsigned groups_per_row, unsigned long long groups,
                                  Op op) {
-  const auto f = op.prepare();
+  const auto f = op.prepare(0);
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < groups;
        i += stride) {
@@ -76,6 +81,161 @@ void pointwise(const ConstFrameView& in, const FrameView& out, Op op, const char
       launch_pointwise<Op, false>(source, target, in.extent(), op, name, stream);
     }
   });
+}
+
+// ------------------------------------------------------------------------------- interleaved batches
+
+// A batch of interleaved frames as runs of whole pixels: per frame `runs` runs of `run_bytes` bytes, run k of
+// frame f at in + f * in_frame + k * in_pitch (out likewise). `vector`: in and out lie alike modulo 16, so the
+// same byte offsets of a run are 16-byte aligned in both; otherwise chunks are moved byte by byte.
+struct AosRuns {
+  const std::uint8_t* in = nullptr;
+  std::uint8_t* out = nullptr;
+  std::size_t in_pitch = 0, out_pitch = 0, in_frame = 0, out_frame = 0;
+  unsigned run_bytes = 0;
+  unsigned runs = 0;
+  unsigned slots = 0;  // work items per run: its whole chunks, at most run_bytes / 48, and one for the pixels
+                       // before and after them
+  bool vector = false;
+};
+
+constexpr unsigned kChunkBytes = 48;  // 16 pixels, three 16-byte words
+
+// The runs of `frames` frames, frame f at first_in.data + f * in_frame_stride (and out likewise; a batch checked
+// by the caller). `out` may be `in` with its stride for a walk that only reads.
+inline AosRuns aos_runs(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                        std::size_t out_frame_stride, const std::string& what) {
+  require(same_extent(first_in.extent, first_out.extent), what + ": input and output extents differ");
+  const std::size_t row = 3 * static_cast<std::size_t>(first_in.extent.width);
+  const auto height = static_cast<std::size_t>(first_in.extent.height);
+  // Rows of at most 3 * 65535 bytes, at most 65535 of them: a run's offsets and a frame's work items fit 32 bits.
+  const bool one_run = first_in.pitch == row && first_out.pitch == row && row * height < (1ull << 31);
+  AosRuns r;
+  r.in = first_in.data;
+  r.out = first_out.data;
+  r.in_pitch = first_in.pitch;
+  r.out_pitch = first_out.pitch;
+  r.in_frame = in_frame_stride;
+  r.out_frame = out_frame_stride;
+  r.run_bytes = static_cast<unsigned>(one_run ? row * height : row);
+  r.runs = one_run ? 1u : static_cast<unsigned>(height);
+  r.slots = r.run_bytes / kChunkBytes + 1;
+  const auto residue = [](std::uintptr_t v) { return v % 16; };
+  r.vector = residue(reinterpret_cast<std::uintptr_t>(first_in.data)) == residue(reinterpret_cast<std::uintptr_t>(first_out.data)) &&
+             residue(first_in.pitch) == residue(first_out.pitch) && residue(in_frame_stride) == residue(out_frame_stride);
+  return r;
+}
+
+// Byte i of a chunk's words (i known once the caller's loop is unrolled, so `w` stays in registers).
+__device__ __forceinline__ std::uint8_t chunk_byte(const std::uint32_t (&w)[12], int i) {
+  return static_cast<std::uint8_t>(w[i / 4] >> (8 * (i % 4)));
+}
+__device__ __forceinline__ void set_chunk_byte(std::uint32_t (&w)[12], int i, std::uint8_t v) {
+  const int shift = 8 * (i % 4);
+  w[i / 4] = (w[i / 4] & ~(0xFFu << shift)) | (static_cast<std::uint32_t>(v) << shift);
+}
+
+// Every pixel of frame `frame`, spread over the grid's blocks of that frame (blockIdx.y): `chunk(w)` for each
+// 16 pixels of a run from its first byte that is 16-byte aligned at a pixel boundary on (w: their 48 bytes as
+// words, pixel p's channel c at byte 3p + c), `pixel(p)` for each pixel before and after those chunks (p: its
+// three bytes). With kStore the words and bytes the functions leave are written to out.
+template <bool kStore, class Chunk, class Pixel>
+__device__ __forceinline__ void walk_runs(const AosRuns& r, unsigned frame, Chunk&& chunk, Pixel&& pixel) {
+  const unsigned items = r.runs * r.slots;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
+    const unsigned run = r.runs == 1 ? 0u : i / r.slots, slot = i - run * r.slots;
+    const std::uint8_t* src = r.in + frame * r.in_frame + run * r.in_pitch;
+    std::uint8_t* dst = r.out + frame * r.out_frame + run * r.out_pitch;
+    // The head: the pixels before the first 16-byte boundary that is also a pixel's first byte (at most 47
+    // bytes); none where the chunks move byte by byte.
+    unsigned head = 0;
+    if (r.vector) {
+      head = static_cast<unsigned>(-reinterpret_cast<std::uintptr_t>(src)) & 15u;
+      while (head % 3 != 0) head += 16;
+      head = min(head, r.run_bytes);
+    }
+    const unsigned chunks = (r.run_bytes - head) / kChunkBytes;
+    if (slot < chunks) {
+      const unsigned at = head + slot * kChunkBytes;
+      std::uint32_t w[12];
+      if (r.vector) {
+        const uint4* v = reinterpret_cast<const uint4*>(src + at);
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+          const uint4 q = v[k];
+          w[4 * k] = q.x, w[4 * k + 1] = q.y, w[4 * k + 2] = q.z, w[4 * k + 3] = q.w;
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < 12; ++k) {
+          w[k] = static_cast<std::uint32_t>(src[at + 4 * k]) | static_cast<std::uint32_t>(src[at + 4 * k + 1]) << 8 |
+                 static_cast<std::uint32_t>(src[at + 4 * k + 2]) << 16 |
+                 static_cast<std::uint32_t>(src[at + 4 * k + 3]) << 24;
+        }
+      }
+      chunk(w);
+      if constexpr (kStore) {
+        if (r.vector) {
+          uint4* v = reinterpret_cast<uint4*>(dst + at);
+#pragma unroll
+          for (int k = 0; k < 3; ++k) v[k] = make_uint4(w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < 48; ++k) dst[at + k] = chunk_byte(w, k);
+        }
+      }
+    } else if (slot == r.slots - 1) {
+      const auto visit = [&](unsigned at) {
+        std::uint8_t p[3] = {src[at], src[at + 1], src[at + 2]};
+        pixel(p);
+        if constexpr (kStore) dst[at] = p[0], dst[at + 1] = p[1], dst[at + 2] = p[2];
+      };
+      for (unsigned at = 0; at < head; at += 3) visit(at);
+      for (unsigned at = head + chunks * kChunkBytes; at < r.run_bytes; at += 3) visit(at);
+    }
+  }
+}
+
+template <class Op>
+__global__ void pointwise_aos_kernel(AosRuns r, Op op) {
+  const auto f = op.prepare(static_cast<int>(blockIdx.y));
+  walk_runs<true>(
+      r, blockIdx.y,
+      [&](std::uint32_t(&w)[12]) {
+#pragma unroll
+        for (int p = 0; p < 16; ++p) {
+          std::uint8_t red = chunk_byte(w, 3 * p), green = chunk_byte(w, 3 * p + 1), blue = chunk_byte(w, 3 * p + 2);
+          f(red, green, blue);
+          set_chunk_byte(w, 3 * p, red);
+          set_chunk_byte(w, 3 * p + 1, green);
+          set_chunk_byte(w, 3 * p + 2, blue);
+        }
+      },
+      [&](std::uint8_t(&p)[3]) { f(p[0], p[1], p[2]); });
+}
+
+// Blocks per frame for a batch walked by `shape`'s blocks: enough to fill the GPU once over all frames, and no
+// more than the frame's work items need.
+inline unsigned blocks_per_frame(const AosRuns& r, int frames, const OccupancyShape& shape) {
+  const unsigned needed = (r.runs * r.slots + static_cast<unsigned>(shape.block) - 1) / static_cast<unsigned>(shape.block);
+  const unsigned filling = static_cast<unsigned>(div_up(shape.full_grid, frames));
+  return std::max(1u, std::min(needed, filling));
+}
+
+// Runs `op` over every pixel of `frames` interleaved frames (1 to kMaxFramesPerLaunch), frame f at first_in.data
+// + f * in_frame_stride (and out likewise), in one launch.
+template <class Op>
+void pointwise_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                   int frames, Op op, const std::string& what, cudaStream_t stream) {
+  require(frames >= 1 && frames <= kMaxFramesPerLaunch,
+          what + ": 1 to " + std::to_string(kMaxFramesPerLaunch) + " frames per launch");
+  const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
+  require(problem.empty(), what + ": " + problem);
+  const AosRuns runs = aos_runs(first_in, in_frame_stride, first_out, out_frame_stride, what);
+  const OccupancyShape& shape = occupancy_shape<&pointwise_aos_kernel<Op>>();
+  const dim3 grid(blocks_per_frame(runs, frames, shape), static_cast<unsigned>(frames));
+  pointwise_aos_kernel<Op><<<grid, shape.block, 0, stream>>>(runs, op);
+  IMGPIPE_CUDA_LAUNCH_CHECK(what.c_str(), stream);
 }
 
 }  // namespace imgpipe::cuda

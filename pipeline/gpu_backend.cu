@@ -256,15 +256,6 @@ struct ResizeNearestStage : PlanesOnly {
 // pass. Those with run_batch also run on interleaved frames alone, a batch of them at a time: where every stage
 // from some point of the chain on has it, the chain runs there without planes.
 
-// A batch as one run_frame call per frame, for the stages whose kernels take one frame.
-template <class Stage>
-void frame_by_frame(Stage& stage, const InterleavedBatch& b, cudaStream_t stream) {
-  for (int f = 0; f < b.frames; ++f) {
-    stage.run_frame(cuda::as_frame(cuda::frame_at(b.in, b.in_stride, f)),
-                    cuda::as_frame(cuda::frame_at(b.out, b.out_stride, f)), stream);
-  }
-}
-
 struct SeparableStage {  // gaussian, box
   cuda::ConstantTaps taps;
   cuda::BorderMode border;
@@ -336,7 +327,9 @@ struct GrayStage {
     cuda::gray_frames(in, out, stream);
   }
   bool batches() const { return true; }
-  void run_batch(const InterleavedBatch& b, cudaStream_t stream) { frame_by_frame(*this, b, stream); }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::gray_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, stream);
+  }
 };
 
 struct NormalizeStage {
@@ -349,7 +342,9 @@ struct NormalizeStage {
     cuda::normalize_frames(in, out, scratch, stream);
   }
   bool batches() const { return true; }
-  void run_batch(const InterleavedBatch& b, cudaStream_t stream) { frame_by_frame(*this, b, stream); }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::normalize_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, scratch, stream);
+  }
 };
 
 using Stage = std::variant<ResizeLinearStage, ResizeExactStage, ResizeNearestStage, SeparableStage, SharpenStage,

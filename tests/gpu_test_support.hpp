@@ -79,6 +79,63 @@ inline cuda::Extent extent_of(Size s) { return {s.width, s.height}; }
 inline cuda::AosView aos(std::uint8_t* data, Size s, std::size_t pitch) { return {data, extent_of(s), pitch}; }
 inline cuda::AosView aos(std::uint8_t* data, Size s) { return aos(data, s, 3 * std::size_t(s.width)); }
 
+// Where a batch's frames lie in their buffer: the first `offset` bytes in, rows `pitch_pad` bytes longer than their
+// pixels, `frame_gap` bytes between frames.
+struct FrameLayout {
+  std::size_t offset = 0;
+  std::size_t pitch_pad = 0;
+  std::size_t frame_gap = 0;
+};
+
+// No row after the first word-aligned, no frame either: what the batched kernels must take at any alignment.
+inline constexpr FrameLayout kMisaligned{1, 1, 5};
+
+// `frames` frames of one size in one poisoned device buffer laid out as `layout`, for the batched kernels: frames
+// uploaded into it, or written there by a kernel and read back, and the count of bytes outside the frames that
+// are no longer poison.
+class FrameBatch {
+ public:
+  FrameBatch(const Device& device, Size size, int frames, FrameLayout layout)
+      : device_(device),
+        size_(size),
+        frames_(frames),
+        layout_(layout),
+        buffer_(device.poisoned(layout.offset + stride() * static_cast<std::size_t>(frames))) {}
+
+  std::size_t pitch() const { return 3 * static_cast<std::size_t>(size_.width) + layout_.pitch_pad; }
+  std::size_t stride() const { return pitch() * static_cast<std::size_t>(size_.height) + layout_.frame_gap; }
+  cuda::AosView first() const { return aos(buffer_.data() + layout_.offset, size_, pitch()); }
+
+  void upload(int f, const Image& image) const {
+    const std::size_t row = 3 * static_cast<std::size_t>(size_.width);
+    IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(first().data + stride() * static_cast<std::size_t>(f), pitch(), image.data(),
+                                         row, row, size_.height, cudaMemcpyHostToDevice, device_.stream()));
+  }
+  Image download(int f) const {
+    return device_.download(first().data + stride() * static_cast<std::size_t>(f), size_, pitch());
+  }
+  std::size_t written_outside_frames() const {
+    const std::size_t bytes = layout_.offset + stride() * static_cast<std::size_t>(frames_);
+    const std::vector<std::uint8_t> all = device_.download(buffer_.data(), bytes, bytes, 1);
+    const std::size_t row = 3 * static_cast<std::size_t>(size_.width);
+    std::size_t written = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const std::size_t at = i - layout_.offset;
+      const bool in_frame = i >= layout_.offset && at % stride() < pitch() * static_cast<std::size_t>(size_.height) &&
+                            at % stride() % pitch() < row;
+      if (!in_frame && all[i] != kPoison) ++written;
+    }
+    return written;
+  }
+
+ private:
+  const Device& device_;
+  Size size_;
+  int frames_;
+  FrameLayout layout_;
+  cuda::DeviceBuffer buffer_;
+};
+
 // Every value of `actual` within `tolerance` of `expected`; on failure, how many are not and the first one.
 inline ::testing::AssertionResult within(const Image& actual, const Image& expected, int tolerance) {
   if (actual.size() != expected.size()) {

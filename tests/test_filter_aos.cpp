@@ -26,14 +26,8 @@ using PlaneFilter = std::function<void(const cuda::ConstFrameView&, const cuda::
 using BatchFilter =
     std::function<void(cuda::ConstAosView, std::size_t, cuda::AosView, std::size_t, int, cudaStream_t)>;
 
-struct Layout {
-  std::size_t pitch_pad;  // bytes past 3 * width in each row
-  std::size_t offset;     // bytes from an allocation's start to the first frame
-  std::size_t frame_gap;  // bytes between one frame's last row and the next frame
-};
-
 // The layouts every filter runs on: packed and aligned, then rows and frames misaligned in every way.
-const std::vector<Layout> kLayouts = {{0, 0, 0}, {1, 1, 3}, {5, 3, 1}, {2, 2, 6}};
+const std::vector<FrameLayout> kLayouts = {{0, 0, 0}, {1, 1, 3}, {3, 5, 1}, {2, 2, 6}};
 
 struct Batch {
   std::vector<Image> frames;
@@ -42,35 +36,18 @@ struct Batch {
 
 // `frames` frames of `size` as one upload in `layout`; the filter's output in the same layout, poisoned; every
 // frame compared with the plane kernel's bytes, and every padding byte still poison.
-void expect_same_bytes(const Batch& batch, const Layout& layout, const PlaneFilter& planes, const BatchFilter& aos) {
+void expect_same_bytes(const Batch& batch, const FrameLayout& layout, const PlaneFilter& planes,
+                       const BatchFilter& aos) {
   const Device device;
   const Size size = batch.frames.front().size();
   const auto frames = static_cast<int>(batch.frames.size());
-  const std::size_t row = 3 * static_cast<std::size_t>(size.width);
-  const std::size_t pitch = row + layout.pitch_pad;
-  const std::size_t stride = pitch * static_cast<std::size_t>(size.height) + layout.frame_gap;
-  const std::size_t bytes = layout.offset + stride * static_cast<std::size_t>(frames);
-  const cuda::DeviceBuffer in = device.poisoned(bytes);
-  const cuda::DeviceBuffer out = device.poisoned(bytes);
-  for (int f = 0; f < frames; ++f) {
-    const Image& image = batch.frames[static_cast<std::size_t>(f)];
-    IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(in.data() + layout.offset + stride * f, pitch, image.data(), row, row,
-                                         size.height, cudaMemcpyHostToDevice, device.stream()));
-  }
+  const FrameBatch in(device, size, frames, layout), out(device, size, frames, layout);
+  for (int f = 0; f < frames; ++f) in.upload(f, batch.frames[static_cast<std::size_t>(f)]);
+  aos(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), frames, device.stream());
+  EXPECT_EQ(out.written_outside_frames(), 0u) << batch.what << ": bytes outside the frames were written";
+
   const cuda::Extent extent = extent_of(size);
-  aos({in.data() + layout.offset, extent, pitch}, stride, {out.data() + layout.offset, extent, pitch}, stride, frames,
-      device.stream());
-  const std::vector<std::uint8_t> got = device.download(out.data(), bytes, bytes, 1);
-
-  std::size_t written_padding = 0;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    const bool before = i < layout.offset;
-    const std::size_t at = i - layout.offset;
-    const bool in_frame = !before && at % stride < pitch * size.height && at % stride % pitch < row;
-    if (!in_frame && got[i] != kPoison) ++written_padding;
-  }
-  EXPECT_EQ(written_padding, 0u) << batch.what << ": bytes outside the frames were written";
-
+  const std::size_t row = 3 * static_cast<std::size_t>(size.width);
   for (int f = 0; f < frames; ++f) {
     const Image& image = batch.frames[static_cast<std::size_t>(f)];
     const cuda::DeviceBuffer d_in = device.upload(image);
@@ -78,8 +55,7 @@ void expect_same_bytes(const Batch& batch, const Layout& layout, const PlaneFilt
     planes(cuda::as_frame(cuda::ConstAosView{d_in.data(), extent, row}),
            cuda::as_frame(cuda::AosView{d_out.data(), extent, row}), device.stream());
     const Image expected = device.download(d_out.data(), size);
-    const Image actual = device.download(out.data() + layout.offset + stride * f, size, pitch);
-    EXPECT_TRUE(within(actual, expected, 0))
+    EXPECT_TRUE(within(out.download(f), expected, 0))
         << batch.what << ", frame " << f << ", pitch +" << layout.pitch_pad << ", offset " << layout.offset;
   }
 }
@@ -111,7 +87,7 @@ void expect_separable_matches(const cuda::ConstantTaps& taps, const std::string&
     const BatchFilter aos = [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n,
                                 cudaStream_t s) { cuda::separable_aos(in, is, out, os, n, taps, border, s); };
     for (const Batch& batch : batches()) {
-      for (const Layout& layout : kLayouts) {
+      for (const FrameLayout& layout : kLayouts) {
         expect_same_bytes({batch.frames, what + " " + border_name(border) + " on " + batch.what}, layout, planes, aos);
       }
     }
@@ -153,7 +129,7 @@ TEST(FilterAos, TapsTheLanesCannotHoldFallBackToThePlaneKernel) {
 
 void expect_3x3_matches(const PlaneFilter& planes, const BatchFilter& aos, const std::string& what) {
   for (const Batch& batch : batches()) {
-    for (const Layout& layout : kLayouts) expect_same_bytes({batch.frames, what + " on " + batch.what}, layout, planes, aos);
+    for (const FrameLayout& layout : kLayouts) expect_same_bytes({batch.frames, what + " on " + batch.what}, layout, planes, aos);
   }
 }
 

@@ -45,36 +45,17 @@ TEST(ResizeInterleaved, BatchesAtAnyAlignmentGiveTheNaiveKernelsBytes) {
   for (const bool exact : {false, true}) {
     for (const auto& [in_size, out_size] : sizes) {
       const Device device;
-      const auto layout = [](Size s) {
-        const std::size_t pitch = 3 * static_cast<std::size_t>(s.width) + 1;
-        return std::pair{pitch, pitch * static_cast<std::size_t>(s.height) + 5};
-      };
-      const auto [in_pitch, in_stride] = layout(in_size);
-      const auto [out_pitch, out_stride] = layout(out_size);
       constexpr int kFrames = 3;
+      const FrameBatch in(device, in_size, kFrames, kMisaligned), out(device, out_size, kFrames, kMisaligned);
       std::vector<Image> frames;
-      const cuda::DeviceBuffer d_in = device.poisoned(1 + kFrames * in_stride);
-      const cuda::DeviceBuffer d_out = device.poisoned(1 + kFrames * out_stride);
       for (int f = 0; f < kFrames; ++f) {
         frames.push_back(testing::random_image(in_size, 70u + static_cast<std::uint32_t>(f)));
-        const std::size_t row = 3 * static_cast<std::size_t>(in_size.width);
-        IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(d_in.data() + 1 + f * in_stride, in_pitch, frames.back().data(), row, row,
-                                             in_size.height, cudaMemcpyHostToDevice, device.stream()));
+        in.upload(f, frames.back());
       }
-      cuda::resize_linear_aos({d_in.data() + 1, extent_of(in_size), in_pitch}, in_stride,
-                              {d_out.data() + 1, extent_of(out_size), out_pitch}, out_stride, kFrames, exact,
+      cuda::resize_linear_aos(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), kFrames, exact,
                               device.stream());
-      const std::vector<std::uint8_t> all =
-          device.download(d_out.data(), 1 + kFrames * out_stride, 1 + kFrames * out_stride, 1);
-      std::size_t outside = 0;
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        const std::size_t at = i - 1;
-        const bool in_frame = i > 0 && at % out_stride < out_pitch * out_size.height &&
-                              at % out_stride % out_pitch < 3 * static_cast<std::size_t>(out_size.width);
-        if (!in_frame && all[i] != kPoison) ++outside;
-      }
       const std::string what = std::string(exact ? "exact " : "fast ") + to_string(in_size) + " -> " + to_string(out_size);
-      EXPECT_EQ(outside, 0u) << what << ": bytes outside the frames were written";
+      EXPECT_EQ(out.written_outside_frames(), 0u) << what << ": bytes outside the frames were written";
       for (int f = 0; f < kFrames; ++f) {
         const cuda::DeviceBuffer packed_in = device.upload(frames[static_cast<std::size_t>(f)]);
         const cuda::DeviceBuffer packed_out = device.poisoned(out_size.rgb_bytes());
@@ -84,8 +65,7 @@ TEST(ResizeInterleaved, BatchesAtAnyAlignmentGiveTheNaiveKernelsBytes) {
         } else {
           cuda::resize_linear_naive(from, aos(packed_out.data(), out_size), device.stream());
         }
-        const Image got = device.download(d_out.data() + 1 + f * out_stride, out_size, out_pitch);
-        EXPECT_TRUE(within(got, device.download(packed_out.data(), out_size), 0)) << what << ", frame " << f;
+        EXPECT_TRUE(within(out.download(f), device.download(packed_out.data(), out_size), 0)) << what << ", frame " << f;
       }
     }
   }

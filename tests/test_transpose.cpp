@@ -127,37 +127,19 @@ TEST(ReorientInterleaved, BatchesAtAnyAlignment) {
       const Device device;
       const cuda::Extent out_extent = cuda::reoriented_extent(c.kernel_op, extent_of(size));
       const Size out_size{out_extent.width, out_extent.height};
-      const auto layout = [](Size s) {
-        const std::size_t pitch = 3 * static_cast<std::size_t>(s.width) + 1;
-        return std::pair{pitch, pitch * static_cast<std::size_t>(s.height) + 5};
-      };
-      const auto [in_pitch, in_stride] = layout(size);
-      const auto [out_pitch, out_stride] = layout(out_size);
       constexpr int kFrames = 3;
+      const FrameBatch in(device, size, kFrames, kMisaligned), out(device, out_size, kFrames, kMisaligned);
       std::vector<Image> frames;
-      const cuda::DeviceBuffer d_in = device.poisoned(1 + kFrames * in_stride);
-      const cuda::DeviceBuffer d_out = device.poisoned(1 + kFrames * out_stride);
       for (int f = 0; f < kFrames; ++f) {
         frames.push_back(testing::random_image(size, 40u + static_cast<std::uint32_t>(f)));
-        const std::size_t row = 3 * static_cast<std::size_t>(size.width);
-        IMGPIPE_CUDA_CHECK(cudaMemcpy2DAsync(d_in.data() + 1 + f * in_stride, in_pitch, frames.back().data(), row, row,
-                                             size.height, cudaMemcpyHostToDevice, device.stream()));
+        in.upload(f, frames.back());
       }
-      cuda::reorient_aos(c.kernel_op, {d_in.data() + 1, extent_of(size), in_pitch}, in_stride,
-                         {d_out.data() + 1, out_extent, out_pitch}, out_stride, kFrames, device.stream());
-      const std::vector<std::uint8_t> all =
-          device.download(d_out.data(), 1 + kFrames * out_stride, 1 + kFrames * out_stride, 1);
-      std::size_t outside = 0;
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        const std::size_t at = i - 1;
-        const bool in_frame = i > 0 && at % out_stride < out_pitch * out_size.height &&
-                              at % out_stride % out_pitch < 3 * static_cast<std::size_t>(out_size.width);
-        if (!in_frame && all[i] != kPoison) ++outside;
-      }
-      EXPECT_EQ(outside, 0u) << c.name << " " << to_string(size) << ": bytes outside the frames were written";
+      cuda::reorient_aos(c.kernel_op, cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), kFrames,
+                         device.stream());
+      EXPECT_EQ(out.written_outside_frames(), 0u)
+          << c.name << " " << to_string(size) << ": bytes outside the frames were written";
       for (int f = 0; f < kFrames; ++f) {
-        const Image got = device.download(d_out.data() + 1 + f * out_stride, out_size, out_pitch);
-        EXPECT_TRUE(within(got, reference::apply(c.chain_op, frames[static_cast<std::size_t>(f)]), 0))
+        EXPECT_TRUE(within(out.download(f), reference::apply(c.chain_op, frames[static_cast<std::size_t>(f)]), 0))
             << c.name << " " << to_string(size) << ", frame " << f;
       }
     }
