@@ -102,7 +102,7 @@ __device__ __forceinline__ void fold_block(ChannelRange r, unsigned* range) {
 }
 
 // The ranges of a batch of interleaved frames, frame blockIdx.y's into range + kRangeWords * blockIdx.y.
-__global__ void range_aos_kernel(AosRuns runs, unsigned* range) {
+__global__ void __launch_bounds__(kWalkThreads) range_aos_kernel(AosRuns runs, unsigned* range) {
   // Each of a chunk's 48 byte positions keeps its own minimum and maximum; byte i is channel i % 3.
   std::uint32_t lo[12], hi[12];
 #pragma unroll
@@ -194,9 +194,8 @@ unsigned* fresh_ranges(NormalizeScratch& scratch, int frames, cudaStream_t strea
 void range_aos(ConstAosView first, std::size_t frame_stride, int frames, unsigned* range, cudaStream_t stream) {
   const AosRuns runs = aos_runs(first, frame_stride, {const_cast<std::uint8_t*>(first.data), first.extent, first.pitch},
                                 frame_stride, "normalize");
-  const OccupancyShape& shape = occupancy_shape<&range_aos_kernel>();
-  const dim3 grid(blocks_per_frame(runs, frames, shape), static_cast<unsigned>(frames));
-  range_aos_kernel<<<grid, shape.block, 0, stream>>>(runs, range);
+  const dim3 grid(blocks_per_frame<&range_aos_kernel>(runs, frames), static_cast<unsigned>(frames));
+  range_aos_kernel<<<grid, kWalkThreads, 0, stream>>>(runs, range);
   IMGPIPE_CUDA_LAUNCH_CHECK("range_aos_kernel", stream);
 }
 

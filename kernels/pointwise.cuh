@@ -7,9 +7,10 @@
 // row, go byte by byte.
 //
 // Interleaved batches (pointwise_aos): a frame whose rows follow one another with no gap is one run of bytes,
-// otherwise each row is one, and a run is walked 16 pixels at a time as three 16-byte words (walk_runs): a warp
-// moves 1536 contiguous bytes per access in 96 loads, where the 4-byte words take 384. One launch covers every
-// frame (blockIdx.y), so a batch of small frames fills the GPU where one frame's launch cannot.
+// otherwise each row is one, and each thread takes 16 pixels of a run at a time as three 16-byte words
+// (walk_runs): a warp moves 1536 contiguous bytes in three coalesced 16-byte loads and hands each thread its 48
+// bytes through shared memory. One launch covers every frame (blockIdx.y), so a batch of small frames fills the
+// GPU where one frame's launch cannot.
 #pragma once
 
 #include "cuda_check.hpp"
@@ -17,6 +18,11 @@
 #include "launch.cuh"
 #include "planes.hpp"
 
+#include <cub/warp/warp_load.cuh>
+#include <cub/warp/warp_store.cuh>
+
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -94,12 +100,12 @@ struct AosRuns {
   std::size_t in_pitch = 0, out_pitch = 0, in_frame = 0, out_frame = 0;
   unsigned run_bytes = 0;
   unsigned runs = 0;
-  unsigned slots = 0;  // work items per run: its whole chunks, at most run_bytes / 48, and one for the pixels
-                       // before and after them
   bool vector = false;
 };
 
-constexpr unsigned kChunkBytes = 48;  // 16 pixels, three 16-byte words
+constexpr unsigned kChunkBytes = 48;  // 16 pixels, three 16-byte words: one thread's share of a warp's run piece
+constexpr unsigned kWarpChunks = kWarpSize;
+constexpr int kWalkThreads = 256;  // walk_runs' block: its warps' exchange buffers are static shared memory
 
 // The runs of `frames` frames, frame f at first_in.data + f * in_frame_stride (and out likewise; a batch checked
 // by the caller). `out` may be `in` with its stride for a walk that only reads.
@@ -119,11 +125,17 @@ inline AosRuns aos_runs(ConstAosView first_in, std::size_t in_frame_stride, AosV
   r.out_frame = out_frame_stride;
   r.run_bytes = static_cast<unsigned>(one_run ? row * height : row);
   r.runs = one_run ? 1u : static_cast<unsigned>(height);
-  r.slots = r.run_bytes / kChunkBytes + 1;
   const auto residue = [](std::uintptr_t v) { return v % 16; };
-  r.vector = residue(reinterpret_cast<std::uintptr_t>(first_in.data)) == residue(reinterpret_cast<std::uintptr_t>(first_out.data)) &&
+  r.vector = residue(reinterpret_cast<std::uintptr_t>(first_in.data)) ==
+                 residue(reinterpret_cast<std::uintptr_t>(first_out.data)) &&
              residue(first_in.pitch) == residue(first_out.pitch) && residue(in_frame_stride) == residue(out_frame_stride);
   return r;
+}
+
+// A warp's work items per run: pieces of kWarpChunks chunks, the last of which also takes the run's pixels
+// before and after its chunks.
+__host__ __device__ inline unsigned pieces_per_run(const AosRuns& r) {
+  return r.run_bytes / (kWarpChunks * kChunkBytes) + 1;
 }
 
 // Byte i of a chunk's words (i known once the caller's loop is unrolled, so `w` stays in registers).
@@ -135,18 +147,30 @@ __device__ __forceinline__ void set_chunk_byte(std::uint32_t (&w)[12], int i, st
   w[i / 4] = (w[i / 4] & ~(0xFFu << shift)) | (static_cast<std::uint32_t>(v) << shift);
 }
 
-// Every pixel of frame `frame`, spread over the grid's blocks of that frame (blockIdx.y): `chunk(w)` for each
-// 16 pixels of a run from its first byte that is 16-byte aligned at a pixel boundary on (w: their 48 bytes as
-// words, pixel p's channel c at byte 3p + c), `pixel(p)` for each pixel before and after those chunks (p: its
-// three bytes). With kStore the words and bytes the functions leave are written to out.
+// Every pixel of frame `frame`, spread over the warps of the grid's blocks of that frame (blockIdx.y), blocks of
+// kWalkThreads: `chunk(w)` for each 16 pixels of a run from its first byte that is 16-byte aligned at a pixel
+// boundary on (w: their 48 bytes as words, pixel p's channel c at byte 3p + c), `pixel(p)` for each pixel before
+// and after those chunks (p: its three bytes). With kStore the words and bytes the functions leave are written to
+// out. A warp moves 32 consecutive chunks with coalesced 16-byte loads and stores, each thread's three words
+// handed to it through shared memory (CUB's warp transpose): a thread reading its own 48 bytes straight from
+// memory would leave each load instruction half of every sector it touches, doubling the L2's traffic.
 template <bool kStore, class Chunk, class Pixel>
 __device__ __forceinline__ void walk_runs(const AosRuns& r, unsigned frame, Chunk&& chunk, Pixel&& pixel) {
-  const unsigned items = r.runs * r.slots;
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
-    const unsigned run = r.runs == 1 ? 0u : i / r.slots, slot = i - run * r.slots;
+  using Load = cub::WarpLoad<uint4, 3, cub::WARP_LOAD_TRANSPOSE>;
+  using Store = cub::WarpStore<uint4, 3, cub::WARP_STORE_TRANSPOSE>;
+  union Exchange {
+    typename Load::TempStorage load;
+    typename Store::TempStorage store;
+  };
+  constexpr unsigned kWarps = kWalkThreads / kWarpSize;
+  __shared__ Exchange exchange[kWarps];
+  const unsigned lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const unsigned pieces = pieces_per_run(r), items = r.runs * pieces;
+  for (unsigned i = blockIdx.x * kWarps + warp; i < items; i += gridDim.x * kWarps) {  // warp-uniform
+    const unsigned run = r.runs == 1 ? 0u : i / pieces, piece = i - run * pieces;
     const std::uint8_t* src = r.in + frame * r.in_frame + run * r.in_pitch;
     std::uint8_t* dst = r.out + frame * r.out_frame + run * r.out_pitch;
-    // The head: the pixels before the first 16-byte boundary that is also a pixel's first byte (at most 47
+    // The head: the pixels before the first 16-byte boundary that is also a pixel's first byte (at most 45
     // bytes); none where the chunks move byte by byte.
     unsigned head = 0;
     if (r.vector) {
@@ -154,50 +178,50 @@ __device__ __forceinline__ void walk_runs(const AosRuns& r, unsigned frame, Chun
       while (head % 3 != 0) head += 16;
       head = min(head, r.run_bytes);
     }
-    const unsigned chunks = (r.run_bytes - head) / kChunkBytes;
-    if (slot < chunks) {
-      const unsigned at = head + slot * kChunkBytes;
+    const unsigned chunks = (r.run_bytes - head) / kChunkBytes, first = piece * kWarpChunks;
+    if (first < chunks) {
+      const unsigned valid = min(kWarpChunks, chunks - first);
+      const unsigned at = head + (first + lane) * kChunkBytes;  // this thread's chunk, where lane < valid
       std::uint32_t w[12];
       if (r.vector) {
-        const uint4* v = reinterpret_cast<const uint4*>(src + at);
+        uint4 q[3];
+        Load(exchange[warp].load)
+            .Load(reinterpret_cast<const uint4*>(src + head) + 3 * first, q, static_cast<int>(3 * valid), uint4{});
 #pragma unroll
-        for (int k = 0; k < 3; ++k) {
-          const uint4 q = v[k];
-          w[4 * k] = q.x, w[4 * k + 1] = q.y, w[4 * k + 2] = q.z, w[4 * k + 3] = q.w;
-        }
-      } else {
+        for (int k = 0; k < 3; ++k) w[4 * k] = q[k].x, w[4 * k + 1] = q[k].y, w[4 * k + 2] = q[k].z, w[4 * k + 3] = q[k].w;
+      } else if (lane < valid) {
 #pragma unroll
-        for (int k = 0; k < 12; ++k) {
-          w[k] = static_cast<std::uint32_t>(src[at + 4 * k]) | static_cast<std::uint32_t>(src[at + 4 * k + 1]) << 8 |
-                 static_cast<std::uint32_t>(src[at + 4 * k + 2]) << 16 |
-                 static_cast<std::uint32_t>(src[at + 4 * k + 3]) << 24;
-        }
+        for (int k = 0; k < 48; ++k) set_chunk_byte(w, k, src[at + k]);
       }
-      chunk(w);
+      if (lane < valid) chunk(w);
       if constexpr (kStore) {
         if (r.vector) {
-          uint4* v = reinterpret_cast<uint4*>(dst + at);
+          uint4 q[3];
 #pragma unroll
-          for (int k = 0; k < 3; ++k) v[k] = make_uint4(w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]);
-        } else {
+          for (int k = 0; k < 3; ++k) q[k] = make_uint4(w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]);
+          __syncwarp();  // the load's exchange is read before the store's overwrites it
+          Store(exchange[warp].store).Store(reinterpret_cast<uint4*>(dst + head) + 3 * first, q, static_cast<int>(3 * valid));
+        } else if (lane < valid) {
 #pragma unroll
           for (int k = 0; k < 48; ++k) dst[at + k] = chunk_byte(w, k);
         }
       }
-    } else if (slot == r.slots - 1) {
-      const auto visit = [&](unsigned at) {
+      __syncwarp();  // the next piece's exchange waits for this one's
+    }
+    if (piece == pieces - 1) {  // the run's edges: up to 15 pixels before the chunks (lanes 0..15), 15 after
+      const unsigned tail = head + chunks * kChunkBytes;
+      const unsigned at = lane < 16 ? 3 * lane : tail + 3 * (lane - 16);
+      if (at < (lane < 16 ? head : r.run_bytes)) {
         std::uint8_t p[3] = {src[at], src[at + 1], src[at + 2]};
         pixel(p);
         if constexpr (kStore) dst[at] = p[0], dst[at + 1] = p[1], dst[at + 2] = p[2];
-      };
-      for (unsigned at = 0; at < head; at += 3) visit(at);
-      for (unsigned at = head + chunks * kChunkBytes; at < r.run_bytes; at += 3) visit(at);
+      }
     }
   }
 }
 
 template <class Op>
-__global__ void pointwise_aos_kernel(AosRuns r, Op op) {
+__global__ void __launch_bounds__(kWalkThreads) pointwise_aos_kernel(AosRuns r, Op op) {
   const auto f = op.prepare(static_cast<int>(blockIdx.y));
   walk_runs<true>(
       r, blockIdx.y,
@@ -214,12 +238,18 @@ __global__ void pointwise_aos_kernel(AosRuns r, Op op) {
       [&](std::uint8_t(&p)[3]) { f(p[0], p[1], p[2]); });
 }
 
-// Blocks per frame for a batch walked by `shape`'s blocks: enough to fill the GPU once over all frames, and no
-// more than the frame's work items need.
-inline unsigned blocks_per_frame(const AosRuns& r, int frames, const OccupancyShape& shape) {
-  const unsigned needed = (r.runs * r.slots + static_cast<unsigned>(shape.block) - 1) / static_cast<unsigned>(shape.block);
-  const unsigned filling = static_cast<unsigned>(div_up(shape.full_grid, frames));
-  return std::max(1u, std::min(needed, filling));
+// Blocks per frame for a batch walked by `kernel` (blocks of kWalkThreads): enough to fill the GPU once over all
+// frames, and no more than the frame's warp items need.
+template <auto Kernel>
+unsigned blocks_per_frame(const AosRuns& r, int frames) {
+  static const int filling = [] {
+    int per_sm = 0;
+    IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kWalkThreads, 0));
+    return std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
+  }();
+  constexpr unsigned kWarps = kWalkThreads / kWarpSize;
+  const unsigned needed = (r.runs * pieces_per_run(r) + kWarps - 1) / kWarps;
+  return std::max(1u, std::min(needed, static_cast<unsigned>(div_up(filling, frames))));
 }
 
 // Runs `op` over every pixel of `frames` interleaved frames (1 to kMaxFramesPerLaunch), frame f at first_in.data
@@ -232,9 +262,16 @@ void pointwise_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), what + ": " + problem);
   const AosRuns runs = aos_runs(first_in, in_frame_stride, first_out, out_frame_stride, what);
-  const OccupancyShape& shape = occupancy_shape<&pointwise_aos_kernel<Op>>();
-  const dim3 grid(blocks_per_frame(runs, frames, shape), static_cast<unsigned>(frames));
-  pointwise_aos_kernel<Op><<<grid, shape.block, 0, stream>>>(runs, op);
+  // A lone frame with fewer 16-pixel chunks than the device keeps threads resident leaves most of it idle; the
+  // 4-pixel kernel keeps four times as many threads in flight there (1280x720 gray on an H200: 4.17 against
+  // 5.07 us; docs/performance.md).
+  if (frames == 1 && static_cast<unsigned long long>(runs.runs) * (runs.run_bytes / kChunkBytes) <
+                         static_cast<unsigned long long>(resident_threads())) {
+    pointwise(as_frame(first_in), as_frame(first_out), op, what.c_str(), stream);
+    return;
+  }
+  const dim3 grid(blocks_per_frame<&pointwise_aos_kernel<Op>>(runs, frames), static_cast<unsigned>(frames));
+  pointwise_aos_kernel<Op><<<grid, kWalkThreads, 0, stream>>>(runs, op);
   IMGPIPE_CUDA_LAUNCH_CHECK(what.c_str(), stream);
 }
 

@@ -127,6 +127,28 @@ TEST(PointwiseInterleaved, InPlaceGivesTheSameBytes) {
   }
 }
 
+// One frame large enough that the call walks it in 16-pixel chunks (smaller lone frames take the 4-pixel kernel
+// of frames of either layout, which the op tests cover), packed and with padded rows.
+TEST(PointwiseInterleaved, OneLargeFrameGivesTheNaiveKernelsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  cuda::NormalizeScratch batch_scratch, naive_scratch;
+  const Size size{2731, 1999};
+  const Image image = frame(size, 1);
+  for (const PointwiseCase& c : cases(batch_scratch, naive_scratch)) {
+    for (const FrameLayout& layout : {FrameLayout{}, FrameLayout{0, 16, 0}}) {
+      const Device device;
+      const FrameBatch in(device, size, 1, layout), out(device, size, 1, layout);
+      in.upload(0, image);
+      c.batched(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), 1, device.stream());
+      const cuda::DeviceBuffer d_in = device.upload(image);
+      const cuda::DeviceBuffer d_out = device.poisoned(image.bytes());
+      c.naive(cuda::as_const(aos(d_in.data(), size)), aos(d_out.data(), size), device.stream());
+      EXPECT_EQ(out.written_outside_frames(), 0u) << c.name << ", pitch +" << layout.pitch_pad;
+      EXPECT_TRUE(within(out.download(0), device.download(d_out.data(), size), 0)) << c.name << ", pitch +" << layout.pitch_pad;
+    }
+  }
+}
+
 // A batch is refused, naming the op, where its frames overlap or its arguments are out of range.
 TEST(PointwiseInterleaved, RefusesBadBatches) {
   SKIP_WITHOUT_DEVICE();
