@@ -68,11 +68,4 @@ inline int device_attribute(cudaDeviceAttr attr) {
   return value;
 }
 
-// Threads the current device keeps resident at once; asked once per process (a launch shape, not a limit).
-inline int resident_threads() {
-  static const int threads =
-      device_attribute(cudaDevAttrMultiProcessorCount) * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  return threads;
-}
-
 }  // namespace imgpipe::cuda

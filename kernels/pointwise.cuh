@@ -262,14 +262,6 @@ void pointwise_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), what + ": " + problem);
   const AosRuns runs = aos_runs(first_in, in_frame_stride, first_out, out_frame_stride, what);
-  // A lone frame with fewer 16-pixel chunks than the device keeps threads resident leaves most of it idle; the
-  // 4-pixel kernel keeps four times as many threads in flight there (1280x720 gray on an H200: 4.17 against
-  // 5.07 us; docs/performance.md).
-  if (frames == 1 && static_cast<unsigned long long>(runs.runs) * (runs.run_bytes / kChunkBytes) <
-                         static_cast<unsigned long long>(resident_threads())) {
-    pointwise(as_frame(first_in), as_frame(first_out), op, what.c_str(), stream);
-    return;
-  }
   const dim3 grid(blocks_per_frame<&pointwise_aos_kernel<Op>>(runs, frames), static_cast<unsigned>(frames));
   pointwise_aos_kernel<Op><<<grid, kWalkThreads, 0, stream>>>(runs, op);
   IMGPIPE_CUDA_LAUNCH_CHECK(what.c_str(), stream);

@@ -269,6 +269,13 @@ void launch_over(Extent out, cudaStream_t stream, const char* name, Args... args
 
 bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
 
+// Threads the current device keeps resident at once; asked once per process (a launch shape, not a limit).
+int resident_threads() {
+  static const int threads =
+      device_attribute(cudaDevAttrMultiProcessorCount) * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  return threads;
+}
+
 }  // namespace
 
 void resize_linear_naive(ConstAosView in, AosView out, cudaStream_t stream) {

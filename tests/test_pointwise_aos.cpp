@@ -127,8 +127,7 @@ TEST(PointwiseInterleaved, InPlaceGivesTheSameBytes) {
   }
 }
 
-// One frame large enough that the call walks it in 16-pixel chunks (smaller lone frames take the 4-pixel kernel
-// of frames of either layout, which the op tests cover), packed and with padded rows.
+// One frame per launch, large enough to be spread over many blocks, packed and with padded rows.
 TEST(PointwiseInterleaved, OneLargeFrameGivesTheNaiveKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
   cuda::NormalizeScratch batch_scratch, naive_scratch;

@@ -62,6 +62,7 @@ for step in "${steps[@]}"; do
         [test_jpeg_ycbcr]='*'
         [test_gpu_jpeg]='*'
         [test_gpu_video]='*'
+        [test_pointwise_aos]='*'
         [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*:*ExactRatios*:*ChainsEnds*:*Unaligned*')
       pids=()
       for tool in memcheck racecheck initcheck synccheck; do
