@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build (the gpu preset, into build-gpu/), test, sanitize and benchmark on a machine with a CUDA GPU: the GPU
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
-#   tools/gpu_check.sh [build|test|sanitize|bench|jpeg]...   (no argument: the first four, in that order)
+#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg]...   (no argument: the first four, in that order)
+# matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
+# $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
 # OpenCV and NumPy.
 # A machine without CLI11, TBB or nlohmann-json (and without a network to install them) can be handed
@@ -96,12 +98,17 @@ for step in "${steps[@]}"; do
         --json "$OUT/bench.json" --trace "$OUT/bench_trace.json" 2> "$OUT/bench.log" | tee "$OUT/bench_table.txt" \
         || status=1
       ;;
+    matrix)
+      "$BUILD"/apps/imgpipe bench --matrix --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
+        --json "$OUT/matrix.json" > "$OUT/matrix.txt" 2> "$OUT/matrix.log" || status=1
+      sed -n '/^size and chain/,$p' "$OUT/matrix.txt"
+      ;;
     jpeg)
       python3 tools/jpeg_folder_bench.py --imgpipe "$BUILD"/apps/imgpipe --bench-jpeg "$BUILD"/bench/imgpipe_bench_jpeg \
         --files "${JPEG_FILES:-4000}" --json "$OUT/jpeg-folder.json" > "$OUT/jpeg-folder.txt" 2>&1 || status=1
       tail -6 "$OUT/jpeg-folder.txt"
       ;;
-    *) echo "unknown step '$step' (build, test, sanitize, bench, jpeg)"; exit 2 ;;
+    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, jpeg)"; exit 2 ;;
   esac
 done
 exit $status
