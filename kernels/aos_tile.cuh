@@ -42,29 +42,59 @@ inline std::pair<AosFrames, AosFramesOut> aos_batch(ConstAosView first_in, std::
           {first_out.data, first_out.pitch, out_frame_stride, first_out.extent}};
 }
 
-// Tile rows r = 0 .. kRows-1 hold frame row border_index(top + r) and the bytes of pixels left .. left +
-// kBytes / 3 - 1 of it (kBytes = 3 * pixels): row r's byte b at tile[r * kStride + b], whatever the frame row's
-// alignment, so that a word of the tile holds the same four byte positions in every row. Interior words come
-// from two aligned 32-bit loads and a funnel shift; every thread issues all of its loads before it stores any
-// (one memory latency per tile, not one per word). Only the pixels inside the frame are read, the words at the
-// ends of that span assembled from bytes; where the tile reaches past the frame's left or right edge
-// (block-uniform), its outside pixels are then copied within shared memory from the pixels the border rule
-// names, or read where the staged span lacks them. Called by all kThreads threads; the caller synchronises
-// before reading the tile.
+// Tile rows r = 0 .. kRows-1 hold frame row border_index(top + r), bytes origin .. origin + kBytes - 1 of it
+// (origin may be negative): row r's byte b at tile[r * kStride + b], whatever the frame row's alignment, so that
+// a word of the tile holds the same four byte positions in every row. Every thread issues all of its loads
+// before it stores any (one memory latency per tile, not one per word). Where the span lies inside the frame's
+// rows, starts 16-byte aligned in memory and kBytes is a multiple of 16, each load is one 16-byte vector: the
+// interior tiles of packed frames, since the callers' origins are multiples of 16 there. Otherwise interior words
+// come from two aligned 32-bit loads and a funnel shift, the words at the ends of the frame's span are assembled
+// from bytes, and bytes past the frame's left or right edge (block-uniform) are then copied within shared
+// memory from the bytes the border rule names, or read where the staged span lacks them. Called by all kThreads
+// threads; the caller synchronises before reading the tile.
 template <int kRows, int kBytes, int kStride, int kThreads>
 __device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, const std::uint8_t* frame, std::size_t pitch,
-                                               Extent e, int left, int top, BorderMode border) {
-  constexpr int kPixels = kBytes / 3;
-  constexpr int kWords = (kBytes + 3) / 4;
-  constexpr int kLoads = (kRows * kWords + kThreads - 1) / kThreads;
-  static_assert(4 * kWords <= kStride, "a tile row holds its words");
+                                               Extent e, int origin, int top, BorderMode border) {
+  static_assert(kStride % 4 == 0 && kBytes <= kStride, "a tile row holds its bytes in whole words");
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int row_bytes = 3 * e.width;
   const bool rows_inside = top >= 0 && top + kRows <= e.height;
-  const int first_pixel = max(left, 0), end_pixel = max(min(left + kPixels, e.width), first_pixel);
+  const int begin = max(origin, 0), end = max(min(origin + kBytes, row_bytes), begin);
   const auto row_of = [&](int r) {
     const int y = rows_inside ? top + r : border_index(top + r, e.height, border);
     return reinterpret_cast<std::uintptr_t>(frame) + static_cast<std::size_t>(y) * pitch;
   };
+  if constexpr (kBytes % 16 == 0) {
+    const bool vectors = begin == origin && end == origin + kBytes &&
+                         ((reinterpret_cast<std::uintptr_t>(frame) + origin) % 16 | pitch % 16) == 0;
+    if (vectors) {
+      constexpr int kVectors = kBytes / 16;
+      constexpr int kLoads = (kRows * kVectors + kThreads - 1) / kThreads;
+      uint4 vector[kLoads];
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int i = tid + j * kThreads;
+        if (i >= kRows * kVectors) break;
+        const int r = i / kVectors, v = i - r * kVectors;
+        vector[j] = __ldg(reinterpret_cast<const uint4*>(row_of(r) + origin) + v);
+      }
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int i = tid + j * kThreads;
+        if (i >= kRows * kVectors) break;
+        const int r = i / kVectors, v = i - r * kVectors;
+        std::uint32_t* words = reinterpret_cast<std::uint32_t*>(tile + r * kStride) + 4 * v;
+        if constexpr (kStride % 16 == 0) {
+          *reinterpret_cast<uint4*>(words) = vector[j];
+        } else {
+          words[0] = vector[j].x, words[1] = vector[j].y, words[2] = vector[j].z, words[3] = vector[j].w;
+        }
+      }
+      return;
+    }
+  }
+  constexpr int kWords = (kBytes + 3) / 4;
+  constexpr int kLoads = (kRows * kWords + kThreads - 1) / kThreads;
   std::uint32_t words[kLoads];
 #pragma unroll
   for (int j = 0; j < kLoads; ++j) {
@@ -73,18 +103,16 @@ __device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, const std::ui
     const int r = i / kWords, w = i - r * kWords;
     const std::uintptr_t row = row_of(r);
     // The tile's bytes 4w .. 4w + 3 (its byte 0 may lie outside the frame: only the address is formed).
-    const std::uintptr_t at = row + 3 * static_cast<std::ptrdiff_t>(left) + 4 * static_cast<unsigned>(w);
-    const std::uintptr_t begin = row + 3 * static_cast<std::size_t>(first_pixel);
-    const std::uintptr_t end = row + 3 * static_cast<std::size_t>(end_pixel);
+    const std::uintptr_t at = row + static_cast<std::ptrdiff_t>(origin) + 4 * static_cast<unsigned>(w);
     const std::uintptr_t aligned = at & ~std::uintptr_t{3};
-    if (aligned >= begin && aligned + 8 <= end) {
+    if (aligned >= row + begin && aligned + 8 <= row + end) {
       const unsigned* pair = reinterpret_cast<const unsigned*>(aligned);
       words[j] = __funnelshift_r(__ldg(pair), __ldg(pair + 1), 8 * static_cast<unsigned>(at & 3u));
     } else {
       std::uint32_t v = 0;
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
-        if (at + b >= begin && at + b < end) {
+        if (at + b >= row + begin && at + b < row + end) {
           v |= static_cast<std::uint32_t>(__ldg(reinterpret_cast<const std::uint8_t*>(at + b))) << (8 * b);
         }
       }
@@ -98,17 +126,18 @@ __device__ __forceinline__ void stage_aos_tile(std::uint8_t* tile, const std::ui
     const int r = i / kWords, w = i - r * kWords;
     reinterpret_cast<std::uint32_t*>(tile + r * kStride)[w] = words[j];
   }
-  if (first_pixel == left && end_pixel == left + kPixels) return;
-  __syncthreads();  // block-uniform: the staged span is complete before the border pixels copy from it
-  const int before = first_pixel - left, outside = before + (left + kPixels - end_pixel);
-  for (int i = tid; i < kRows * 3 * outside; i += kThreads) {
-    const int r = i / (3 * outside), k = i - r * 3 * outside, n = k / 3, c = k - 3 * n;
-    const int pixel = n < before ? left + n : end_pixel + (n - before);
-    const int source = border_index(pixel, e.width, border);
+  if (begin == origin && end == origin + kBytes) return;
+  __syncthreads();  // block-uniform: the staged span is complete before the border bytes copy from it
+  const int before = begin - origin, outside = before + (origin + kBytes - end);
+  for (int i = tid; i < kRows * outside; i += kThreads) {
+    const int r = i / outside, n = i - r * outside;
+    const int byte = n < before ? origin + n : end + (n - before);
+    const int pixel = byte >= 0 ? byte / 3 : -((2 - byte) / 3);
+    const int source = 3 * border_index(pixel, e.width, border) + (byte - 3 * pixel);
     std::uint8_t* row = tile + r * kStride;
-    row[3 * (pixel - left) + c] = source >= first_pixel && source < end_pixel
-                                      ? row[3 * (source - left) + c]
-                                      : __ldg(reinterpret_cast<const std::uint8_t*>(row_of(r)) + 3 * source + c);
+    row[byte - origin] = source >= begin && source < end
+                             ? row[source - origin]
+                             : __ldg(reinterpret_cast<const std::uint8_t*>(row_of(r)) + source);
   }
 }
 

@@ -277,21 +277,61 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // ---------------------------------------------------------------------------- interleaved, batched
 //
 // A block covers 64x32 output pixels of one frame (blockIdx.z) with 256 threads. The tile and its halo are
-// staged as words whose four bytes are the same positions in every row (stage_aos_tile). The separable filter
-// then runs its column pass first, on words: the taps are integers (ConstantTaps::unit), so one 32-bit
-// multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at most 255 times the taps' sum)
-// fit them. The row pass weighs those sums in 32 bits, each byte position a register of a 16-byte shared load,
-// and each thread stores four output bytes as one word. Integer sums make the order of the passes free: the
-// bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the same
-// shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
+// staged as words whose four bytes are the same positions in every row (stage_aos_tile), the halo rounded up to
+// 16 bytes a side so that the staged rows of packed frames start 16-byte aligned and load as vectors. The
+// separable filter then runs its column pass first, on words: the taps are integers (ConstantTaps::unit), so
+// one 32-bit multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at most 255 times the
+// taps' sum) fit them. The row pass weighs those sums in 32 bits, each byte position a register of a 16-byte
+// shared load, and each thread stores eight output bytes as one 8-byte word. Integer sums make the order of the passes
+// free: the bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the
+// same shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
 constexpr int kAosTileW = 64;
 constexpr int kAosTileH = 32;
 constexpr int kAosQuads = 3 * kAosTileW / 4;  // four-byte groups of an output row
 constexpr int kAosThreads = 256;
 constexpr int kColumnRows = 8;  // output rows of one column-pass item: each staged word is read once per item
 
-// The column sums' row stride, in positions: the staged row's words, four positions each.
-__host__ __device__ constexpr int tile_words_of(int radius) { return (3 * (kAosTileW + 2 * radius) + 3) / 4; }
+// Staged bytes each side of a tile row's 3 * kAosTileW output bytes: the taps' reach rounded up to 16.
+__host__ __device__ constexpr int aos_halo_bytes(int radius) { return (3 * radius + 15) / 16 * 16; }
+__host__ __device__ constexpr int aos_stride(int radius) { return 3 * kAosTileW + 2 * aos_halo_bytes(radius); }
+// The column pass keeps the sums of the staged words the row pass reads: from the one holding the first tap's
+// byte, kept at first_sum_word(r), to the one holding the last tap's.
+__host__ __device__ constexpr int first_sum_word(int radius) { return (aos_halo_bytes(radius) - 3 * radius) / 4; }
+__host__ __device__ constexpr int sum_words(int radius) {
+  return (aos_halo_bytes(radius) + 3 * kAosTileW + 3 * radius + 3) / 4 - first_sum_word(radius);
+}
+// Output byte 4q + c of a tile row weighs the sums at positions 4q + c + 3k + sum_lead(r) from the first kept one,
+// tap k = 0 .. 2r.
+__host__ __device__ constexpr int sum_lead(int radius) { return (aos_halo_bytes(radius) - 3 * radius) % 4; }
+
+// The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
+__host__ __device__ constexpr int aos_tile_bytes(int radius) { return (kAosTileH + 2 * radius) * aos_stride(radius); }
+__host__ __device__ constexpr int aos_shared_bytes(int radius) {
+  return aos_tile_bytes(radius) + kAosTileH * sum_words(radius) * 16;
+}
+
+// Stages the block's tile of frame blockIdx.z, halo included, and waits for it.
+template <int kRadius>
+__device__ __forceinline__ void stage_filter_tile(std::uint8_t* tile, const AosFrames& in, BorderMode border) {
+  constexpr int kHalo = aos_halo_bytes(kRadius);
+  stage_aos_tile<kAosTileH + 2 * kRadius, aos_stride(kRadius), aos_stride(kRadius), kAosThreads>(
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, 3 * kAosTileW * blockIdx.x - kHalo,
+      kAosTileH * blockIdx.y - kRadius, border);
+  __syncthreads();
+}
+
+// The column pass's sums for staged rows r0 .. r0 + kColumnRows + 2 * kRadius - 1 of kept word w, for every
+// (item, w) of the tile: `column(r0, w, tile_word)` stores them, tile_word(i) giving staged row r0 + i's word.
+template <int kRadius, class Column>
+__device__ __forceinline__ void for_column_items(const std::uint8_t* tile, Column&& column) {
+  constexpr int kWords = sum_words(kRadius);
+  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
+    const int r0 = item / kWords * kColumnRows, w = item % kWords;
+    const auto* first = reinterpret_cast<const std::uint32_t*>(tile + r0 * aos_stride(kRadius)) + first_sum_word(kRadius) + w;
+    column(r0, w, [&](int i) { return first[i * (aos_stride(kRadius) / 4)]; });
+  }
+  __syncthreads();
+}
 
 // The last pass's sum as a byte: round_shift >= 0 when the scale is 2^-round_shift (the Gaussian's 1/65536),
 // an integer rounding; else the float product, as the float kernels round it. Both equal saturate_round(sum *
@@ -301,83 +341,98 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int roun
   return saturate_round(__uint2float_rn(sum) * scale);
 }
 
-// Every output quad (four bytes of an output row) of the block's tile that lies in the frame, spread over the
-// block's threads: `quad(r, q)` gives the four bytes of tile row r, quad q, stored as one word where possible.
-template <class Quad>
-__device__ __forceinline__ void store_tile_quads(const AosFramesOut& out, int x0, int y0, Quad&& quad) {
+// Every output octet (eight bytes of an output row) of the block's tile that lies in the frame, spread over the
+// block's threads: `octet(r, p)` gives bytes 8p .. 8p + 7 of tile row r, stored as one 8-byte word where possible.
+constexpr int kAosOctets = 3 * kAosTileW / 8;
+template <class Octet>
+__device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet&& octet) {
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  for (int item = threadIdx.x; item < kAosQuads * kAosTileH; item += kAosThreads) {
-    const int r = item / kAosQuads, q = item % kAosQuads;
+  for (int item = threadIdx.x; item < kAosOctets * kAosTileH; item += kAosThreads) {
+    const int r = item / kAosOctets, p = item % kAosOctets;
     const int y = y0 + r;
-    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 8 * p;
     if (y >= out.extent.height || byte_x >= row_bytes) continue;
     std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
-    store_quad(row + byte_x, row + row_bytes, quad(r, q));
+    std::uint8_t* dst = row + byte_x;
+    const uint2 bytes = octet(r, p);
+    if ((reinterpret_cast<std::uintptr_t>(dst) & 7u) == 0 && byte_x + 8 <= row_bytes) {
+      *reinterpret_cast<uint2*>(dst) = bytes;
+    } else {
+      store_quad(dst, row + row_bytes, bytes.x);
+      if (byte_x + 4 < row_bytes) store_quad(dst + 4, row + row_bytes, bytes.y);
+    }
   }
 }
 
-// The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
-__host__ __device__ constexpr int aos_tile_bytes(int radius) { return (kAosTileH + 2 * radius) * 4 * tile_words_of(radius); }
-__host__ __device__ constexpr int aos_shared_bytes(int radius) {
-  return (aos_tile_bytes(radius) + 15) / 16 * 16 + kAosTileH * 4 * tile_words_of(radius) * 4;
+// The kGroups uint4 groups of column sums of tile row r from kept word w on, as 4 * kGroups positions.
+template <int kGroups, int kRowWords>
+__device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, std::uint32_t (&position)[4 * kGroups]) {
+#pragma unroll
+  for (int l = 0; l < kGroups; ++l) {
+    const uint4 group = sums[r * kRowWords + w + l];
+    position[4 * l] = group.x;
+    position[4 * l + 1] = group.y;
+    position[4 * l + 2] = group.z;
+    position[4 * l + 3] = group.w;
+  }
 }
 
-template <int kRadius>
+// kTopByte: the scale is 2^-16 and every sum plus 2^15 is below 2^24 (the Gaussian's integer taps, unit 256), so
+// an output byte is byte 2 of its sum started at 2^15, the four packed by byte permutes.
+template <int kRadius, bool kTopByte>
 __global__ void __launch_bounds__(kAosThreads)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
-  constexpr int kInRows = kAosTileH + 2 * kRadius;
-  constexpr int kWords = tile_words_of(kRadius);
-  constexpr int kStride = 4 * kWords;
+  constexpr int kWords = sum_words(kRadius);
+  constexpr int kLead = sum_lead(kRadius);
+  constexpr int kGroups = (kLead + 7 + 3 * (kTaps - 1)) / 4 + 1;  // sum groups one output octet reads
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + (aos_tile_bytes(kRadius) + 15) / 16;  // [kAosTileH][kWords] groups of four positions
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kInRows, 3 * (kAosTileW + 2 * kRadius), kStride, kAosThreads>(
-      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - kRadius, y0 - kRadius, border);
-  __syncthreads();
-  const int* taps = c_int_taps[slot];
-  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
-    const int r0 = item / kWords * kColumnRows, w = item % kWords;
+  uint4* sums = aos_shared + aos_tile_bytes(kRadius) / 16;  // [kAosTileH][kWords] groups of four positions
+  std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait
+#pragma unroll
+  for (int k = 0; k < kTaps; ++k) tap[k] = static_cast<std::uint32_t>(c_int_taps[slot][k]);
+  stage_filter_tile<kRadius>(tile, in, border);
+  for_column_items<kRadius>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t even[kColumnRows] = {}, odd[kColumnRows] = {};
 #pragma unroll
     for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
-      const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(tile + (r0 + i) * kStride)[w];
+      const std::uint32_t word = tile_word(i);
       const std::uint32_t e = even_lanes(word), o = odd_lanes(word);
 #pragma unroll
       for (int m = 0; m < kColumnRows; ++m) {
         const int k = i - m;
         if (k < 0 || k >= kTaps) continue;
-        even[m] += static_cast<std::uint32_t>(taps[k]) * e;
-        odd[m] += static_cast<std::uint32_t>(taps[k]) * o;
+        even[m] += tap[k] * e;
+        odd[m] += tap[k] * o;
       }
     }
 #pragma unroll
     for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kWords + w] = lane_positions(even[m], odd[m]);
-  }
-  __syncthreads();
-  store_tile_quads(out, x0, y0, [&](int r, int q) {
-    // Output byte c weighs positions c + 3k, k = 0 .. kTaps - 1, of the quad's sums onwards.
-    std::uint32_t sum[4] = {};
+  });
+  store_tile_octets(out, [&](int r, int p) {
+    std::uint32_t position[4 * kGroups];
+    sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
+    std::uint32_t sum[8];
 #pragma unroll
-    for (int l = 0; l < (3 * kTaps + 3) / 4; ++l) {
-      const uint4 group = sums[r * kWords + q + l];
-      const std::uint32_t position[4] = {group.x, group.y, group.z, group.w};
+    for (int c = 0; c < 8; ++c) {
+      sum[c] = kTopByte ? 1u << 15 : 0u;
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int offset = 4 * l + e - c;
-          if (offset >= 0 && offset % 3 == 0 && offset / 3 < kTaps) {
-            sum[c] += static_cast<std::uint32_t>(taps[offset / 3]) * position[e];
-          }
-        }
+      for (int k = 0; k < kTaps; ++k) sum[c] += tap[k] * position[kLead + c + 3 * k];
     }
-    std::uint32_t packed = 0;
+    if constexpr (kTopByte) {
+      const auto quad = [&](int c) {
+        return __byte_perm(__byte_perm(sum[c], sum[c + 1], 0x0062), __byte_perm(sum[c + 2], sum[c + 3], 0x0062), 0x5410);
+      };
+      return make_uint2(quad(0), quad(4));
+    } else {
+      std::uint32_t packed[2] = {};
 #pragma unroll
-    for (int c = 0; c < 4; ++c) packed |= scaled_byte(sum[c], round_shift, scale) << (8 * c);
-    return packed;
+      for (int c = 0; c < 8; ++c) packed[c / 4] |= scaled_byte(sum[c], round_shift, scale) << (8 * (c % 4));
+      return make_uint2(packed[0], packed[1]);
+    }
   });
 }
 
@@ -385,22 +440,18 @@ __global__ void __launch_bounds__(kAosThreads)
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
 __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
-  constexpr int kWords = tile_words_of(1);
-  constexpr int kStride = 4 * kWords;
+  constexpr int kWords = sum_words(1);
+  constexpr int kLead = sum_lead(1);
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + (aos_tile_bytes(1) + 15) / 16;
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kAosThreads>(
-      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - 1, y0 - 1, border);
-  __syncthreads();
+  uint4* sums = aos_shared + aos_tile_bytes(1) / 16;
+  stage_filter_tile<1>(tile, in, border);
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
-  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
-    const int r0 = item / kWords * kColumnRows, w = item % kWords;
+  for_column_items<1>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
 #pragma unroll
     for (int i = 0; i < kColumnRows + 2; ++i) {
-      const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(tile + (r0 + i) * kStride)[w];
+      const std::uint32_t word = tile_word(i);
       e[i] = even_lanes(word);
       o[i] = odd_lanes(word);
     }
@@ -412,27 +463,20 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
           make_uint4(__byte_perm(smooth_even, diff_even, 0x5410), __byte_perm(smooth_odd, diff_odd, 0x5410),
                      __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
-  }
-  __syncthreads();
-  store_tile_quads(out, x0, y0, [&](int r, int q) {
-    std::uint32_t position[12];  // the quad's positions 0 .. 9: pixels -1, 0 and +1 of its four bytes
+  });
+  store_tile_octets(out, [&](int r, int p) {
+    constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
+    std::uint32_t position[4 * kGroups];
+    sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
+    std::uint32_t packed[2] = {};
 #pragma unroll
-    for (int l = 0; l < 3; ++l) {
-      const uint4 group = sums[r * kWords + q + l];
-      position[4 * l] = group.x;
-      position[4 * l + 1] = group.y;
-      position[4 * l + 2] = group.z;
-      position[4 * l + 3] = group.w;
-    }
-    std::uint32_t packed = 0;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const std::uint32_t left = position[c], centre = position[c + 3], right = position[c + 6];
+    for (int c = 0; c < 8; ++c) {
+      const std::uint32_t left = position[kLead + c], centre = position[kLead + c + 3], right = position[kLead + c + 6];
       const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
       const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
-      packed |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * c);
+      packed[c / 4] |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * (c % 4));
     }
-    return packed;
+    return make_uint2(packed[0], packed[1]);
   });
 }
 
@@ -441,15 +485,14 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
 __global__ void __launch_bounds__(kAosThreads)
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias,
                          float scale) {
-  constexpr int kWords = tile_words_of(1);
-  constexpr int kStride = 4 * kWords;
-  __shared__ alignas(16) std::uint8_t tile[(kAosTileH + 2) * kStride];
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
-  stage_aos_tile<kAosTileH + 2, 3 * (kAosTileW + 2), kStride, kAosThreads>(
-      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, x0 - 1, y0 - 1, border);
-  __syncthreads();
+  constexpr int kStride = aos_stride(1);
+  constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
+  constexpr int kLead = sum_lead(1);
+  __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes(1)];
+  stage_filter_tile<1>(tile, in, border);
   const int* taps = c_int_taps[slot];
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
   // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
   constexpr int kRows = 4;
@@ -463,8 +506,9 @@ __global__ void __launch_bounds__(kAosThreads)
 #pragma unroll
     for (int i = 0; i < kRows + 2; ++i) {
       std::uint32_t w[3];
-      tile_words<3, kStride>(tile, r0 + i, q, w);
-      const std::uint32_t across[3] = {bytes_at<0>(w), bytes_at<3>(w), bytes_at<6>(w)};  // pixels -1, 0, +1
+      tile_words<3, kStride>(tile, r0 + i, kFirstWord + q, w);
+      // pixels -1, 0, +1 of the quad's four bytes
+      const std::uint32_t across[3] = {bytes_at<kLead>(w), bytes_at<kLead + 3>(w), bytes_at<kLead + 6>(w)};
 #pragma unroll
       for (int m = 0; m < kRows; ++m) {
         const int j = i - m;
@@ -658,10 +702,10 @@ struct SeparableAosKernel {
   int shared_bytes;
 };
 
-template <int... R>
+template <bool kTopByte, int... R>
 auto separable_aos_kernels(std::integer_sequence<int, R...>) {
   return std::array<SeparableAosKernel, sizeof...(R)>{
-      SeparableAosKernel{&separable_aos_kernel<R + 1>, aos_shared_bytes(R + 1)}...};
+      SeparableAosKernel{&separable_aos_kernel<R + 1, kTopByte>, aos_shared_bytes(R + 1)}...};
 }
 
 // Above 48 KiB a kernel's dynamic shared memory must be allowed first (radius 13 and up), on the current device.
@@ -701,8 +745,9 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   int exponent = 0;
   const bool power_of_two = std::frexp(scale, &exponent) == 0.5f && exponent <= 1 && exponent > -31;
   const int round_shift = power_of_two ? 1 - exponent : -1;
-  static const auto kernels = separable_aos_kernels(std::make_integer_sequence<int, kMaxRadius>{});
-  const SeparableAosKernel& k = kernels[taps.size() / 2 - 1];
+  static const auto kernels = separable_aos_kernels<false>(std::make_integer_sequence<int, kMaxRadius>{});
+  static const auto top_byte_kernels = separable_aos_kernels<true>(std::make_integer_sequence<int, kMaxRadius>{});
+  const SeparableAosKernel& k = (round_shift == 16 ? top_byte_kernels : kernels)[taps.size() / 2 - 1];
   allow_shared_bytes(k.kernel, k.shared_bytes);
   k.kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, k.shared_bytes, stream>>>(in, out, taps.slot(), round_shift,
                                                                                     scale, border);

@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
   const int left = kReverseX ? in.extent.width - x0 - kTile : x0;
   const int top = kReverseY ? in.extent.height - y0 - kTile : y0;
   stage_aos_tile<kTile, kAosTileBytes, kAosStride, kAosQuads * kRows>(
-      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, left, top, BorderMode::replicate);
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, 3 * left, top, BorderMode::replicate);
   __syncthreads();
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
