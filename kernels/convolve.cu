@@ -21,7 +21,6 @@
 
 #include "aos_tile.cuh"
 #include "cuda_check.hpp"
-#include "fixed_linear.cuh"
 #include "launch.cuh"
 #include "pixel.cuh"
 #include "tap_slots.hpp"
@@ -190,50 +189,6 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 2)
   filter_staged_tile<kRadius>(tile, rows, taps, scale, out.extent, x0, y0, [&](int r, int c, std::uint8_t v) {
     dst[offset(kOutStep * (x0 + c), y0 + r, out.pitch)] = v;
   });
-}
-
-// The exact fused resize + filter: one frame per block row of the grid's z. The tile is the resized frame's pixels
-// under the output tile and its halo, all three channels, each computed by OpenCV's fixed-point bilinear straight
-// from the interleaved input (the three bytes of a source pixel share their loads' sectors, and the columns' and
-// rows' coefficients are computed once per block). The halo's positions are mapped into the resized frame by the
-// filter's border rule first, as filtering the resized frame reads them. Then the separable filter as
-// separable_kernel's, channel by channel through one row-pass buffer, written into the interleaved output.
-template <int kRadius>
-__global__ void __launch_bounds__(kBlockX* kBlockY, 2)
-    resize_separable_exact_kernel(ConstAosView in, std::size_t in_stride, AosView out, std::size_t out_stride,
-                                  double2 scale, int slot, float filter_scale, BorderMode border) {
-  constexpr int kInRows = kTileH + 2 * kRadius;
-  constexpr int kInCols = kTileW + 2 * kRadius;
-  __shared__ std::uint8_t tiles[3][kInRows][kInCols];
-  __shared__ float rows[kInRows][kTileW];
-  __shared__ FixedTap col_taps[kInCols];
-  __shared__ FixedTap row_taps[kInRows];
-  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * kTileH;
-  const int tid = threadIdx.y * kBlockX + threadIdx.x;
-
-  for (int i = tid; i < kInCols; i += kBlockX * kBlockY) {
-    col_taps[i] = fixed_tap(border_index(x0 - kRadius + i, out.extent.width, border), scale.x, in.extent.width, true);
-  }
-  for (int i = tid; i < kInRows; i += kBlockX * kBlockY) {
-    row_taps[i] = fixed_tap(border_index(y0 - kRadius + i, out.extent.height, border), scale.y, in.extent.height, false);
-  }
-  __syncthreads();
-  const std::uint8_t* src = in.data + blockIdx.z * in_stride;
-  for (int r = threadIdx.y; r < kInRows; r += kBlockY)
-    for (int c = threadIdx.x; c < kInCols; c += kBlockX) {
-      const FixedTap tx = col_taps[c], ty = row_taps[r];
-#pragma unroll
-      for (int channel = 0; channel < 3; ++channel) tiles[channel][r][c] = fixed_bilinear(src + channel, in.pitch, 3, tx, ty);
-    }
-  __syncthreads();
-  std::uint8_t* dst = out.data + blockIdx.z * out_stride;
-  for (int channel = 0; channel < 3; ++channel) {
-    filter_staged_tile<kRadius>(tiles[channel], rows, c_taps[slot], filter_scale, out.extent, x0, y0,
-                                [&](int r, int c, std::uint8_t v) {
-                                  dst[offset(3 * (x0 + c) + channel, y0 + r, out.pitch)] = v;
-                                });
-    __syncthreads();  // the next channel's row pass overwrites `rows`
-  }
 }
 
 using Tile3x3 = std::uint8_t[kTileH + 2][kTileW + 2];
@@ -565,12 +520,6 @@ const auto& by_layout(const Table& table, const ConstFrameView& in, const FrameV
   return table[in.interleaved ? 1 : 0][out.interleaved ? 1 : 0];
 }
 
-using ResizeSeparableKernel = void (*)(ConstAosView, std::size_t, AosView, std::size_t, double2, int, float, BorderMode);
-template <int... R>
-std::array<ResizeSeparableKernel, sizeof...(R)> resize_separable_kernels(std::integer_sequence<int, R...>) {
-  return {&resize_separable_exact_kernel<R + 1>...};
-}
-
 dim3 tile_grid(Extent e) { return cover(e.width, e.height, dim3(kTileW, kTileH), 3); }
 
 void require_filter(Extent in, Extent out, const char* what) {
@@ -657,26 +606,6 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
   kernels[variant][taps.size() / 2 - 1]<<<tile_grid(in.extent), dim3(kBlockX, kBlockY), 0, stream>>>(
       in, out, taps.slot(), global_taps, taps.scale(), border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_kernel (variant)", stream);
-}
-
-void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
-                                std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
-                                cudaStream_t stream) {
-  require(first_in.extent.width > 0 && first_in.extent.height > 0 && first_out.extent.width > 0 &&
-              first_out.extent.height > 0,
-          "resize_separable_exact_aos: empty frame");
-  require(frames >= 1 && frames <= kMaxFramesPerLaunch,
-          "resize_separable_exact_aos: 1 to " + std::to_string(kMaxFramesPerLaunch) + " frames per launch");
-  require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
-          "resize_separable_exact_aos: odd tap count from 3 to " + std::to_string(kMaxTaps));
-  static const auto kernels = resize_separable_kernels(std::make_integer_sequence<int, kMaxRadius>{});
-  dim3 grid = cover(first_out.extent.width, first_out.extent.height, dim3(kTileW, kTileH));
-  grid.z = static_cast<unsigned>(frames);
-  kernels[taps.size() / 2 - 1]<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
-      first_in, in_frame_stride, first_out, out_frame_stride,
-      opencv_scale(first_in.extent.width, first_in.extent.height, first_out.extent.width, first_out.extent.height),
-      taps.slot(), taps.scale(), border);
-  IMGPIPE_CUDA_LAUNCH_CHECK("resize_separable_exact_kernel", stream);
 }
 
 namespace {

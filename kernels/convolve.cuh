@@ -77,15 +77,6 @@ enum class BorderPolicy { block_uniform, per_element };
 void separable_planes_variant(ConstPlanesView in, PlanesView out, const ConstantTaps& taps, const float* global_taps,
                               TapSource source, BorderPolicy policy, BorderMode border, cudaStream_t stream);
 
-// The exact fused resize + separable filter on interleaved frames, `frames` per launch (1 to
-// kMaxFramesPerLaunch): frame f read at first_in.data + f * in_frame_stride, written at first_out.data + f *
-// out_frame_stride (bytes). Each frame is resized to first_out.extent by OpenCV's fixed-point INTER_LINEAR
-// (fixed_linear.cuh), then filtered by `taps` (3 to kMaxTaps) with `border` on the resized frame: the bytes of
-// resize_linear_exact_* followed by separable_planes, with the resized frame never leaving the chip.
-void resize_separable_exact_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
-                                std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
-                                cudaStream_t stream);
-
 // The separable filter and the 3x3 filters on `frames` interleaved frames per launch (1 to kMaxFramesPerLaunch),
 // frame f at first_in.data + f * in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch
 // and alignment. A tile of 64x32 pixels and its halo comes into shared memory as whole words; with the taps as

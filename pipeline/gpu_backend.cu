@@ -5,8 +5,9 @@
 //              geometric ops, gray, normalize), those ops run on interleaved frames, ping-ponging between two
 //              interleaved buffers, a batch of frames per launch; otherwise one deinterleave into planes, every
 //              op on planes with the optimized kernels, ping-ponging between two plane buffers, one interleave
-//              at the end. A linear resize followed by gaussian or box at the head of the chain is one fused
-//              pass on the interleaved frame (its output is `out`, or the frame the rest starts from). Filter taps sit in
+//              at the end. A linear resize at the head of the chain, alone or followed by gaussian or box, is
+//              one fused pass on the interleaved frame at the fused kernel's exact ratios (its output is `out`,
+//              or the frame the rest starts from). Filter taps sit in
 //              __constant__ slots from construction on; textures are made when a plane buffer is
 //              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
 //              uploaded per frame.
@@ -382,54 +383,39 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
       op);
 }
 
-// A linear resize at the head of the chain, with the gaussian or box directly after it, or alone (one tap, at the
-// exact ratios): one pass on the interleaved frame, for one frame or a batch, its taps uploaded at plan time. fast:
-// resize_filter_aos (kernels/resize_filter.cuh), its taps in that kernel's constant bank. exact: the same kernel
-// with OpenCV's arithmetic where it takes the frames (exact ratios, one tap or a Gaussian of up to 9), else, for
-// a filter, resize_separable_exact_aos (kernels/convolve.cuh), OpenCV's arithmetic at every size, its taps in
-// the filters' bank.
+// A linear resize at the head of the chain, with the gaussian or box directly after it, or alone (one tap): one
+// pass of resize_filter_aos (kernels/resize_filter.cuh) on the interleaved frame, for one frame or a batch, its
+// taps in that kernel's constant bank, uploaded at plan time. Only at the fused kernel's exact ratios, where its
+// fast paths are: elsewhere the resize and the filter run as two batched interleaved stages, faster than the
+// kernel's general path (1920x1080 -> 1000x700 + gaussian=7:2 on the H200: 24.65 us per frame fused, 16 frames
+// per launch). fast: the chain's own weights in the kernel's own arithmetic; exact: OpenCV's (a Gaussian only,
+// whose taps are whole 1/256), which needs 16-byte aligned rows.
 struct FusedHead {
-  std::optional<cuda::ResizeFilterTaps> fused;  // fast, or exact at the exact ratios
-  std::optional<cuda::ConstantTaps> exact;      // exact at every size (a filter only)
+  cuda::ResizeFilterTaps taps;
   cuda::BorderMode border;
   int ksize;
   std::size_t ops;  // the chain's ops it covers: the resize, and the filter where there is one
 
-  // Whether it takes these sizes: the fast kernel refuses extreme horizontal downscales.
-  bool fits(Size in, Size resized) const {
-    return exact.has_value() || cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize);
-  }
+  // Whether it takes these sizes: the kernel refuses extreme horizontal downscales.
+  bool fits(Size in, Size resized) const { return cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize); }
 
-  // Whether it takes these frames (fits() holds for their sizes, and `at_exact_ratio` says whether they are at
-  // the fused kernel's exact ratios): OpenCV's arithmetic in the fused kernel needs aligned rows, and a lone
-  // resize has no other exact head.
+  // Whether it takes these frames: fits() holds for their sizes, and `at_exact_ratio` says whether they are at
+  // the kernel's exact ratios.
   bool takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio) const {
-    return fused_takes(in, in_size, frames, at_exact_ratio) || exact.has_value();
+    return at_exact_ratio && (taps.arithmetic() == cuda::ResizeFilterArithmetic::fast ||
+                              cuda::frame_rows_aligned(in, 3 * static_cast<std::size_t>(in_size.width),
+                                                       in_size.rgb_bytes(), frames, 16));
   }
 
   // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`; takes() holds.
-  void run(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio, std::uint8_t* out, Size resized,
+  void run(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, Size resized,
            cudaStream_t stream) const {
-    if (!fused_takes(in, in_size, frames, at_exact_ratio)) {
-      cuda::resize_separable_exact_aos(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
-                                       frames, *exact, border, stream);
-    } else if (frames == 1) {
-      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), *fused, border, stream);
+    if (frames == 1) {
+      cuda::resize_filter_aos(aos(in, in_size), aos(out, resized), taps, border, stream);
     } else {
       cuda::resize_filter_aos_batch(aos(in, in_size), in_size.rgb_bytes(), aos(out, resized), resized.rgb_bytes(),
-                                    frames, *fused, border, stream);
+                                    frames, taps, border, stream);
     }
-  }
-
- private:
-  // A lone resize only at the exact ratios: elsewhere the fused kernel's general path with one tap is slower than
-  // the texture unit's resize on planes (1280x720 -> 853x480 on the H200: 21.9 against 13.3 us per frame).
-  bool fused_takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio) const {
-    if (!fused) return false;
-    const bool exact_ratio_only = ops == 1 || fused->arithmetic() == cuda::ResizeFilterArithmetic::opencv;
-    return !exact_ratio_only ||
-           (at_exact_ratio && cuda::frame_rows_aligned(in, 3 * static_cast<std::size_t>(in_size.width),
-                                                       in_size.rgb_bytes(), frames, 16));
   }
 };
 
@@ -438,38 +424,34 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
   const auto* resize = std::get_if<Resize>(&chain.ops[0]);
   if (resize == nullptr || resize->interp != Interp::linear) return std::nullopt;
   const auto opencv = cuda::ResizeFilterArithmetic::opencv;
-  const auto head = [&](const auto& filter) -> std::optional<FusedHead> {
-    FusedHead head{std::nullopt, std::nullopt, border_of(filter.border), filter.ksize, 2};
-    if (arithmetic == Arithmetic::fast) {
-      head.fused.emplace(to_float(chain_weights(filter)));
-      return head;
-    }
-    const Weights w = weights_1d(filter);
-    head.exact.emplace(to_float(w.taps), static_cast<float>(w.scale));
-    // OpenCV's Gaussian taps are whole 1/256 (box taps are not), which the fused kernel's exact path needs.
-    if constexpr (std::is_same_v<std::decay_t<decltype(filter)>, Gaussian>) head.fused.emplace(to_float(w.taps), opencv);
-    return head;
-  };
   if (chain.ops.size() >= 2) {
-    if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) return head(*g);
-    if (const auto* b = std::get_if<Box>(&chain.ops[1])) return head(*b);
+    const auto head = [&](const auto& filter, std::vector<float> taps,
+                          cuda::ResizeFilterArithmetic kind) -> std::optional<FusedHead> {
+      return FusedHead{cuda::ResizeFilterTaps(std::move(taps), kind), border_of(filter.border), filter.ksize, 2};
+    };
+    if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) {
+      if (arithmetic == Arithmetic::fast) return head(*g, to_float(chain_weights(*g)), cuda::ResizeFilterArithmetic::fast);
+      return head(*g, to_float(weights_1d(*g).taps), opencv);
+    }
+    if (const auto* b = std::get_if<Box>(&chain.ops[1])) {
+      // OpenCV's box taps are not whole 1/256: in exact arithmetic the resize and the box run as stages.
+      if (arithmetic == Arithmetic::fast) return head(*b, to_float(chain_weights(*b)), cuda::ResizeFilterArithmetic::fast);
+      return std::nullopt;
+    }
   }
-  FusedHead alone{std::nullopt, std::nullopt, cuda::BorderMode::reflect101, 1, 1};
-  alone.fused.emplace(std::vector<float>{1.f}, arithmetic == Arithmetic::exact ? opencv : cuda::ResizeFilterArithmetic::fast);
-  return alone;
+  const auto kind = arithmetic == Arithmetic::exact ? opencv : cuda::ResizeFilterArithmetic::fast;
+  return FusedHead{cuda::ResizeFilterTaps(std::vector<float>{1.f}, kind), cuda::BorderMode::reflect101, 1, 1};
 }
 
 class OptimizedPlan {
  public:
   // One stage per op, each covering ops [first, first + count) of the chain. This is where stages fuse: a
-  // linear resize at the head of the chain, with a gaussian or box directly after it, is one pass of
-  // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input, replacing the
-  // deinterleave and both plane stages (and the interleave too when nothing follows); such a head stage
-  // writes `out`, or an AoS scratch frame that the deinterleave then starts from. A linear resize with no
-  // filter after it is such a pass too (one tap) at the exact ratios, where it is the whole chain or does not
-  // enlarge the frame (the deinterleave after it would otherwise read more than the resize saved). The fused kernel refuses
-  // extreme horizontal downscales, and takes OpenCV's arithmetic only at the exact ratios, so the plane
-  // stages stay planned as the fallback for those frames (FusedHead).
+  // linear resize at the head of the chain, with a gaussian or box directly after it or alone, is one pass of
+  // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input at that kernel's exact
+  // ratios (FusedHead); such a head writes `out`, or an interleaved scratch frame that the remaining stages
+  // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made
+  // after it would otherwise cost more than the resize saved). The stages stay planned for every frame the head
+  // does not take.
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
     for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
     batches_from_.assign(stages_.size() + 1, true);
@@ -484,11 +466,11 @@ class OptimizedPlan {
     }
     const Size resized = sizes_[head_->ops];
     if (stages_.size() == head_->ops) {
-      head_->run(in, in_size, 1, at_exact_ratio_, out, resized, stream);
+      head_->run(in, in_size, 1, out, resized, stream);
       return;
     }
     head_frames_.grow(resized.rgb_bytes());
-    head_->run(in, in_size, 1, at_exact_ratio_, head_frames_.data(), resized, stream);
+    head_->run(in, in_size, 1, head_frames_.data(), resized, stream);
     run_stages(head_frames_.data(), head_->ops, 1, out, stream);
   }
 
@@ -509,11 +491,11 @@ class OptimizedPlan {
       std::uint8_t* batch_out = out + frame_offset(out_size, first);
       if (head) {
         if (alone) {
-          head_->run(rest_in, in_size, count, at_exact_ratio_, batch_out, resized, stream);
+          head_->run(rest_in, in_size, count, batch_out, resized, stream);
           continue;
         }
         head_frames_.grow(resized.rgb_bytes() * static_cast<std::size_t>(count));
-        head_->run(rest_in, in_size, count, at_exact_ratio_, head_frames_.data(), resized, stream);
+        head_->run(rest_in, in_size, count, head_frames_.data(), resized, stream);
         rest_in = head_frames_.data();
       }
       run_stages(rest_in, first_stage, count, batch_out, stream);
