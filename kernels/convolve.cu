@@ -25,6 +25,7 @@
 #include "pixel.cuh"
 #include "tap_slots.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -697,6 +698,17 @@ void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   filter3x3_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, 0, stream>>>(
       in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
   IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
+}
+
+bool sobel_aos_fills_device(Extent extent, int frames) {
+  static const int resident = [] {
+    int per_sm = 0;
+    IMGPIPE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sobel_aos_kernel, kAosThreads, aos_shared_bytes(1)));
+    return std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
+  }();
+  const dim3 grid = aos_tile_grid(extent, frames);
+  return static_cast<long long>(grid.x) * grid.y * grid.z >= 2LL * resident;
 }
 
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
