@@ -31,7 +31,7 @@ struct BatchOptions {
   std::string decoder = "auto";   // JPEG decoding: auto | gpu | cpu
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu
   bool full_chroma = false;       // GPU JPEG encoding in 4:4:4 instead of 4:2:0
-  bool exact = false;             // GPU backends round as OpenCV does (Arithmetic::exact)
+  bool exact = true;              // GPU backends round as OpenCV does (Arithmetic::exact); --fast clears it
   bool timings = false;           // after the summary, where the time went (start-up, the job's stages, codecs)
 };
 

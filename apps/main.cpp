@@ -55,9 +55,10 @@ int list_backends() {
 // How the GPU engine holds frames and rounds, shared by batch and stream.
 void add_engine_options(CLI::App& command, std::string& memory, int& slots, const std::string& slots_default,
                         bool& exact) {
-  command.add_flag("--exact", exact,
-                   "GPU backends give the cpu backend's bytes for every op (OpenCV's 8-bit arithmetic); without it "
-                   "linear resize runs the fastest kernels, within one level of those bytes");
+  command.add_flag("--exact,!--fast", exact,
+                   "--exact (the default): GPU backends give the cpu backend's bytes for every op (OpenCV's 8-bit "
+                   "arithmetic); --fast: linear resize runs the fastest kernels instead, within one level of those bytes")
+      ->capture_default_str();
   command.add_option("--memory", memory, "GPU engine host buffers: pageable, pinned or managed (unified memory)")
       ->check(CLI::IsMember({"pageable", "pinned", "managed"}))
       ->capture_default_str();

@@ -38,7 +38,7 @@ struct StreamOptions {
                         // over them, NVDEC's stays on the first; a folder's videos each run on one, in turn
   int slots = 0;       // 0: kDefaultStreamSlots, or the frame writers + 2 for a folder output; as many per device
   int sharing_streams = 1;  // streams of a folder of videos running at once, whose frame writers share the cores
-  bool exact = false;  // GPU backends round as OpenCV does (Arithmetic::exact)
+  bool exact = true;  // GPU backends round as OpenCV does (Arithmetic::exact); --fast clears it
   bool timings = false;  // after the summary, the mean time a frame spent in each stage, and the GPU encoder's load
   std::uint64_t max_pixels = io::kDefaultMaxPixels;  // per frame: the input, and every frame the chain makes
 };

@@ -93,25 +93,34 @@ TEST_F(Cli, BatchWritesEveryImageAtTheChainSizeAndLeavesInputsAlone) {
             static_cast<std::ptrdiff_t>(before.size() + 2));  // the files and two folders, no temporaries
 }
 
-// --exact: every usable backend writes the same bytes (the GPU ones compute OpenCV's arithmetic, the cpu one is
-// OpenCV), and both commands that run chains take the flag.
-TEST_F(Cli, ExactGivesTheSameBytesOnEveryUsableBackend) {
+// Exact arithmetic is the default: every usable backend writes the same bytes with no flag and with --exact (the
+// GPU ones compute OpenCV's arithmetic, the cpu one is OpenCV); --fast is taken, and both commands that run
+// chains have both flags.
+TEST_F(Cli, EveryUsableBackendGivesTheSameBytesByDefault) {
   const fs::path in = make_input(dir.path());
   std::map<std::string, std::map<fs::path, std::vector<std::uint8_t>>> outputs;
   for (const BackendInfo& b : available_backends()) {
     if (!b.usable) continue;
     const std::string name(to_string(b.kind));
-    const fs::path out = dir.path() / ("out-" + name);
-    const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) +
-                                      " --ops 'resize=301x207,gaussian=5:1.0' --format ppm --exact --backend " + name);
-    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.output;
-    for (const auto& [path, bytes] : snapshot(out)) outputs[name][path.lexically_relative(out)] = bytes;
+    for (const std::string flag : {"", " --exact"}) {
+      const fs::path out = dir.path() / ("out-" + name + (flag.empty() ? "" : "-exact"));
+      const CommandResult run = imgpipe("batch " + quoted(in) + " " + quoted(out) +
+                                        " --ops 'resize=301x207,gaussian=5:1.0' --format ppm --backend " + name + flag);
+      ASSERT_EQ(run.exit_code, 0) << name << flag << ": " << run.output;
+      for (const auto& [path, bytes] : snapshot(out)) outputs[name + flag][path.lexically_relative(out)] = bytes;
+    }
+    const CommandResult fast = imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / ("out-" + name + "-fast")) +
+                                       " --ops 'resize=301x207,gaussian=5:1.0' --format ppm --fast --backend " + name);
+    EXPECT_EQ(fast.exit_code, 0) << name << " --fast: " << fast.output;
   }
   ASSERT_FALSE(outputs.empty());
   for (const auto& [name, files] : outputs) {
     EXPECT_EQ(files, outputs.begin()->second) << name << " against " << outputs.begin()->first;
   }
-  EXPECT_TRUE(contains(imgpipe("stream --help").output, "--exact"));
+  for (const char* command : {"batch --help", "stream --help"}) {
+    const std::string help = imgpipe(command).output;
+    EXPECT_TRUE(contains(help, "--exact") && contains(help, "--fast")) << command;
+  }
 }
 
 TEST_F(Cli, TimingsSayWhereTheTimeWent) {

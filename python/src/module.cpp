@@ -716,13 +716,13 @@ NB_MODULE(_imgpipe, m) {
 
   nb::class_<Pipeline>(m, "Pipeline", "An op chain planned once for a backend, run on frame after frame")
       .def(nb::init<const std::string&, const std::string&, int, bool, std::optional<int>>(), nb::arg("ops"),
-           nb::arg("backend") = "auto", nb::arg("slots") = 3, nb::kw_only(), nb::arg("exact") = false,
+           nb::arg("backend") = "auto", nb::arg("slots") = 3, nb::kw_only(), nb::arg("exact") = true,
            nb::arg("device") = nb::none(),
            "ops: the chain, as the command takes it, e.g. \"resize=1280x720,gaussian=5:1.0\". backend: auto "
            "(optimized with a CUDA device, else cpu), cpu, naive or optimized. slots: frames in flight when a "
-           "host batch runs through the engine. exact: the GPU backends give the cpu backend's (OpenCV's) bytes "
-           "for every op, as the command's --exact; otherwise linear resize runs the fastest kernels, within one "
-           "level of them. device: the CUDA device the GPU backends run host frames and run_folder on (as "
+           "host batch runs through the engine. exact (the default): the GPU backends give the cpu backend's "
+           "(OpenCV's) bytes for every op, as the command does; False (the command's --fast): linear resize runs "
+           "the fastest kernels, within one level of them. device: the CUDA device the GPU backends run host frames and run_folder on (as "
            "CUDA_VISIBLE_DEVICES numbers them; ValueError for one that is not there); None: the current device. "
            "Device arrays always run on their own device; the cpu backend ignores it.")
       .def_prop_ro("device", &Pipeline::device, "The CUDA device asked for, or None")

@@ -161,6 +161,11 @@ def photos_dir():
     return DATA / "ppm"
 
 
+def test_exact_is_the_default_and_fast_is_asked_for():
+    assert imgpipe.Pipeline("resize=301x199", backend="cpu").exact
+    assert not imgpipe.Pipeline("resize=301x199", backend="cpu", exact=False).exact
+
+
 # What exact=True promises, checked against OpenCV's Python module where it is installed: the same bytes as
 # OpenCV's own functions, on every backend.
 EXACT_CASES = {
