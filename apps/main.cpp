@@ -57,7 +57,8 @@ void add_engine_options(CLI::App& command, std::string& memory, int& slots, cons
                         bool& exact) {
   command.add_flag("--exact,!--fast", exact,
                    "--exact (the default): GPU backends give the cpu backend's bytes for every op (OpenCV's 8-bit "
-                   "arithmetic); --fast: linear resize runs the fastest kernels instead, within one level of those bytes")
+                   "arithmetic); --fast: linear resize runs the fastest kernels instead, within one level of those "
+                   "bytes")
       ->capture_default_str();
   command.add_option("--memory", memory, "GPU engine host buffers: pageable, pinned or managed (unified memory)")
       ->check(CLI::IsMember({"pageable", "pinned", "managed"}))

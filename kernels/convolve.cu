@@ -283,7 +283,8 @@ __device__ __forceinline__ void for_column_items(const std::uint8_t* tile, Colum
   constexpr int kWords = sum_words(kRadius);
   for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
     const int r0 = item / kWords * kColumnRows, w = item % kWords;
-    const auto* first = reinterpret_cast<const std::uint32_t*>(tile + r0 * aos_stride(kRadius)) + first_sum_word(kRadius) + w;
+    const auto* first =
+        reinterpret_cast<const std::uint32_t*>(tile + r0 * aos_stride(kRadius)) + first_sum_word(kRadius) + w;
     column(r0, w, [&](int i) { return first[i * (aos_stride(kRadius) / 4)]; });
   }
   __syncthreads();
@@ -380,7 +381,8 @@ __global__ void __launch_bounds__(kAosThreads)
     }
     if constexpr (kTopByte) {
       const auto quad = [&](int c) {
-        return __byte_perm(__byte_perm(sum[c], sum[c + 1], 0x0062), __byte_perm(sum[c + 2], sum[c + 3], 0x0062), 0x5410);
+        return __byte_perm(__byte_perm(sum[c], sum[c + 1], 0x0062), __byte_perm(sum[c + 2], sum[c + 3], 0x0062),
+                           0x5410);
       };
       return make_uint2(quad(0), quad(4));
     } else {

@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -392,10 +391,11 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
 // A linear resize at the head of the chain, with the gaussian or box directly after it, or alone (one tap): one
 // pass of resize_filter_aos (kernels/resize_filter.cuh) on the interleaved frame, for one frame or a batch, its
 // taps in that kernel's constant bank, uploaded at plan time. Only at the fused kernel's exact ratios, where its
-// fast paths are: elsewhere the resize and the filter run as two batched interleaved stages, faster than the
-// kernel's general path (1920x1080 -> 1000x700 + gaussian=7:2 on the H200: 24.65 us per frame fused, 16 frames
-// per launch). fast: the chain's own weights in the kernel's own arithmetic; exact: OpenCV's (a Gaussian only,
-// whose taps are whole 1/256), which needs 16-byte aligned rows.
+// fast paths are: elsewhere the resize and the filter run as two batched interleaved stages, which on the H200
+// beat the kernel's general path up to 1080p (1920x1080 -> 1000x700 + gaussian=7:2, 16 frames per launch: 10.76
+// against 24.63 us per frame) but not at 4K -> 2000x1400 (33.07 against 21.80; docs/performance.md). fast: the
+// chain's own weights in the kernel's own arithmetic; exact: OpenCV's (a Gaussian only, whose taps are whole
+// 1/256), which needs 16-byte aligned rows.
 struct FusedHead {
   cuda::ResizeFilterTaps taps;
   cuda::BorderMode border;
@@ -436,12 +436,16 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
       return FusedHead{cuda::ResizeFilterTaps(std::move(taps), kind), border_of(filter.border), filter.ksize, 2};
     };
     if (const auto* g = std::get_if<Gaussian>(&chain.ops[1])) {
-      if (arithmetic == Arithmetic::fast) return head(*g, to_float(chain_weights(*g)), cuda::ResizeFilterArithmetic::fast);
+      if (arithmetic == Arithmetic::fast) {
+        return head(*g, to_float(chain_weights(*g)), cuda::ResizeFilterArithmetic::fast);
+      }
       return head(*g, to_float(weights_1d(*g).taps), opencv);
     }
     if (const auto* b = std::get_if<Box>(&chain.ops[1])) {
       // OpenCV's box taps are not whole 1/256: in exact arithmetic the resize and the box run as stages.
-      if (arithmetic == Arithmetic::fast) return head(*b, to_float(chain_weights(*b)), cuda::ResizeFilterArithmetic::fast);
+      if (arithmetic == Arithmetic::fast) {
+        return head(*b, to_float(chain_weights(*b)), cuda::ResizeFilterArithmetic::fast);
+      }
       return std::nullopt;
     }
   }

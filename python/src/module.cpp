@@ -722,8 +722,9 @@ NB_MODULE(_imgpipe, m) {
            "(optimized with a CUDA device, else cpu), cpu, naive or optimized. slots: frames in flight when a "
            "host batch runs through the engine. exact (the default): the GPU backends give the cpu backend's "
            "(OpenCV's) bytes for every op, as the command does; False (the command's --fast): linear resize runs "
-           "the fastest kernels, within one level of them. device: the CUDA device the GPU backends run host frames and run_folder on (as "
-           "CUDA_VISIBLE_DEVICES numbers them; ValueError for one that is not there); None: the current device. "
+           "the fastest kernels, within one level of them. device: the CUDA device the GPU backends run host "
+           "frames and run_folder on (as CUDA_VISIBLE_DEVICES numbers them; ValueError for one that is not "
+           "there); None: the current device. "
            "Device arrays always run on their own device; the cpu backend ignores it.")
       .def_prop_ro("device", &Pipeline::device, "The CUDA device asked for, or None")
       .def_prop_ro("exact", &Pipeline::exact, "Whether the GPU backends resize exactly as OpenCV does")
