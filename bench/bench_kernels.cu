@@ -36,6 +36,7 @@
 #include <stdexcept>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,19 +48,29 @@ namespace gpu = imgpipe::cuda;
 
 constexpr const char* kUsage =
     "usage: imgpipe_bench_kernels [--repeats N] [--frames N] [--pool N] [--json FILE] [--no-chain] [--no-npp]\n"
-    "                             [--cases N]\n"
+    "                             [--cases N] [--case IN:OUT[:K[:SIGMA]]]...\n"
     "  --repeats N  timed runs per variant, median reported (default 7, at least 5)\n"
     "  --frames N   frames per timed run (default 128, at least 100)\n"
     "  --pool N     distinct input/output frame buffers rotated through (default 64, a multiple of 64)\n"
     "  --json FILE  also write every result as JSON\n"
     "  --no-chain   skip the DeviceChain variants\n"
     "  --no-npp     skip NPP\n"
-    "  --cases N    only the first N frame sizes of the fused chain (1: 1080p only; default 2)\n";
+    "  --cases N    only the first N frame sizes of the fused chain (1: 1080p only; default 2)\n"
+    "  --case IN:OUT[:K[:SIGMA]]\n"
+    "               a resize from IN to OUT (WxH) then a KxK Gaussian (default 5, sigma 1.0) in place of the\n"
+    "               default sizes; repeatable, e.g. --case 3840x2160:2000x1400:7:2\n";
 
 // Frames per launch of the batched rows. The launches of a batch never wrap around the pool, so its size is a
 // multiple of the largest; the largest batches show how much of a launch's time is fill and drain.
 constexpr int kBatches[] = {4, 8, 16, 32, 64};
 constexpr int kLargestBatch = kBatches[std::size(kBatches) - 1];
+
+// One size of the fused chain: resize `in` -> `out`, then a ksize x ksize Gaussian of `sigma`.
+struct Case {
+  Size in, out;
+  int ksize = 5;
+  double sigma = 1.0;
+};
 
 struct Options {
   int repeats = 7;
@@ -69,11 +80,41 @@ struct Options {
   bool chain = true;
   bool npp = true;
   int cases = 2;
+  std::vector<Case> chosen_cases;  // --case, in place of the first `cases` of the default ones
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "imgpipe_bench_kernels: %s\n%s", message.c_str(), kUsage);
   std::exit(2);
+}
+
+Case parse_case(std::string_view text) {
+  std::vector<std::string_view> fields;
+  for (std::size_t start = 0;;) {
+    const std::size_t colon = text.find(':', start);
+    fields.push_back(text.substr(start, colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  const auto in = fields.size() >= 2 ? parse_size(fields[0]) : std::nullopt;
+  const auto out = fields.size() >= 2 ? parse_size(fields[1]) : std::nullopt;
+  Case c{in.value_or(Size{}), out.value_or(Size{})};
+  bool ok = in && out && fields.size() <= 4;
+  if (ok && fields.size() >= 3) {
+    const auto [end, ec] = std::from_chars(fields[2].data(), fields[2].data() + fields[2].size(), c.ksize);
+    ok = ec == std::errc{} && end == fields[2].data() + fields[2].size() && c.ksize >= 3 && c.ksize % 2 == 1;
+  }
+  if (ok && fields.size() == 4) {
+    try {
+      std::size_t used = 0;
+      c.sigma = std::stod(std::string(fields[3]), &used);
+      ok = used == fields[3].size() && c.sigma > 0;
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok) usage_error("--case needs IN:OUT[:K[:SIGMA]] (WxH sizes, odd K >= 3, SIGMA > 0), got '" + std::string(text) + "'");
+  return c;
 }
 
 int parse_count(std::string_view flag, const char* text, int minimum) {
@@ -101,6 +142,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--no-chain") o.chain = false;
     else if (arg == "--no-npp") o.npp = false;
     else if (arg == "--cases") o.cases = parse_count(arg, value(), 1);
+    else if (arg == "--case") o.chosen_cases.push_back(parse_case(value()));
     else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -256,9 +298,10 @@ void bench_launches(Bench& bench, const FramePool& in, const FramePool& out, con
 }
 
 // The fused kernel the pipeline runs (resize_filter_aos).
-void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group) {
-  const gpu::ResizeFilterTaps taps(gaussian_taps(5, 1.0));
-  print_launch(in.size(), out.size(), 5);
+void bench_fused(Bench& bench, const FramePool& in, const FramePool& out, const std::string& group, int ksize,
+                 double sigma) {
+  const gpu::ResizeFilterTaps taps(gaussian_taps(ksize, sigma));
+  print_launch(in.size(), out.size(), ksize);
   bench_launches(bench, in, out, group, "fused", [&](int f, int batch) {
     gpu::resize_filter_aos_batch(in.const_view(f), in.frame_bytes(), out.view(f), out.frame_bytes(), batch, taps,
                                  gpu::BorderMode::reflect101, bench.stream());
@@ -366,20 +409,23 @@ int run(const Options& options) {
   Bench bench(options);
   const double ceiling = copy_ceiling_gbs(bench);
 
-  struct Case {
-    Size in, out;
-  };
-  const std::vector<Case> cases = {Case{{1920, 1080}, {1280, 720}}, Case{{3840, 2160}, {1920, 1080}}};
-  for (const Case& c : std::vector<Case>(cases.begin(), cases.begin() + std::min<std::size_t>(options.cases, cases.size()))) {
-    const std::string group = to_string(c.in) + "->" + to_string(c.out) + " g5";
+  std::vector<Case> cases = options.chosen_cases;
+  if (cases.empty()) {
+    const std::vector<Case> defaults = {Case{{1920, 1080}, {1280, 720}}, Case{{3840, 2160}, {1920, 1080}}};
+    cases.assign(defaults.begin(), defaults.begin() + std::min<std::size_t>(options.cases, defaults.size()));
+  }
+  for (const Case& c : cases) {
+    char gaussian[32];
+    std::snprintf(gaussian, sizeof gaussian, "gaussian=%d:%g", c.ksize, c.sigma);
+    const std::string group = to_string(c.in) + "->" + to_string(c.out) + " g" + std::to_string(c.ksize);
     const FramePool in(c.in, options.pool, 3, bench.stream());
     const FramePool out(c.out, options.pool, 4, bench.stream());
-    bench_fused(bench, in, out, group);
+    bench_fused(bench, in, out, group, c.ksize, c.sigma);
 #ifdef IMGPIPE_HAVE_NPP
-    if (options.npp) bench_npp(bench, in, out, group);
+    if (options.npp && c.ksize == 5) bench_npp(bench, in, out, group);  // NPP's 5x5 Gaussian has its own sigma
 #endif
     if (options.chain) {
-      bench_chain(bench, in, "resize=" + to_string(c.out) + ",gaussian=5:1.0", group, true);
+      bench_chain(bench, in, "resize=" + to_string(c.out) + "," + gaussian, group, true);
     }
   }
   if (options.chain) {

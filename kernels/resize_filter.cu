@@ -269,16 +269,21 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     if (y0 + y > y_last || b0 >= row_bytes) continue;
     const int src = y / kColRows * kOutBlockWords + y % kColRows * kOutRowWords + 4 * (item % kOutGroups);
     std::uint8_t* const d = out + static_cast<std::size_t>(y0 + y) * p.out_pitch + 3 * x0 + b0;
-    if (p.vec_out && b0 + 48 <= row_bytes) {
+    if (b0 + 48 <= row_bytes) {
       const uint4 r = *reinterpret_cast<const uint4*>(shared.out_planes + src);
       const uint4 g = *reinterpret_cast<const uint4*>(shared.out_planes + kOutPlaneWords + src);
       const uint4 b = *reinterpret_cast<const uint4*>(shared.out_planes + 2 * kOutPlaneWords + src);
-      uint4* const d16 = reinterpret_cast<uint4*>(d);
       const uint3 p0 = interleave_rgb(r.x, g.x, b.x), p1 = interleave_rgb(r.y, g.y, b.y);
       const uint3 p2 = interleave_rgb(r.z, g.z, b.z), p3 = interleave_rgb(r.w, g.w, b.w);
-      d16[0] = make_uint4(p0.x, p0.y, p0.z, p1.x);
-      d16[1] = make_uint4(p1.y, p1.z, p2.x, p2.y);
-      d16[2] = make_uint4(p2.z, p3.x, p3.y, p3.z);
+      if (p.vec_out) {
+        uint4* const d16 = reinterpret_cast<uint4*>(d);
+        d16[0] = make_uint4(p0.x, p0.y, p0.z, p1.x);
+        d16[1] = make_uint4(p1.y, p1.z, p2.x, p2.y);
+        d16[2] = make_uint4(p2.z, p3.x, p3.y, p3.z);
+      } else {
+        const unsigned words[12] = {p0.x, p0.y, p0.z, p1.x, p1.y, p1.z, p2.x, p2.y, p2.z, p3.x, p3.y, p3.z};
+        store_48_bytes(d, words);
+      }
     } else {
       const auto* const planes = reinterpret_cast<const std::uint8_t*>(shared.out_planes + src);
       for (int b = 0; b < min(48, row_bytes - b0); ++b) d[b] = planes[4 * kOutPlaneWords * (b % 3) + b / 3];

@@ -59,4 +59,32 @@ __device__ __forceinline__ uint3 interleave_rgb(unsigned r, unsigned g, unsigned
                     __byte_perm(b2r3b3, g, 0x2710));   // b2 r3 g3 b3
 }
 
+// 48 bytes, given as 12 little-endian words, to `d` at any alignment (step 5 on frames whose rows are not
+// 16-byte aligned): as 16-, 8- or 4-byte stores where `d` allows, else the aligned words inside the span,
+// shifted into place, and the bytes at its two ends one by one (the words around them belong to other threads).
+__device__ __forceinline__ void store_48_bytes(std::uint8_t* d, const unsigned (&w)[12]) {
+  const auto at = reinterpret_cast<std::uintptr_t>(d);
+  if (at % 16 == 0) {
+    auto* const d16 = reinterpret_cast<uint4*>(d);
+#pragma unroll
+    for (int i = 0; i < 3; ++i) d16[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  } else if (at % 8 == 0) {
+    auto* const d8 = reinterpret_cast<uint2*>(d);
+#pragma unroll
+    for (int i = 0; i < 6; ++i) d8[i] = make_uint2(w[2 * i], w[2 * i + 1]);
+  } else if (at % 4 == 0) {
+    auto* const d4 = reinterpret_cast<unsigned*>(d);
+#pragma unroll
+    for (int i = 0; i < 12; ++i) d4[i] = w[i];
+  } else {
+    const int lead = 4 - static_cast<int>(at % 4);  // bytes before the first aligned word
+    for (int b = 0; b < lead; ++b) d[b] = static_cast<std::uint8_t>(w[0] >> (8 * b));
+    auto* const d4 = reinterpret_cast<unsigned*>(d + lead);
+    const unsigned shift = 8 * static_cast<unsigned>(lead);
+#pragma unroll
+    for (int i = 0; i < 11; ++i) d4[i] = __funnelshift_r(w[i], w[i + 1], shift);
+    for (int b = lead; b < 4; ++b) d[44 + b] = static_cast<std::uint8_t>(w[11] >> (8 * b));
+  }
+}
+
 }  // namespace imgpipe::cuda::resize_filter

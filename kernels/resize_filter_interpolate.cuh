@@ -42,8 +42,20 @@ __device__ __forceinline__ uint2 lerp_rows(unsigned a, unsigned b, unsigned weig
   return make_uint2(__byte_perm(v0, v1, 0x6521), __byte_perm(v2, v3, 0x6521));
 }
 
-// Up to 16 bytes of a row that ends (or is misaligned) inside this chunk; missing bytes read as 0.
+// Up to 16 bytes of a row that ends (or is misaligned) inside this chunk; missing bytes read as 0. Where the
+// row goes on 3 bytes past the chunk, the aligned words around the chunk are read and shifted into place (a
+// frame whose rows are not 16-byte aligned takes that path for every chunk but a row's last): the words reach at
+// most 3 bytes past the chunk, still inside the row.
 __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int available) {
+  if (available >= kChunkBytes + 3) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const auto* const words = reinterpret_cast<const unsigned*>(at & ~std::uintptr_t{3});
+    const unsigned shift = 8 * static_cast<unsigned>(at & 3);
+    const unsigned w0 = __ldg(words), w1 = __ldg(words + 1), w2 = __ldg(words + 2), w3 = __ldg(words + 3);
+    const unsigned w4 = shift != 0 ? __ldg(words + 4) : 0u;
+    return make_uint4(__funnelshift_r(w0, w1, shift), __funnelshift_r(w1, w2, shift), __funnelshift_r(w2, w3, shift),
+                      __funnelshift_r(w3, w4, shift));
+  }
   unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
   for (int b = 0; b < kChunkBytes; ++b) {

@@ -5,12 +5,11 @@
 //              geometric ops, gray, normalize), those ops run on interleaved frames, ping-ponging between two
 //              interleaved buffers, a batch of frames per launch; otherwise one deinterleave into planes, every
 //              op on planes with the optimized kernels, ping-ponging between two plane buffers, one interleave
-//              at the end. A linear resize at the head of the chain, alone or followed by gaussian or box, is
-//              one fused pass on the interleaved frame at the fused kernel's exact ratios (its output is `out`,
-//              or the frame the rest starts from). Filter taps sit in
-//              __constant__ slots from construction on; textures are made when a plane buffer is
-//              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
-//              uploaded per frame.
+//              at the end. A linear resize at the head of the chain followed by gaussian or box, or alone at
+//              the fused kernel's exact ratios, is one fused pass on the interleaved frame (its output is `out`,
+//              or the frame the rest starts from; FusedHead says when). Filter taps sit in __constant__ slots
+//              from construction on; textures are made when a plane buffer is (re)allocated; buffers grow to the
+//              largest frame seen, so once warm nothing is allocated or uploaded per frame.
 #include "gpu_backend.hpp"
 
 #include "convolve.cuh"
@@ -390,12 +389,11 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
 
 // A linear resize at the head of the chain, with the gaussian or box directly after it, or alone (one tap): one
 // pass of resize_filter_aos (kernels/resize_filter.cuh) on the interleaved frame, for one frame or a batch, its
-// taps in that kernel's constant bank, uploaded at plan time. Only at the fused kernel's exact ratios, where its
-// fast paths are: elsewhere the resize and the filter run as two batched interleaved stages, which on the H200
-// beat the kernel's general path up to 1080p (1920x1080 -> 1000x700 + gaussian=7:2, 16 frames per launch: 10.76
-// against 24.63 us per frame) but not at 4K -> 2000x1400 (33.07 against 21.80; docs/performance.md). fast: the
-// chain's own weights in the kernel's own arithmetic; exact: OpenCV's (a Gaussian only, whose taps are whole
-// 1/256), which needs 16-byte aligned rows.
+// taps in that kernel's constant bank, uploaded at plan time. fast: the chain's own weights in the kernel's own
+// arithmetic, at every ratio for a resize and its filter (on the H200 the fused pass beat the two batched
+// interleaved stages at every size measured, docs/performance.md), at the exact ratios only for a lone resize.
+// exact: OpenCV's arithmetic (a Gaussian only, whose taps are whole 1/256), at the exact ratios only and on
+// 16-byte aligned rows; elsewhere the resize and the filter run as stages.
 struct FusedHead {
   cuda::ResizeFilterTaps taps;
   cuda::BorderMode border;
@@ -408,9 +406,9 @@ struct FusedHead {
   // Whether it takes these frames: fits() holds for their sizes, and `at_exact_ratio` says whether they are at
   // the kernel's exact ratios.
   bool takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio) const {
-    return at_exact_ratio && (taps.arithmetic() == cuda::ResizeFilterArithmetic::fast ||
-                              cuda::frame_rows_aligned(in, 3 * static_cast<std::size_t>(in_size.width),
-                                                       in_size.rgb_bytes(), frames, 16));
+    if (taps.arithmetic() == cuda::ResizeFilterArithmetic::fast) return at_exact_ratio || ops == 2;
+    return at_exact_ratio && cuda::frame_rows_aligned(in, 3 * static_cast<std::size_t>(in_size.width),
+                                                      in_size.rgb_bytes(), frames, 16);
   }
 
   // `frames` packed frames of `in_size` from `in` into packed frames of `resized` at `out`; takes() holds.
@@ -457,8 +455,8 @@ class OptimizedPlan {
  public:
   // One stage per op, each covering ops [first, first + count) of the chain. This is where stages fuse: a
   // linear resize at the head of the chain, with a gaussian or box directly after it or alone, is one pass of
-  // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input at that kernel's exact
-  // ratios (FusedHead); such a head writes `out`, or an interleaved scratch frame that the remaining stages
+  // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input where FusedHead takes
+  // the frames; such a head writes `out`, or an interleaved scratch frame that the remaining stages
   // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made
   // after it would otherwise cost more than the resize saved). The stages stay planned for every frame the head
   // does not take.

@@ -370,10 +370,11 @@ TEST(CliStream, RawFramesInGiveTheSameFramesOutInOrder) {
   const std::vector<std::uint8_t> out = testing::file_bytes(dir.path() / "out.rgb");
   const Size out_size = output_size(chain, size);
   ASSERT_EQ(out.size(), 7 * out_size.rgb_bytes());
-  // The backend --backend auto picks, frame by frame through the single-frame path.
+  // The backend --backend auto picks, in stream's default exact arithmetic, frame by frame through the
+  // single-frame path.
   bool gpu = false;
   for (const BackendInfo& b : available_backends()) gpu = gpu || (b.kind == BackendKind::optimized && b.usable);
-  auto backend = make_backend(gpu ? BackendKind::optimized : BackendKind::cpu);
+  auto backend = make_backend(gpu ? BackendKind::optimized : BackendKind::cpu, Arithmetic::exact);
   for (int i = 0; i < 7; ++i) {
     const Image expected = apply(*backend, chain, frames[i]);
     const auto first = out.begin() + static_cast<std::ptrdiff_t>(i * out_size.rgb_bytes());
