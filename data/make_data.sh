@@ -69,3 +69,19 @@ ffmpeg -loglevel error -y -i video/clip.hevc -vf "setpts='$vfr/TB',format=yuvj42
   -enc_time_base 1:1000 -c:v libx265 \
   -x265-params log-level=error:colorprim=bt709:transfer=bt709:colormatrix=bt709:range=full \
   -crf 28 -fflags +bitexact video/clip_vfr.mkv
+
+# clip_open_gop.hevc is clip.hevc's frames re-encoded by x265 in open GOPs (a CRA picture every 12 frames, each
+# with 3 leading RASL pictures shown before it) and cut before its second GOP, so that it starts at a CRA picture
+# whose leading pictures no decoder can show: FFmpeg shows 18 of its 21 pictures. clip_open_gop.mp4 is it muxed
+# as it is; the muxer's edit list also hides the CRA picture, so FFmpeg shows 17.
+ffmpeg -loglevel error -y -i video/clip.hevc -c:v libx265 \
+  -x265-params log-level=error:keyint=12:min-keyint=12:open-gop=1:bframes=3:b-adapt=0:scenecut=0:colorprim=bt709:transfer=bt709:colormatrix=bt709:range=full \
+  -crf 28 -f hevc video/open_gop_whole.hevc
+python3 - video/open_gop_whole.hevc video/clip_open_gop.hevc <<'PY'
+import sys
+stream = open(sys.argv[1], "rb").read()
+second_vps = stream.index(b"\x00\x00\x00\x01\x40\x01", 1)  # the second GOP's parameter sets, then its CRA picture
+open(sys.argv[2], "wb").write(stream[second_vps:])
+PY
+rm video/open_gop_whole.hevc
+ffmpeg -loglevel error -y -r 25 -i video/clip_open_gop.hevc -c copy -fflags +bitexact video/clip_open_gop.mp4

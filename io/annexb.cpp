@@ -84,6 +84,7 @@ bool AnnexBSplitter::take(const Nal& nal, std::size_t start, std::size_t end) {
   if (!is_vcl(nal.type)) return false;
   bool cut = false;
   if (nal.first_slice) {
+    if (!starts_at_idr_) starts_at_idr_ = is_idr(nal.type);
     if (is_idr(nal.type) && chunk_pictures_ > 0 && chunk_pictures_ >= min_pictures_) {
       cut = true;
       cut_ = access_unit_start_.value_or(start);
@@ -156,14 +157,15 @@ std::optional<StreamChunk> AnnexBSplitter::next() {
   return std::nullopt;
 }
 
-bool has_early_cut(std::istream& in, VideoCodec codec, std::uint64_t min_pictures, std::size_t max_bytes) {
+SplitProbe probe_split(std::istream& in, VideoCodec codec, std::uint64_t min_pictures, std::size_t max_bytes) {
   std::string start(max_bytes, '\0');
   in.read(start.data(), static_cast<std::streamsize>(max_bytes));
   start.resize(static_cast<std::size_t>(in.gcount()));
   std::istringstream prefix(start);
   AnnexBSplitter splitter(prefix, "the stream's start", codec, min_pictures);
   // Without a cut, the prefix is one chunk.
-  return splitter.next() && splitter.next();
+  const bool first = splitter.next().has_value();
+  return SplitProbe{first && splitter.next().has_value(), splitter.starts_at_idr()};
 }
 
 }  // namespace imgpipe::io

@@ -54,6 +54,10 @@ class AnnexBSplitter {
   // The next chunk, or nullopt once the stream is handed out; throws IoError when reading fails.
   std::optional<StreamChunk> next();
 
+  // Whether the stream's first picture, once next() has found it, is an IDR picture. One that is not (a CRA
+  // picture, say) may have leading pictures the decoder does not show.
+  bool starts_at_idr() const { return starts_at_idr_.value_or(false); }
+
  private:
   struct Nal {
     int type = -1;
@@ -93,11 +97,16 @@ class AnnexBSplitter {
   std::vector<std::vector<std::uint8_t>> pending_parameter_sets_;  // since the last slice
   std::vector<std::uint8_t> chunk_header_;  // the parameter sets known at the current chunk's cut
   bool ended_ = false;  // every chunk handed out
+  std::optional<bool> starts_at_idr_;  // set at the stream's first picture
 };
 
-// Whether the first `max_bytes` of `in` hold a cut that AnnexBSplitter(min_pictures) would make. A stream with
-// none so early (open GOPs, or a short stream) is better decoded on one decoder than split: its one chunk would
-// be held whole in memory before its decoding could start.
-bool has_early_cut(std::istream& in, VideoCodec codec, std::uint64_t min_pictures, std::size_t max_bytes);
+// What the first `max_bytes` of `in` say about cutting it with AnnexBSplitter(min_pictures).
+struct SplitProbe {
+  // They hold a cut. A stream with none so early (open GOPs, or a short stream) is better decoded on one decoder
+  // than split: its one chunk would be held whole in memory before its decoding could start.
+  bool early_cut = false;
+  bool starts_at_idr = false;  // AnnexBSplitter::starts_at_idr
+};
+SplitProbe probe_split(std::istream& in, VideoCodec codec, std::uint64_t min_pictures, std::size_t max_bytes);
 
 }  // namespace imgpipe::io

@@ -294,10 +294,13 @@ class Parser {
   Parser& operator=(const Parser&) = delete;
   ~Parser() { nvcuvid().api->cuvidDestroyVideoParser(parser_); }
 
-  void parse(const unsigned char* bytes, std::size_t size) {
+  // `whole_picture`: the bytes are exactly one picture (a frame or a field), which the parser then decodes
+  // before it returns, or skips.
+  void parse(const unsigned char* bytes, std::size_t size, bool whole_picture = false) {
     CUVIDSOURCEDATAPACKET packet{};
     packet.payload = bytes;
     packet.payload_size = size;
+    if (whole_picture) packet.flags = CUVID_PKT_ENDOFPICTURE;
     check_cuvid(nvcuvid().api->cuvidParseVideoData(parser_, &packet), "cuvidParseVideoData");
   }
 
@@ -350,8 +353,11 @@ void read_through_device(FrameReader& reader, FrameView frame, DeviceBuffer& scr
 // it. So at most one surface is held, the decoder never runs more than its surfaces ahead, and nothing is
 // copied twice. A container's packets are pictures, in decoding order: each decoded picture takes the time and
 // the discard flag of its packet, by its decode surface (the timestamps libnvcuvid's parser carries did not
-// stay with their pictures: docs/video.md), so a frame keeps its packet's time, and pictures the edit list does not show are decoded
-// (later ones may refer to them) but never handed out, as FFmpeg's decoders do.
+// stay with their pictures: docs/video.md), so a frame keeps its packet's time, and pictures the edit list does
+// not show are decoded (later ones may refer to them) but never handed out, as FFmpeg's decoders do. Each
+// packet is parsed as one whole picture, which the parser decodes before it returns or not at all: a packet
+// left undecoded (the leading pictures of an open GOP the stream starts at, which FFmpeg does not show either)
+// gives no picture, and the pictures after it keep their own packets.
 class NvdecReader final : public FrameReader {
  public:
   // `why_one_decoder`, when given, ends decoder()'s description: why the stream was not split.
@@ -534,7 +540,8 @@ class NvdecReader final : public FrameReader {
         const std::optional<BitstreamPiece> piece = bitstream_->next();
         if (!piece) break;
         if (pieces_are_pictures) packets_.push_back({piece->pts, piece->discard});
-        parser.parse(piece->bytes.data(), piece->bytes.size());
+        parser.parse(piece->bytes.data(), piece->bytes.size(), pieces_are_pictures);
+        if (pieces_are_pictures) packets_.clear();  // a packet the parser skipped
       }
       if (!stopping()) parser.end_of_stream();
     } catch (const IoError& e) {
@@ -586,7 +593,7 @@ class NvdecReader final : public FrameReader {
 };
 
 // The start of a stream looked at for a cut before it is split: a stream without one there is decoded on one
-// decoder (has_early_cut). Each chunk is held in host memory while it is decoded, so the splits that go ahead
+// decoder (probe_split). Each chunk is held in host memory while it is decoded, so the splits that go ahead
 // hold about a GOP per decoder.
 constexpr std::size_t kSplitProbeBytes = std::size_t{32} << 20;
 // Device memory all of a split stream's decoders may hold in decoded frames waiting for their turn, unless the
@@ -1115,11 +1122,17 @@ std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& 
     BitstreamBuffer start_buffer(*start);
     std::istream start_bytes(&start_buffer);
     start_bytes.exceptions(std::ios::badbit);
-    if (has_early_cut(start_bytes, bitstream->codec(), split.min_chunk_pictures, kSplitProbeBytes)) {
+    const SplitProbe probe = probe_split(start_bytes, bitstream->codec(), split.min_chunk_pictures, kSplitProbeBytes);
+    // A chunk is parsed whole, so its pictures are paired with their packets by count: a container stream that
+    // does not start at an IDR picture, whose leading pictures the parser may skip, is decoded on one decoder,
+    // which parses packet by packet.
+    if (probe.early_cut && (probe.starts_at_idr || !bitstream->pieces_are_pictures())) {
       return std::make_unique<SplitNvdecReader>(path, std::move(bitstream), split);
     }
-    one_decoder_because = ", one decoder: no IDR picture to cut the stream at after its first " +
-                          std::to_string(split.min_chunk_pictures) + " pictures (open GOPs, or a short stream)";
+    one_decoder_because = probe.early_cut
+                              ? std::string(", one decoder: the stream does not start at an IDR picture")
+                              : ", one decoder: no IDR picture to cut the stream at after its first " +
+                                    std::to_string(split.min_chunk_pictures) + " pictures (open GOPs, or a short stream)";
   }
   return std::make_unique<NvdecReader>(path, std::move(bitstream), one_decoder_because);
 }

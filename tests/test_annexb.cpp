@@ -160,7 +160,7 @@ TEST(AnnexBSplitter, ATruncatedStreamKeepsItsLastBytes) {
 TEST(AnnexBSplitter, TellsWhetherAStreamCanBeCutEarly) {
   auto early_cut = [](const std::string& stream, VideoCodec codec, std::uint64_t min_pictures, std::size_t bytes) {
     std::istringstream in(stream);
-    return io::has_early_cut(in, codec, min_pictures, bytes);
+    return io::probe_split(in, codec, min_pictures, bytes).early_cut;
   };
   const std::string h264 = file_bytes(kVideo / "clip.h264");
   EXPECT_TRUE(early_cut(h264, VideoCodec::h264, 1, 1 << 20));
@@ -171,6 +171,18 @@ TEST(AnnexBSplitter, TellsWhetherAStreamCanBeCutEarly) {
   EXPECT_TRUE(early_cut(three, VideoCodec::hevc, 1, hevc.size() + 4096));  // the second copy's IDR picture
   EXPECT_FALSE(early_cut(three, VideoCodec::hevc, 1, hevc.size() - 1));
   EXPECT_FALSE(early_cut("", VideoCodec::h264, 1, 1 << 20));
+}
+
+TEST(AnnexBSplitter, TellsWhetherAStreamStartsAtAnIdrPicture) {
+  auto starts_at_idr = [](const std::string& stream, VideoCodec codec) {
+    std::istringstream in(stream);
+    return io::probe_split(in, codec, 1, 1 << 20).starts_at_idr;
+  };
+  EXPECT_TRUE(starts_at_idr(file_bytes(kVideo / "clip.h264"), VideoCodec::h264));
+  EXPECT_TRUE(starts_at_idr(file_bytes(kVideo / "clip.hevc"), VideoCodec::hevc));
+  EXPECT_FALSE(starts_at_idr("", VideoCodec::h264));
+  // Cut at a CRA picture, the first of its open GOPs (data/make_data.sh).
+  EXPECT_FALSE(starts_at_idr(file_bytes(kVideo / "clip_open_gop.hevc"), VideoCodec::hevc));
 }
 
 }  // namespace

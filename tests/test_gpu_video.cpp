@@ -407,6 +407,31 @@ TEST(NvdecContainer, RemuxedMp4ShowsWhatFfmpegShows) {
   }
 }
 
+// clip_open_gop.mp4 starts at a CRA picture (data/make_data.sh): the parser skips the 3 leading pictures no
+// decoder can show, as FFmpeg's decoder does, and the muxer's edit list hides the CRA picture itself. FFmpeg shows
+// the other 17, the frames of the elementary stream but its first, each with its own packet's time: the pictures
+// after a skipped packet are not paired with it.
+TEST(NvdecContainer, AStreamThatStartsInAnOpenGopShowsWhatFfmpegShows) {
+  SKIP_WITHOUT_CONTAINERS_ON_NVDEC();
+  const std::unique_ptr<io::FrameReader> elementary = io::open_gpu_video_reader(video_file("clip_open_gop.hevc"));
+  const std::vector<Image> all = decode_on_device(*elementary);
+  ASSERT_EQ(all.size(), 18u);  // of 21 pictures
+  io::GpuVideoSplit split;
+  split.decoders = 3;
+  split.min_chunk_pictures = 1;
+  const std::unique_ptr<io::FrameReader> reader = io::open_gpu_video_reader(video_file("clip_open_gop.mp4"), split);
+  EXPECT_NE(reader->decoder().find("one decoder"), std::string::npos) << reader->decoder();
+  const TimedFrames shown = decode_timed(*reader);
+  expect_same_frames(shown.frames, std::vector<Image>(all.begin() + 1, all.end()));
+  // `ffprobe -show_entries frame=pts`, in 25ths of a second.
+  const std::vector<double> ffmpeg_times = {4, 3, 5, 2, 8, 7, 9, 6, 12, 11, 13, 10, 16, 15, 17, 14, 18};
+  ASSERT_EQ(shown.times.size(), ffmpeg_times.size());
+  for (std::size_t n = 0; n < shown.times.size(); ++n) {
+    ASSERT_TRUE(shown.times[n].has_value()) << "frame " << n;
+    EXPECT_NEAR(*shown.times[n], ffmpeg_times[n] / 25, 1e-9) << "frame " << n;
+  }
+}
+
 // clip_vfr.mkv: HEVC with B-frames at 25, then 12.5, then 50 frames/s (data/make_data.sh). Each frame comes
 // with the time it was made with, and the frames are those of the same bitstream read as an elementary stream.
 TEST(NvdecContainer, VariableRateMatroskaKeepsEachFramesTime) {
