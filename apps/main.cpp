@@ -186,9 +186,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
   stream_command->add_option("--output", stream.output,
-                             "Video file (.mp4, .avi, .mkv), - for raw rgb24 on stdout, or a folder (existing, or a "
-                             "name ending in /) for one image per frame, 000000.jpg on. Never the input file; an "
-                             "existing file is refused unless --overwrite is given")
+                             "Video file (.mp4, .mkv, .mov: each frame at its time where FFmpeg's libraries are built "
+                             "in; .avi), - for raw rgb24 on stdout, or a folder (existing, or a name ending in /) for "
+                             "one image per frame, 000000.jpg on. Never the input file; an existing file is refused "
+                             "unless --overwrite is given")
       ->required();
   stream_command->add_flag("--overwrite", stream.overwrite,
                            "Replace an existing output file (only once the new one is complete)");
@@ -196,8 +197,9 @@ int main(int argc, char** argv) {
   stream_command->add_option("--size", stream.size, "WxH of the raw input frames (--input -)");
   add_max_pixels_option(*stream_command, stream.max_pixels);
   stream_command->add_option("--fps", stream.fps,
-                             "Output frame rate for a video file, above 0 and at most " + std::to_string(kMaxFps) +
-                                 "; default: the rate the input declares, else 30");
+                             "Output frame rate for a video file (for frames without a time of their own), above 0 "
+                             "and at most " + std::to_string(kMaxFps) + "; default: the rate the input declares, "
+                             "else 30");
   stream_command->add_option("--timestamps", stream.timestamps,
                              "Also write each output frame's time, in ms, to this file (mkvmerge's timestamp format "
                              "v2): the input's own times where it has them (a container's), else 1/fps apart");

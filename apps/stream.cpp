@@ -275,7 +275,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                               {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, existing);
   };
   const std::string video_encoder =
-      raw_out || folder_out ? "" : ", encoded on the CPU (OpenCV; NVENC: " + [] {
+      raw_out || folder_out ? "" : ", encoded on the CPU (" + io::video_writer_description(options.output) + "; NVENC: " + [] {
         const std::string why = io::nvenc_unavailable();
         return why.empty() ? std::string("present, but imgpipe has no NVENC writer yet") : why;
       }() + ")";

@@ -73,7 +73,7 @@ class ResidentFrames final : public Source {
   }
   std::optional<Item> next() override {
     if (next_ == count_) return std::nullopt;
-    return Item{next_++, {}, {}, false};
+    return Item{next_++, {}, {}, false, std::nullopt};
   }
   std::vector<std::string> read(const Item&, const FrameAllocator& allocate) override {
     const FrameView slot = allocate(frames_.front().size());

@@ -3,6 +3,7 @@
 #include "file_bytes.hpp"
 #include "folder.hpp"
 #include "image_file.hpp"
+#include "video_encode.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -79,7 +80,7 @@ void RawFrameReader::read(FrameView frame) {
 
 RawFrameWriter::RawFrameWriter(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
 
-void RawFrameWriter::write(ConstFrameView frame) {
+void RawFrameWriter::write(ConstFrameView frame, std::optional<double>) {  // raw rgb24 carries no times
   const std::uint8_t* p = frame.data;
   std::size_t left = frame.size.rgb_bytes();
   while (left > 0) {
@@ -153,7 +154,7 @@ class VideoWriter final : public FrameWriter {
                           "for " + (ext.empty() ? std::string("this name") : ext) + ")");
     }
   }
-  void write(ConstFrameView frame) override {
+  void write(ConstFrameView frame, std::optional<double>) override {  // at `fps`: OpenCV takes no times
     if (frame.size != size_) {
       throw IoError(temporary_.destination(),
                     "frame of " + to_string(frame.size) + " in a video of " + to_string(size_));
@@ -208,7 +209,12 @@ std::optional<double> video_fps(const std::filesystem::path& path) {
 
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing) {
+  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing);
   return std::make_unique<VideoWriter>(path, size, fps, existing);
+}
+
+std::string video_writer_description(const std::filesystem::path& path) {
+  return writes_timed_video(path) ? timed_video_encoder() + ", each frame at its time" : "OpenCV";
 }
 
 #else
@@ -221,11 +227,28 @@ namespace {
 
 std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t) { no_video(path); }
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
-std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size, double, Existing) {
+std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
+                                               Existing existing) {
+  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing);
   no_video(path);
 }
 
+std::string video_writer_description(const std::filesystem::path& path) {
+  return writes_timed_video(path) ? timed_video_encoder() + ", each frame at its time" : "none in this build";
+}
+
 #endif
+
+std::string video_writers_description() {
+  const std::string timed = timed_video_encoder();
+  const std::string ffmpeg = ".mp4, .mkv and .mov by " + timed + ", each frame at its time";
+#ifdef IMGPIPE_HAVE_OPENCV
+  return timed.empty() || !writes_timed_video("video.mp4") ? "OpenCV, at one frame rate"
+                                                          : ffmpeg + "; .avi by OpenCV, at one frame rate";
+#else
+  return timed.empty() || !writes_timed_video("video.mp4") ? "none in this build" : ffmpeg + "; no other format";
+#endif
+}
 
 namespace {
 
@@ -233,9 +256,9 @@ class VideoWriterAtFirstFrame final : public FrameWriter {
  public:
   VideoWriterAtFirstFrame(std::filesystem::path path, double fps, Existing existing)
       : path_(std::move(path)), fps_(fps), existing_(existing) {}
-  void write(ConstFrameView frame) override {
+  void write(ConstFrameView frame, std::optional<double> time) override {
     if (!writer_) writer_ = open_video_writer(path_, frame.size, fps_, existing_);
-    writer_->write(frame);
+    writer_->write(frame, time);
   }
   void close() override {
     if (writer_) writer_->close();
@@ -281,8 +304,9 @@ std::optional<Item> FrameStreamSource::next() {
                           " has " + std::to_string(largest.pixels()) + " pixels, more than the limit of " +
                           std::to_string(max_pixels_));
   }
-  if (keep_frame_times_) frame_times_.push_back(reader_.frame_time());
-  return Item{frames_read_, frame, {}, false};
+  const std::optional<double> time = reader_.frame_time();
+  if (keep_frame_times_) frame_times_.push_back(time);
+  return Item{frames_read_, frame, {}, false, time};
 }
 
 std::string timestamps_v2(const std::vector<std::optional<double>>& times, std::uint64_t frames, double fps) {

@@ -46,7 +46,8 @@ class FrameReader {
 class FrameWriter {
  public:
   virtual ~FrameWriter() = default;
-  virtual void write(ConstFrameView frame) = 0;
+  // `time`: when the stream shows the frame, in seconds, where the reader knew it (FrameReader::frame_time).
+  virtual void write(ConstFrameView frame, std::optional<double> time) = 0;
   // Completes the output after the last frame; throws when it could not be completed. A file writer destroyed
   // without close() leaves nothing under its name.
   virtual void close() {}
@@ -85,7 +86,7 @@ class RawFrameReader final : public FrameReader {
 class RawFrameWriter final : public FrameWriter {
  public:
   RawFrameWriter(int fd, std::string name);
-  void write(ConstFrameView frame) override;
+  void write(ConstFrameView frame, std::optional<double> time) override;
 
  private:
   int fd_;
@@ -99,13 +100,20 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
                                                std::uint64_t max_pixels = kDefaultMaxPixels);
 // Frames per second the file declares, or nullopt when it declares none.
 std::optional<double> video_fps(const std::filesystem::path& path);
-// Writes frames of `size` at `fps` (constant frame rate) under a temporary name in the same folder; close()
-// checks that the finished file holds every frame, then renames it to `path` (never over an existing file
-// with Existing::keep). Any failure, at open, write or close, throws IoError naming `path` and the OS error
-// where there is one; nothing is left under `path` and the temporary is removed. The codec comes from the
-// extension (.mp4: mp4v, .avi: MJPG, .mkv: XVID).
+// Writes frames of `size` under a temporary name in the same folder, then renames it to `path` (never over an
+// existing file with Existing::keep). Any failure, at open, write or close, throws IoError naming `path` and the
+// OS error where there is one; nothing is left under `path` and the temporary is removed. An .mp4, .mkv or .mov
+// file in a build with FFmpeg's libraries keeps each frame's time (open_timed_video_writer, video_encode.hpp);
+// otherwise OpenCV writes it at `fps` (constant frame rate; .mp4: mp4v, .avi: MJPG, .mkv: XVID), and close()
+// checks that the finished file holds every frame.
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing);
+
+// What encodes a video file of this name on the CPU, for the summary: "OpenCV", or the FFmpeg encoder that
+// keeps each frame's time.
+std::string video_writer_description(const std::filesystem::path& path);
+// What encodes video files on the CPU, by extension, for `imgpipe backends`.
+std::string video_writers_description();
 
 // A video file opened at its first frame, once the chain's output size is known; otherwise open_video_writer's.
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
@@ -176,7 +184,7 @@ class ImageSequenceSink final : public Sink {
 class FrameStreamSink final : public Sink {
  public:
   explicit FrameStreamSink(FrameWriter& writer) : writer_(writer) {}
-  void write(const Item&, ConstFrameView frame) override { writer_.write(frame); }
+  void write(const Item& item, ConstFrameView frame) override { writer_.write(frame, item.time); }
   void close() override { writer_.close(); }
 
  private:

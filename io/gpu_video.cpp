@@ -1069,8 +1069,11 @@ namespace {
 
 std::string describe_nvenc() {
   const std::string why = nvenc_unavailable();
-  if (why.empty()) return "NVENC: present; imgpipe writes video files on the CPU (OpenCV), it has no NVENC writer yet";
-  return "NVENC: unavailable (" + why + "); video files are written on the CPU (OpenCV)";
+  if (why.empty()) {
+    return "NVENC: present, but imgpipe has no NVENC writer yet; video files are written on the CPU (" +
+           video_writers_description() + ")";
+  }
+  return "NVENC: unavailable (" + why + "); video files are written on the CPU (" + video_writers_description() + ")";
 }
 
 }  // namespace

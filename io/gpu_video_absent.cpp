@@ -17,7 +17,8 @@ std::string nvenc_unavailable() { return kNoNvdec; }
 
 std::vector<std::string> describe_gpu_video() {
   return {std::string("NVDEC: unavailable (") + kNoNvdec + ")",
-          std::string("NVENC: unavailable (") + kNoNvdec + "); video files are written on the CPU (OpenCV)"};
+          std::string("NVENC: unavailable (") + kNoNvdec + "); video files are written on the CPU (" +
+              video_writers_description() + ")"};
 }
 
 std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit&) {

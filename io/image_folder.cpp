@@ -115,7 +115,7 @@ ImageFolderSource::ImageFolderSource(const FolderPlan& plan, const Chain& chain,
 std::optional<Item> ImageFolderSource::next() {
   if (next_ == plan_.files.size()) return std::nullopt;
   const FilePlan& file = plan_.files[next_];
-  Item item{next_++, file.input, {}, file.skip};
+  Item item{next_++, file.input, {}, file.skip, std::nullopt};
   if (!file.refusal.empty()) item.refusal = "not processed: " + file.refusal;
   return item;
 }

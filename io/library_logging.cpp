@@ -1,6 +1,7 @@
 #include "library_logging.hpp"
 
 #include "video_demux.hpp"
+#include "video_encode.hpp"
 
 #include <cstdlib>
 
@@ -22,6 +23,7 @@ void set_library_logging(bool verbose) {
                                           : cv::utils::logging::LOG_LEVEL_SILENT);
 #endif
   set_demuxer_logging(verbose);
+  set_encoder_logging(verbose);
 }
 
 }  // namespace imgpipe::io

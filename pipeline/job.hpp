@@ -27,6 +27,7 @@ struct Item {
   std::string name;         // what messages call it: a path, or "clip.mp4: frame 12"
   std::string refusal;      // why it will not be processed (a failure the source knew in advance), or empty
   bool skip = false;        // not processed, and not a failure (its output exists and the job resumes)
+  std::optional<double> time;  // when a timed stream shows the frame, in seconds, where the source knows it
 };
 
 // Lends a frame of a size in an engine slot's device input (see FrameSlot::device_input).

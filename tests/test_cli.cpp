@@ -9,10 +9,12 @@
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
 #include "video_demux.hpp"
+#include "video_encode.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -317,6 +319,8 @@ TEST(CliInfo, BackendsListsEveryKindAndWhatAutoPicks) {
   const std::string no_nvenc = io::nvenc_unavailable();
   EXPECT_TRUE(contains(run.output, no_nvenc.empty() ? "NVENC: present" : "NVENC: unavailable (" + no_nvenc + ")"))
       << run.output;
+  EXPECT_TRUE(contains(run.output, "video files are written on the CPU (" + io::video_writers_description() + ")"))
+      << run.output;
 }
 
 TEST(CliInfo, VersionAndHelp) {
@@ -476,6 +480,36 @@ TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
   EXPECT_TRUE(contains(folder.output, "--timestamps names one file")) << folder.output;
 }
 
+// A video file output keeps the frames' times where the decoder has them (NVDEC on a container: clip_vfr.mkv's
+// 25, then 12.5, then 50 frames/s), else puts them 1/25 s apart, the rate the file declares.
+TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, at one rate";
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) {
+    GTEST_SKIP() << "no libavformat to read the output's times back: " << why;
+  }
+  if (!io::has_opencv_codecs() && !io::gpu_video_unavailable().empty()) {
+    GTEST_SKIP() << "no decoder here takes a Matroska file (no OpenCV, no NVDEC)";
+  }
+  TempDir dir;
+  const fs::path out = dir.path() / "out.mkv";
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(video_file("clip_vfr.mkv")) + " --output " + quoted(out) + " --ops flip=h");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, io::video_writer_description(out))) << run.output;
+  const bool own_times = io::gpu_video_unavailable().empty();
+  const std::unique_ptr<io::Bitstream> written = io::open_container(out);
+  std::vector<double> times;
+  while (const std::optional<io::BitstreamPiece> piece = written->next()) {
+    if (piece->pts && !piece->discard) times.push_back(static_cast<double>(*piece->pts) * written->seconds_per_tick());
+  }
+  std::sort(times.begin(), times.end());
+  ASSERT_EQ(times.size(), 30u);
+  for (int n = 0; n < 30; ++n) {
+    EXPECT_NEAR(times[n], own_times ? clip_vfr_made_at(n) : n * 0.04, 0.0005) << "frame " << n;
+  }
+}
+
 // An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else OpenCV's FFmpeg):
 // every frame out, in order, within 2 levels of FFmpeg's own RGB (two flips are the identity).
 TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
@@ -534,7 +568,8 @@ TEST(CliStream, AVideoFileOutputNamesItsEncoder) {
                                     quoted(dir.path() / "out.mp4") + " --ops flip=h");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const std::string no_nvenc = io::nvenc_unavailable();
-  EXPECT_TRUE(contains(run.output, "encoded on the CPU (OpenCV; NVENC: " +
+  EXPECT_TRUE(contains(run.output, "encoded on the CPU (" + io::video_writer_description(dir.path() / "out.mp4") +
+                                       "; NVENC: " +
                                        (no_nvenc.empty() ? "present, but imgpipe has no NVENC writer yet" : no_nvenc) +
                                        ")"))
       << run.output;

@@ -30,7 +30,7 @@ class VectorWriter final : public io::FrameWriter {
  public:
   explicit VectorWriter(std::chrono::milliseconds stall = {}, const VectorReader* reader = nullptr)
       : stall_(stall), reader_(reader) {}
-  void write(ConstFrameView frame) override {
+  void write(ConstFrameView frame, std::optional<double>) override {
     if (reader_) max_ahead_ = std::max(max_ahead_, reader_->read_count() - frames.size());
     std::this_thread::sleep_for(stall_);
     frames.emplace_back(frame.size, std::vector<std::uint8_t>(frame.data, frame.data + frame.size.rgb_bytes()));

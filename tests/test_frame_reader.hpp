@@ -52,7 +52,7 @@ class ReaderSource final : public Source {
   std::optional<Item> next() override {
     size_ = reader_.next_size();
     if (!size_) return std::nullopt;
-    return Item{index_, "frame " + std::to_string(index_), {}, false};
+    return Item{index_, "frame " + std::to_string(index_), {}, false, std::nullopt};
   }
   std::vector<std::string> read(const Item&, const FrameAllocator& allocate) override {
     reader_.read(allocate(*size_));

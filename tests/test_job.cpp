@@ -39,7 +39,7 @@ class TestSource final : public Source {
   std::optional<Item> next() override {
     if (next_ == static_cast<std::uint64_t>(count_)) return std::nullopt;
     ++nexts;
-    Item item{next_, "item " + std::to_string(next_), {}, false};
+    Item item{next_, "item " + std::to_string(next_), {}, false, std::nullopt};
     if (refuse.count(next_)) item.refusal = "refused on purpose";
     if (skip.count(next_)) item.skip = true;
     ++next_;
@@ -183,7 +183,7 @@ class JitterSource final : public Source {
   std::optional<Item> next() override {
     if (next_ == static_cast<std::uint64_t>(count_)) return std::nullopt;
     const std::uint64_t index = next_++;
-    return Item{index, "item " + std::to_string(index), {}, false};
+    return Item{index, "item " + std::to_string(index), {}, false, std::nullopt};
   }
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override {
     std::this_thread::sleep_for(std::chrono::microseconds(item.index * 7919 % 200));
@@ -385,7 +385,7 @@ class PlacementSource final : public Source {
   std::optional<Item> next() override {
     if (next_ == kItems) return std::nullopt;
     const std::uint64_t i = next_++;
-    return Item{i, "item " + std::to_string(i), {}, false};
+    return Item{i, "item " + std::to_string(i), {}, false, std::nullopt};
   }
   std::vector<std::string> read(const Item&, const FrameAllocator&) override {
     throw std::logic_error("an engine with device frames gets read_on_device");

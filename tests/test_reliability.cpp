@@ -515,7 +515,7 @@ using testing::VectorReader;
 
 class CountingWriter final : public io::FrameWriter {
  public:
-  void write(ConstFrameView) override { ++frames; }
+  void write(ConstFrameView, std::optional<double>) override { ++frames; }
   int frames = 0;
 };
 

@@ -105,7 +105,7 @@ class ArrayFrames final : public Source, public Sink {
   std::optional<Item> next() override {
     if (next_ == static_cast<std::uint64_t>(frames_)) return std::nullopt;
     const std::uint64_t index = next_++;
-    return Item{index, "frame " + std::to_string(index), {}, false};
+    return Item{index, "frame " + std::to_string(index), {}, false, std::nullopt};
   }
   std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override {
     const FrameView slot = allocate(in_size_);

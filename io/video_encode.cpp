@@ -1,0 +1,194 @@
+// Video files written through FFmpeg's libavformat and libavcodec: H.264 (libx264, else FFmpeg's own MPEG-4
+// Part 2 encoder) in MP4, Matroska or QuickTime, each frame at its own presentation time, so a variable frame
+// rate survives the stream.
+#include "video_encode.hpp"
+
+#include "file_bytes.hpp"
+#include "folder.hpp"
+#include "io_error.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/opt.h>
+#include <libswscale/swscale.h>
+}
+
+#include <cmath>
+#include <string>
+
+namespace imgpipe::io {
+namespace {
+
+// The MPEG clock: whole ticks for the usual frame rates and for milliseconds.
+constexpr AVRational kTimeBase{1, 90000};
+
+std::string av_error_text(int code) {
+  char text[AV_ERROR_MAX_STRING_SIZE] = {};
+  av_strerror(code, text, sizeof text);
+  return text;
+}
+
+const AVCodec* find_encoder() {
+  if (const AVCodec* x264 = avcodec_find_encoder_by_name("libx264")) return x264;
+  return avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+}
+
+bool is_x264(const AVCodec* codec) { return std::string(codec->name) == "libx264"; }
+
+struct OutputDeleter {
+  void operator()(AVFormatContext* output) const {
+    avio_closep(&output->pb);
+    avformat_free_context(output);
+  }
+};
+struct EncoderDeleter {
+  void operator()(AVCodecContext* encoder) const { avcodec_free_context(&encoder); }
+};
+struct FrameDeleter {
+  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
+};
+struct PacketDeleter {
+  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
+};
+struct ScalerDeleter {
+  void operator()(SwsContext* scaler) const { sws_freeContext(scaler); }
+};
+
+class LibavVideoWriter final : public FrameWriter {
+ public:
+  LibavVideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing)
+      : temporary_(path), size_(size), ticks_per_frame_(std::llround(kTimeBase.den / fps)), existing_(existing) {
+    const AVCodec* codec = find_encoder();
+    if (codec == nullptr) fail("this FFmpeg has neither libx264 nor its MPEG-4 encoder");
+    // 4:2:0 halves the chroma in both directions, so an odd width or height keeps full chroma (libx264's High
+    // 4:4:4; the MPEG-4 encoder has 4:2:0 only and refuses such a frame).
+    const bool even = size.width % 2 == 0 && size.height % 2 == 0;
+    const AVPixelFormat format = even || !is_x264(codec) ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV444P;
+
+    // The container from the destination's name; the bytes go to the temporary.
+    AVFormatContext* output = nullptr;
+    check(avformat_alloc_output_context2(&output, nullptr, nullptr, path.string().c_str()),
+          "no container format for this name");
+    output_.reset(output);
+    stream_ = avformat_new_stream(output_.get(), nullptr);
+    encoder_.reset(avcodec_alloc_context3(codec));
+    if (stream_ == nullptr || encoder_ == nullptr) fail("out of memory");
+    encoder_->width = size.width;
+    encoder_->height = size.height;
+    encoder_->pix_fmt = format;
+    encoder_->time_base = kTimeBase;
+    encoder_->framerate = av_d2q(fps, 1 << 20);
+    // libswscale's RGB -> YUV is BT.601 in limited range: say so in the stream.
+    encoder_->colorspace = AVCOL_SPC_SMPTE170M;
+    encoder_->color_range = AVCOL_RANGE_MPEG;
+    if ((output_->oformat->flags & AVFMT_GLOBALHEADER) != 0) encoder_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    if (is_x264(codec)) {
+      av_opt_set(encoder_->priv_data, "crf", "18", 0);  // visually lossless for most content
+      av_opt_set(encoder_->priv_data, "preset", "fast", 0);
+    } else {
+      encoder_->flags |= AV_CODEC_FLAG_QSCALE;
+      encoder_->global_quality = FF_QP2LAMBDA * 3;
+    }
+    check(avcodec_open2(encoder_.get(), codec, nullptr), std::string("cannot open the ") + codec->name + " encoder");
+    check(avcodec_parameters_from_context(stream_->codecpar, encoder_.get()), "encoder parameters");
+    stream_->time_base = kTimeBase;
+    check(avio_open(&output_->pb, temporary_.name().string().c_str(), AVIO_FLAG_WRITE),
+          "cannot open for writing as video (folder missing, no permission, or disk full)");
+    check(avformat_write_header(output_.get(), nullptr), "writing the video failed");
+
+    frame_.reset(av_frame_alloc());
+    packet_.reset(av_packet_alloc());
+    if (frame_ == nullptr || packet_ == nullptr) fail("out of memory");
+    frame_->format = format;
+    frame_->width = size.width;
+    frame_->height = size.height;
+    check(av_frame_get_buffer(frame_.get(), 0), "frame buffer");
+    to_yuv_.reset(sws_getContext(size.width, size.height, AV_PIX_FMT_RGB24, size.width, size.height, format,
+                                 SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr));
+    if (to_yuv_ == nullptr) fail("no RGB to YUV conversion for " + to_string(size));
+  }
+
+  void write(ConstFrameView frame, std::optional<double> time) override {
+    if (frame.size != size_) fail("frame of " + to_string(frame.size) + " in a video of " + to_string(size_));
+    check(av_frame_make_writable(frame_.get()), "frame buffer");
+    const std::uint8_t* const rgb[] = {frame.data};
+    const int rgb_stride[] = {3 * frame.size.width};
+    sws_scale(to_yuv_.get(), rgb, rgb_stride, 0, frame.size.height, frame_->data, frame_->linesize);
+    // Each frame at its own time; one without, or whose time does not come after the one before (the encoder
+    // needs rising times), a frame's length after the one before.
+    std::int64_t pts = frames_ == 0 ? 0 : last_pts_ + ticks_per_frame_;
+    if (time) {
+      const std::int64_t own = std::llround(*time * kTimeBase.den);
+      if (frames_ == 0 || own > last_pts_) pts = own;
+    }
+    frame_->pts = pts;
+    last_pts_ = pts;
+    encode(frame_.get());
+    ++frames_;
+  }
+
+  void close() override {
+    encode(nullptr);  // drains the frames the encoder holds back
+    check(av_write_trailer(output_.get()), "writing the video failed");
+    check(avio_closep(&output_->pb), "writing the video failed");
+    temporary_.commit(existing_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const { throw IoError(temporary_.destination(), why); }
+
+  void check(int code, const std::string& what) const {
+    if (code < 0) fail(what + ": " + av_error_text(code) + "; nothing was written under this name");
+  }
+
+  // Sends `frame` (nullptr: the end) and writes every packet the encoder has ready.
+  void encode(const AVFrame* frame) {
+    check(avcodec_send_frame(encoder_.get(), frame), "encoding frame " + std::to_string(frames_));
+    for (;;) {
+      const int received = avcodec_receive_packet(encoder_.get(), packet_.get());
+      if (received == AVERROR(EAGAIN) || received == AVERROR_EOF) return;
+      check(received, "encoding frame " + std::to_string(frames_));
+      // A frame lasts until the next one's time; the last one, 1 / fps (MP4's edit list ends there).
+      if (packet_->duration == 0) packet_->duration = ticks_per_frame_;
+      av_packet_rescale_ts(packet_.get(), encoder_->time_base, stream_->time_base);
+      packet_->stream_index = stream_->index;
+      check(av_interleaved_write_frame(output_.get(), packet_.get()), "writing the video failed");
+    }
+  }
+
+  TemporaryFile temporary_;
+  Size size_;
+  std::int64_t ticks_per_frame_;
+  Existing existing_;
+  std::unique_ptr<AVFormatContext, OutputDeleter> output_;
+  AVStream* stream_ = nullptr;  // output_'s
+  std::unique_ptr<AVCodecContext, EncoderDeleter> encoder_;
+  std::unique_ptr<AVFrame, FrameDeleter> frame_;
+  std::unique_ptr<AVPacket, PacketDeleter> packet_;
+  std::unique_ptr<SwsContext, ScalerDeleter> to_yuv_;
+  std::uint64_t frames_ = 0;
+  std::int64_t last_pts_ = 0;
+};
+
+}  // namespace
+
+bool writes_timed_video(const std::filesystem::path& path) {
+  const std::string ext = lowercase_extension(path);
+  return (ext == ".mp4" || ext == ".mkv" || ext == ".mov") && find_encoder() != nullptr;
+}
+
+std::string timed_video_encoder() {
+  const AVCodec* codec = find_encoder();
+  if (codec == nullptr) return "";
+  return is_x264(codec) ? "H.264 by libx264 through FFmpeg" : "MPEG-4 Part 2 by FFmpeg";
+}
+
+std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
+                                                     Existing existing) {
+  return std::make_unique<LibavVideoWriter>(path, size, fps, existing);
+}
+
+void set_encoder_logging(bool verbose) { av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET); }
+
+}  // namespace imgpipe::io
