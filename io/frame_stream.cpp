@@ -213,10 +213,6 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
   return std::make_unique<VideoWriter>(path, size, fps, existing);
 }
 
-std::string video_writer_description(const std::filesystem::path& path) {
-  return writes_timed_video(path) ? timed_video_encoder() + ", each frame at its time" : "OpenCV";
-}
-
 #else
 
 namespace {
@@ -233,21 +229,17 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
   no_video(path);
 }
 
+#endif
+
 std::string video_writer_description(const std::filesystem::path& path) {
-  return writes_timed_video(path) ? timed_video_encoder() + ", each frame at its time" : "none in this build";
+  if (writes_timed_video(path)) return timed_video_encoder() + ", each frame at its time";
+  return has_opencv_codecs() ? "OpenCV" : "none in this build";
 }
 
-#endif
-
 std::string video_writers_description() {
-  const std::string timed = timed_video_encoder();
-  const std::string ffmpeg = ".mp4, .mkv and .mov by " + timed + ", each frame at its time";
-#ifdef IMGPIPE_HAVE_OPENCV
-  return timed.empty() || !writes_timed_video("video.mp4") ? "OpenCV, at one frame rate"
-                                                          : ffmpeg + "; .avi by OpenCV, at one frame rate";
-#else
-  return timed.empty() || !writes_timed_video("video.mp4") ? "none in this build" : ffmpeg + "; no other format";
-#endif
+  const std::string opencv = has_opencv_codecs() ? "OpenCV, at one frame rate" : "none in this build";
+  if (!writes_timed_video("video.mp4")) return opencv;
+  return ".mp4, .mkv and .mov by " + timed_video_encoder() + ", each frame at its time; other names: " + opencv;
 }
 
 namespace {

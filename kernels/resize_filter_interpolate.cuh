@@ -45,7 +45,8 @@ __device__ __forceinline__ uint2 lerp_rows(unsigned a, unsigned b, unsigned weig
 // Up to 16 bytes of a row that ends (or is misaligned) inside this chunk; missing bytes read as 0. Where the
 // row goes on 3 bytes past the chunk, the aligned words around the chunk are read and shifted into place (a
 // frame whose rows are not 16-byte aligned takes that path for every chunk but a row's last): the words reach at
-// most 3 bytes past the chunk, still inside the row.
+// most 3 bytes past the chunk, still inside the row, and at most 3 before it, still inside the allocation
+// (which starts aligned).
 __device__ __forceinline__ uint4 load_partial(const std::uint8_t* p, int available) {
   if (available >= kChunkBytes + 3) {
     const auto at = reinterpret_cast<std::uintptr_t>(p);
