@@ -11,9 +11,10 @@
 #   mkdir -p .deps && cd .deps && apt-get download libcli11-dev libtbb-dev libtbb12 libtbbmalloc2 \
 #     libtbbbind-2-5 libhwloc15 nlohmann-json3-dev libffmpeg-nvenc-dev \
 #     && for f in *.deb; do dpkg -x "$f" prefix; done && rm *.deb
-# and carried along; this script then points CMake and the loader at it. For containers on NVDEC, also unpack
-# libavformat-dev, libavcodec-dev and libavutil-dev there, and copy beside them the shared libraries
-# libavformat.so.59 needs (`ldd`; Debian's FFmpeg 5.1 pulls in about 160 MB of codec libraries).
+# and carried along; this script then points CMake and the loader at it. For containers on NVDEC and video
+# files that keep each frame's time, also unpack libavformat-dev, libavcodec-dev, libavutil-dev and
+# libswscale-dev there, and copy beside them the shared libraries libavformat.so.59 and libswscale.so.6 need
+# (`ldd`; Debian's FFmpeg 5.1 pulls in about 170 MB of codec libraries, 49 MB as an xz tarball).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
