@@ -274,11 +274,12 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     io::write_file_atomically(options.timestamps,
                               {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, existing);
   };
-  const std::string video_encoder =
-      raw_out || folder_out ? "" : ", encoded on the CPU (" + io::video_writer_description(options.output) + "; NVENC: " + [] {
-        const std::string why = io::nvenc_unavailable();
-        return why.empty() ? std::string("present, but imgpipe has no NVENC writer yet") : why;
-      }() + ")";
+  std::string video_encoder;
+  if (!raw_out && !folder_out) {  // asking for NVENC opens an encode session: only for a video file
+    const std::string no_nvenc = io::nvenc_unavailable();
+    video_encoder = ", encoded on the CPU (" + io::video_writer_description(options.output) + "; NVENC: " +
+                    (no_nvenc.empty() ? "present, but imgpipe has no NVENC writer yet" : no_nvenc) + ")";
+  }
   auto summary = [&](const char* ending) {
     char text[768];
     std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s",

@@ -217,7 +217,8 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
 
 namespace {
 [[noreturn]] void no_video(const std::filesystem::path& path) {
-  throw IoError(path, "video files need a build with OpenCV; this build streams raw rgb24 only (--input - / --output -)");
+  throw IoError(path, "this video file needs a build with OpenCV (this one takes raw rgb24, --input - / --output -, "
+                      "NVDEC's streams, and FFmpeg's .mp4, .mkv and .mov outputs where built in)");
 }
 }  // namespace
 

@@ -46,11 +46,13 @@ std::vector<Image> moving_photo(Size size, int frames) {
   return out;
 }
 
-void write_video(const fs::path& path, const std::vector<Image>& frames, const std::vector<std::optional<double>>& times,
-                 double fps) {
+void write_video(const fs::path& path, const std::vector<Image>& frames,
+                 const std::vector<std::optional<double>>& times, double fps) {
   const std::unique_ptr<io::FrameWriter> writer =
       io::open_timed_video_writer(path, frames.front().size(), fps, io::Existing::keep);
-  for (std::size_t f = 0; f < frames.size(); ++f) writer->write(ConstFrameView(frames[f].data(), frames[f].size()), times[f]);
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    writer->write(ConstFrameView(frames[f].data(), frames[f].size()), times[f]);
+  }
   writer->close();
 }
 
