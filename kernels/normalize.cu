@@ -133,12 +133,7 @@ template <bool kWords>
 __global__ void range_planes_kernel(PlanesSource in, int width, unsigned groups_per_row, unsigned long long groups,
                                     unsigned* range) {
   ChannelRange r;
-  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < groups;
-       i += stride) {
-    const unsigned g = static_cast<unsigned>(i);  // groups < 2^32
-    const int y = static_cast<int>(g / groups_per_row);
-    const int x = static_cast<int>(g - static_cast<unsigned>(y) * groups_per_row) * kPointwisePixels;
+  for_each_pixel_group(groups_per_row, groups, [&](int x, int y) {
     if (kWords && x + kPointwisePixels <= width) {
       uchar4 p[3];
       in.load4(x, y, p);
@@ -156,7 +151,7 @@ __global__ void range_planes_kernel(PlanesSource in, int width, unsigned groups_
         r.add(packed, packed);
       }
     }
-  }
+  });
   fold_block(r, range);
 }
 

@@ -30,6 +30,20 @@ namespace imgpipe::cuda {
 
 constexpr int kPointwisePixels = 4;
 
+// Calls visit(x, y) for each group of kPointwisePixels pixels of a frame, x its first column: `groups` (< 2^32)
+// of them laid row by row, `groups_per_row` to a row, spread over the grid's threads.
+template <class Visit>
+__device__ __forceinline__ void for_each_pixel_group(unsigned groups_per_row, unsigned long long groups,
+                                                     Visit visit) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < groups;
+       i += stride) {
+    const unsigned g = static_cast<unsigned>(i);
+    const int y = static_cast<int>(g / groups_per_row);
+    visit(static_cast<int>(g - static_cast<unsigned>(y) * groups_per_row) * kPointwisePixels, y);
+  }
+}
+
 // Op: `__device__ F prepare(int frame) const`, run once per thread and frame of a batch (it may read that
 // frame's parameters from device memory), returns F with `__device__ void operator()(std::uint8_t& r,
 // std::uint8_t& g, std::uint8_t& b) const`, run once per pixel.
@@ -37,12 +51,7 @@ template <class Op, bool kWords, class Source, class Target>
 __global__ void pointwise_kernel(Source in, Target out, int width, unsigned groups_per_row, unsigned long long groups,
                                  Op op) {
   const auto f = op.prepare(0);
-  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < groups;
-       i += stride) {
-    const unsigned g = static_cast<unsigned>(i);  // groups < 2^32
-    const int y = static_cast<int>(g / groups_per_row);
-    const int x = static_cast<int>(g - static_cast<unsigned>(y) * groups_per_row) * kPointwisePixels;
+  for_each_pixel_group(groups_per_row, groups, [&](int x, int y) {
     if (kWords && x + kPointwisePixels <= width) {
       uchar4 p[3];
       in.load4(x, y, p);
@@ -61,7 +70,7 @@ __global__ void pointwise_kernel(Source in, Target out, int width, unsigned grou
         *out.at(x + k, y, 2) = b;
       }
     }
-  }
+  });
 }
 
 template <class Op, bool kWords, class Source, class Target>

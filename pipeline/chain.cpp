@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace imgpipe {
@@ -234,6 +235,89 @@ Size largest_frame(const Chain& chain, Size in) {
     if (in.pixels() > largest.pixels()) largest = in;
   }
   return largest;
+}
+
+namespace {
+
+// A transpose, rotation or flip as the signed permutation that takes a pixel's offset from the frame's centre
+// (x right, y down) to its offset in the output: (x, y) -> (xx x + xy y, yx x + yy y).
+struct Orientation {
+  int xx = 1, xy = 0, yx = 0, yy = 1;
+  bool operator==(const Orientation&) const = default;
+};
+
+// `first`, then `second`.
+Orientation then(Orientation first, Orientation second) {
+  return {second.xx * first.xx + second.xy * first.yx, second.xx * first.xy + second.xy * first.yy,
+          second.yx * first.xx + second.yy * first.yx, second.yx * first.xy + second.yy * first.yy};
+}
+
+// The orientation a geometric op applies; nullopt for every other op.
+std::optional<Orientation> orientation_of(const Op& op) {
+  if (std::holds_alternative<Transpose>(op)) return Orientation{0, 1, 1, 0};
+  if (const auto* r = std::get_if<Rotate>(&op)) {
+    switch (r->degrees) {  // clockwise, with y pointing down
+      case 90: return Orientation{0, -1, 1, 0};
+      case 180: return Orientation{-1, 0, 0, -1};
+      case 270: return Orientation{0, 1, -1, 0};
+    }
+  }
+  if (const auto* f = std::get_if<Flip>(&op)) {
+    return f->axis == Flip::Axis::horizontal ? Orientation{-1, 0, 0, 1} : Orientation{1, 0, 0, -1};
+  }
+  return std::nullopt;
+}
+
+// The fewest ops that apply `o`.
+void append_ops(Orientation o, std::vector<Op>& ops) {
+  if (o == Orientation{}) return;
+  for (const Op op : {Op{Transpose{}}, Op{Rotate{90}}, Op{Rotate{180}}, Op{Rotate{270}},
+                      Op{Flip{Flip::Axis::horizontal}}, Op{Flip{Flip::Axis::vertical}}}) {
+    if (orientation_of(op) == o) {
+      ops.push_back(op);
+      return;
+    }
+  }
+  ops.push_back(Transpose{});  // the transpose across the other diagonal
+  ops.push_back(Rotate{180});
+}
+
+// Whether `op` gives the same frame before a reorientation as after it (reoriented). Listed op by op, so a new
+// op must take a side here.
+bool commutes_with_reorientation(const Op& op) {
+  return std::visit(Overloaded{
+                        [](const Resize&) { return false; },
+                        [](const Gaussian&) { return true; },
+                        [](const Box&) { return true; },
+                        [](const Sharpen&) { return true; },
+                        [](const Sobel&) { return true; },  // |Gx| + |Gy|: a reorientation swaps or negates them
+                        [](const Transpose&) { return false; },
+                        [](const Rotate&) { return false; },
+                        [](const Flip&) { return false; },
+                        [](const Gray&) { return true; },
+                        [](const Normalize&) { return true; },
+                    },
+                    op);
+}
+
+}  // namespace
+
+Chain merge_reorientations(const Chain& chain) {
+  Chain merged;
+  Orientation pending;  // the stretch's reorientations so far, composed
+  for (const Op& op : chain.ops) {
+    if (const auto o = orientation_of(op)) {
+      pending = then(pending, *o);
+      continue;
+    }
+    if (!commutes_with_reorientation(op)) {
+      append_ops(pending, merged.ops);
+      pending = {};
+    }
+    merged.ops.push_back(op);
+  }
+  append_ops(pending, merged.ops);
+  return merged;
 }
 
 std::vector<double> gaussian_weights(int ksize, double sigma) {

@@ -1,15 +1,17 @@
 // The GPU backends: a chain planned once for the device (taps uploaded, kernels chosen), then run on
 // device-resident frames, frame after frame, on the caller's stream.
 //   naive:     every op on the interleaved frame with the naive kernels, ping-ponging between two AoS buffers.
-//   optimized: where every op from some point of the chain on has an interleaved kernel (the filters, the
-//              geometric ops, gray, normalize), those ops run on interleaved frames, ping-ponging between two
-//              interleaved buffers, a batch of frames per launch; otherwise one deinterleave into planes, every
-//              op on planes with the optimized kernels, ping-ponging between two plane buffers, one interleave
-//              at the end. A linear resize at the head of the chain followed by gaussian or box, or alone at
-//              the fused kernel's exact ratios, is one fused pass on the interleaved frame (its output is `out`,
-//              or the frame the rest starts from; FusedHead says when). Filter taps sit in __constant__ slots
-//              from construction on; textures are made when a plane buffer is (re)allocated; buffers grow to the
-//              largest frame seen, so once warm nothing is allocated or uploaded per frame.
+//   optimized: the chain's transposes, rotations and flips merged first, one per stretch between resizes
+//              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved
+//              kernel (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames,
+//              ping-ponging between two interleaved buffers, a batch of frames per launch; otherwise one
+//              deinterleave into planes, every op on planes with the optimized kernels, ping-ponging between two
+//              plane buffers, one interleave at the end. A linear resize at the head of the chain followed by
+//              gaussian or box, or alone at the fused kernel's exact ratios, is one fused pass on the interleaved
+//              frame (its output is `out`, or the frame the rest starts from; FusedHead says when). Filter taps
+//              sit in __constant__ slots from construction on; textures are made when a plane buffer is
+//              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
+//              uploaded per frame.
 #include "gpu_backend.hpp"
 
 #include "convolve.cuh"
@@ -460,8 +462,13 @@ class OptimizedPlan {
   // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made
   // after it would otherwise cost more than the resize saved). The stages stay planned for every frame the head
   // does not take.
-  OptimizedPlan(const Chain& chain, Arithmetic arithmetic) : chain_(chain), head_(fused_head(chain, arithmetic)) {
-    for (std::size_t i = 0; i < chain.ops.size(); ++i) stages_.push_back({make_stage(chain.ops[i], arithmetic), i, 1});
+  // The plan is made for the chain with its reorientations merged (merge_reorientations): the same frames,
+  // fewer passes, and a resize that a flip or turn kept from its filter fuses with it.
+  OptimizedPlan(const Chain& chain, Arithmetic arithmetic)
+      : chain_(merge_reorientations(chain)), head_(fused_head(chain_, arithmetic)) {
+    for (std::size_t i = 0; i < chain_.ops.size(); ++i) {
+      stages_.push_back({make_stage(chain_.ops[i], arithmetic), i, 1});
+    }
     batches_from_.assign(stages_.size() + 1, true);
     for (std::size_t p = stages_.size(); p-- > 0;) batches_from_[p] = batches_from_[p + 1] && batches(stages_[p].stage);
   }

@@ -1,8 +1,13 @@
 #include "chain.hpp"
+#include "opencv_exact.hpp"
+#include "reference.hpp"
+#include "test_images.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace imgpipe {
 namespace {
@@ -96,6 +101,63 @@ TEST(GaussianWeights, MatchOpenCvGetGaussianKernel) {
   double sum = 0;
   for (double v : gaussian_weights(31, 0)) sum += v;
   EXPECT_NEAR(sum, 1.0, 1e-12);
+}
+
+TEST(MergeReorientations, ComposesEachStretchsTurnsAndFlipsIntoOneAtItsEnd) {
+  const auto merged = [](const char* text) { return to_string(merge_reorientations(parse_chain(text))); };
+  EXPECT_EQ(merged("rotate=90,flip=h,sharpen"), "sharpen,transpose");
+  EXPECT_EQ(merged("rotate=90,rotate=90"), "rotate=180");
+  EXPECT_EQ(merged("flip=h,flip=v"), "rotate=180");
+  EXPECT_EQ(merged("transpose,rotate=90"), "flip=h");
+  EXPECT_EQ(merged("flip=h,gray,flip=h"), "gray");
+  EXPECT_EQ(merged("rotate=90,rotate=270"), "");
+  EXPECT_EQ(merged("rotate=90,flip=v,sobel"), "sobel,transpose,rotate=180");  // the other diagonal: two ops
+  // A resize is a wall: what is before it stays before it.
+  EXPECT_EQ(merged("rotate=90,gaussian=5:1,resize=64x48,flip=v,box=3,rotate=180,normalize"),
+            "gaussian=5:1,rotate=90,resize=64x48,box=3,normalize,flip=h");
+  EXPECT_EQ(merged("transpose,resize=64x48:nearest,transpose"), "transpose,resize=64x48:nearest,transpose");
+  EXPECT_EQ(merged("resize=64x48,gaussian=5:1"), "resize=64x48,gaussian=5:1");
+}
+
+// Every sequence of up to three transposes, rotations and flips moves each pixel where its merged form does.
+TEST(MergeReorientations, EveryCompositionMovesThePixelsAsTheChainDoes) {
+  const std::vector<std::string> ops = {"transpose", "rotate=90", "rotate=180", "rotate=270", "flip=h", "flip=v"};
+  std::vector<std::string> chains;
+  for (const std::string& a : ops) {
+    chains.push_back(a);
+    for (const std::string& b : ops) {
+      chains.push_back(a + "," + b);
+      for (const std::string& c : ops) chains.push_back(a + "," + b + "," + c);
+    }
+  }
+  const Image image = testing::random_image({5, 3}, 17);
+  for (const std::string& text : chains) {
+    const Chain chain = parse_chain(text);
+    const Chain merged = merge_reorientations(chain);
+    EXPECT_LE(merged.ops.size(), std::min<std::size_t>(chain.ops.size(), 2)) << text;
+    const Image expected = reference::apply(chain, image), actual = reference::apply(merged, image);
+    ASSERT_EQ(actual.size(), expected.size()) << text << " merged to " << to_string(merged);
+    EXPECT_EQ(testing::max_abs_diff(actual, expected), 0) << text << " merged to " << to_string(merged);
+  }
+}
+
+// The filters and point ops a reorientation moves past give OpenCV's bytes either way (opencv_exact's models,
+// proved equal to OpenCV by test_opencv_exact), on the photographs and odd sizes, with both borders.
+TEST(MergeReorientations, TheFiltersAndPointOpsItMovesPastGiveTheSameBytes) {
+  std::vector<testing::NamedImage> images = testing::photos();
+  std::uint32_t seed = 3;
+  for (const Size size : testing::odd_sizes()) images.push_back({to_string(size), testing::synthetic_image(size, seed++)});
+  for (const char* text :
+       {"rotate=90,flip=h,sharpen", "transpose,gaussian=5:1.0,rotate=270", "flip=v,box=5:replicate,flip=h",
+        "rotate=90,flip=v,sobel", "transpose,sobel=replicate", "rotate=270,gaussian=7:2.0:replicate,gray",
+        "flip=h,normalize,transpose,sharpen=replicate", "rotate=180,box=3,gaussian=3,flip=v"}) {
+    const Chain chain = parse_chain(text);
+    const Chain merged = merge_reorientations(chain);
+    for (const testing::NamedImage& sample : images) {
+      EXPECT_EQ(testing::max_abs_diff(opencv_exact::apply(merged, sample.image), opencv_exact::apply(chain, sample.image)), 0)
+          << text << " merged to " << to_string(merged) << ", on " << sample.name;
+    }
+  }
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ std::vector<ChainCase> chain_cases() {
       // Two interpolating ops: each may be off by one, and the filter averages the resize's error, so 2.
       // The optimized path runs these heads as one fused pass: alone, and followed by plane stages.
       {"resize_then_gaussian", [dims](Size s) { return "resize=" + dims(s.width * 2 / 3, s.height * 2 / 3) + ",gaussian=5:1.0"; }, 2},
+      // The optimized path moves the flip past the Gaussian (merge_reorientations) and fuses the resize with it.
+      {"resize_flip_gaussian",
+       [dims](Size s) { return "resize=" + dims(s.width * 3 / 4, s.height / 2) + ",flip=v,gaussian=5:1.0,rotate=90"; }, 2},
       {"resize_box_then_geometry",
        [dims](Size s) { return "resize=" + dims(s.width / 2, s.height * 3 / 4) + ",box=3:replicate,transpose,flip=h"; }, 2},
   };

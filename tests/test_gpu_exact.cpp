@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,22 @@ TEST_P(GpuExactTest, ExactRatiosAloneAndWithAFilter) {
          {three_halves, half, widened, three_halves + ",gaussian=5:1.0", half + ",gaussian=9:replicate",
           widened + ",gaussian=3", three_halves + ",gaussian=7:2.0,flip=h", half + ",transpose",
           three_halves + ",box=3"}) {
+      expect_exact(chain, sample);
+    }
+  }
+}
+
+// The optimized path merges a stretch's transposes, rotations and flips into one at its end, past the filters and
+// point ops (merge_reorientations); a flip between a resize and its Gaussian then lets them fuse.
+TEST_P(GpuExactTest, ReorientationsMergedPastFiltersAndPointOps) {
+  SKIP_WITHOUT_DEVICE();
+  for (const NamedImage& sample : exact_images()) {
+    const Size in = sample.image.size();
+    const std::string three_halves = "resize=" + to_string(Size{std::max(1, in.width * 2 / 3), std::max(1, in.height * 2 / 3)});
+    for (const std::string& chain :
+         {std::string("rotate=90,flip=h,sharpen"), std::string("rotate=90,flip=v,sobel=replicate,gray"),
+          std::string("flip=h,box=5,normalize,flip=h"), std::string("transpose,gaussian=7:2.0,rotate=90,flip=v"),
+          three_halves + ",flip=v,gaussian=5:1.0,rotate=180", "rotate=270," + three_halves + ",transpose,box=3"}) {
       expect_exact(chain, sample);
     }
   }
