@@ -74,6 +74,11 @@ bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_
 // Its part that depends on the sizes alone, for callers that ask once per size and check the rows' alignment
 // (frame_rows_aligned, 16 bytes) per launch.
 bool resize_filter_at_exact_ratio(Extent in, Extent out, int ksize);
+// Whether a lone resize (one tap) to `out` at a ratio with no exact-ratio path is faster here than in
+// resize_linear_aos: where one frame's output holds at least three of this kernel's 64x32 tiles per SM. With
+// fewer, each block stages its stretch of source rows while the SMs run a fraction of their blocks, and the
+// four-pixels-a-thread kernel measured faster on an H200, one frame per launch and 16 (docs/performance.md).
+bool resize_filter_lone_resize_pays(Extent out);
 
 // How a launch for these sizes is shaped, and what the device makes of it (for benchmarks and notes), for frames
 // whose rows are 16-byte aligned.

@@ -238,6 +238,13 @@ bool resize_filter_at_exact_ratio(Extent in, Extent out, int ksize) {
          resize_filter::ratio_for(in, out, ksize / 2) != resize_filter::Ratio::any;
 }
 
+bool resize_filter_lone_resize_pays(Extent out) {
+  constexpr long long kTilesPerSm = 3;
+  const long long tiles = static_cast<long long>(div_up(out.width, resize_filter::kTileW)) *
+                          div_up(out.height, resize_filter::tile_h(0));
+  return tiles >= kTilesPerSm * device_attribute(cudaDevAttrMultiProcessorCount);
+}
+
 bool resize_filter_exact_ratio_fits(ConstAosView first_in, std::size_t in_frame_stride, int frames, Extent out,
                                     int ksize) {
   return resize_filter_at_exact_ratio(first_in.extent, out, ksize) &&

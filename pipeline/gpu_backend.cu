@@ -393,9 +393,10 @@ Stage make_stage(const Op& op, Arithmetic arithmetic) {
 // pass of resize_filter_aos (kernels/resize_filter.cuh) on the interleaved frame, for one frame or a batch, its
 // taps in that kernel's constant bank, uploaded at plan time. fast: the chain's own weights in the kernel's own
 // arithmetic, at every ratio for a resize and its filter (on the H200 the fused pass beat the two batched
-// interleaved stages at every size measured, docs/performance.md), at the exact ratios only for a lone resize.
-// exact: OpenCV's arithmetic (a Gaussian only, whose taps are whole 1/256), at the exact ratios only and on
-// 16-byte aligned rows; elsewhere the resize and the filter run as stages.
+// interleaved stages at every size measured, docs/performance.md); a lone resize at the exact ratios, and at
+// others where its output is large enough to pay (resize_filter_lone_resize_pays). exact: OpenCV's arithmetic
+// (a Gaussian only, whose taps are whole 1/256), at the exact ratios only and on 16-byte aligned rows;
+// elsewhere the resize and the filter run as stages.
 struct FusedHead {
   cuda::ResizeFilterTaps taps;
   cuda::BorderMode border;
@@ -405,10 +406,12 @@ struct FusedHead {
   // Whether it takes these sizes: the kernel refuses extreme horizontal downscales.
   bool fits(Size in, Size resized) const { return cuda::resize_filter_fits(extent_of(in), extent_of(resized), ksize); }
 
-  // Whether it takes these frames: fits() holds for their sizes, and `at_exact_ratio` says whether they are at
-  // the kernel's exact ratios.
-  bool takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio) const {
-    if (taps.arithmetic() == cuda::ResizeFilterArithmetic::fast) return at_exact_ratio || ops == 2;
+  // Whether it takes these frames: fits() holds for their sizes, `at_exact_ratio` says whether they are at the
+  // kernel's exact ratios, and `lone_resize_pays` whether resize_filter_lone_resize_pays holds for them.
+  bool takes(const std::uint8_t* in, Size in_size, int frames, bool at_exact_ratio, bool lone_resize_pays) const {
+    if (taps.arithmetic() == cuda::ResizeFilterArithmetic::fast) {
+      return at_exact_ratio || ops == 2 || lone_resize_pays;
+    }
     return at_exact_ratio && cuda::frame_rows_aligned(in, 3 * static_cast<std::size_t>(in_size.width),
                                                       in_size.rgb_bytes(), frames, 16);
   }
@@ -475,7 +478,7 @@ class OptimizedPlan {
 
   void run(const std::uint8_t* in, Size in_size, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
-    if (!fuses(in_size) || !head_->takes(in, in_size, 1, at_exact_ratio_)) {
+    if (!fuses(in_size) || !head_->takes(in, in_size, 1, at_exact_ratio_, lone_resize_pays_)) {
       run_stages(in, 0, 1, out, stream);
       return;
     }
@@ -495,7 +498,7 @@ class OptimizedPlan {
   void run_batch(const std::uint8_t* in, Size in_size, int frames, std::uint8_t* out, cudaStream_t stream) {
     fill_sizes(chain_, in_size, sizes_);
     const Size out_size = sizes_.back();
-    const bool head = fuses(in_size) && head_->takes(in, in_size, frames, at_exact_ratio_);
+    const bool head = fuses(in_size) && head_->takes(in, in_size, frames, at_exact_ratio_, lone_resize_pays_);
     const std::size_t first_stage = head ? head_->ops : 0;
     const Size resized = sizes_[first_stage];
     const bool alone = stages_.size() == first_stage;
@@ -601,6 +604,7 @@ class OptimizedPlan {
       fits_ = !enlarges_before_planes && head_->fits(in_size, resized);
       at_exact_ratio_ =
           fits_ && cuda::resize_filter_at_exact_ratio(extent_of(in_size), extent_of(resized), head_->ksize);
+      lone_resize_pays_ = fits_ && head_->ops == 1 && cuda::resize_filter_lone_resize_pays(extent_of(resized));
       fits_for_ = in_size;
     }
     return fits_;
@@ -668,9 +672,10 @@ class OptimizedPlan {
   cuda::DeviceBuffer head_frames_;  // the fused head's output when more ops follow
   cuda::DeviceBuffer interleaved_[2];  // run_interleaved's frames between its stages
   std::vector<bool> batches_from_;     // at p: every stage from p on runs batched on interleaved frames
-  Size fits_for_{};                 // the input size fuses() and at_exact_ratio_ last answered for
+  Size fits_for_{};                 // the input size fuses() and the two flags below last answered for
   bool fits_ = false;
   bool at_exact_ratio_ = false;     // the head's sizes are at the fused kernel's exact ratios
+  bool lone_resize_pays_ = false;   // a lone resize's output is large enough for the fused kernel at any ratio
 };
 
 using Plan = std::variant<NaivePlan, OptimizedPlan>;

@@ -146,7 +146,9 @@ TEST(MergeReorientations, EveryCompositionMovesThePixelsAsTheChainDoes) {
 TEST(MergeReorientations, TheFiltersAndPointOpsItMovesPastGiveTheSameBytes) {
   std::vector<testing::NamedImage> images = testing::photos();
   std::uint32_t seed = 3;
-  for (const Size size : testing::odd_sizes()) images.push_back({to_string(size), testing::synthetic_image(size, seed++)});
+  for (const Size size : testing::odd_sizes()) {
+    images.push_back({to_string(size), testing::synthetic_image(size, seed++)});
+  }
   for (const char* text :
        {"rotate=90,flip=h,sharpen", "transpose,gaussian=5:1.0,rotate=270", "flip=v,box=5:replicate,flip=h",
         "rotate=90,flip=v,sobel", "transpose,sobel=replicate", "rotate=270,gaussian=7:2.0:replicate,gray",
@@ -154,7 +156,8 @@ TEST(MergeReorientations, TheFiltersAndPointOpsItMovesPastGiveTheSameBytes) {
     const Chain chain = parse_chain(text);
     const Chain merged = merge_reorientations(chain);
     for (const testing::NamedImage& sample : images) {
-      EXPECT_EQ(testing::max_abs_diff(opencv_exact::apply(merged, sample.image), opencv_exact::apply(chain, sample.image)), 0)
+      const Image expected = opencv_exact::apply(chain, sample.image);
+      EXPECT_EQ(testing::max_abs_diff(opencv_exact::apply(merged, sample.image), expected), 0)
           << text << " merged to " << to_string(merged) << ", on " << sample.name;
     }
   }

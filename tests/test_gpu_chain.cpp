@@ -54,7 +54,8 @@ std::vector<ChainCase> chain_cases() {
       {"resize_then_gaussian", [dims](Size s) { return "resize=" + dims(s.width * 2 / 3, s.height * 2 / 3) + ",gaussian=5:1.0"; }, 2},
       // The optimized path moves the flip past the Gaussian (merge_reorientations) and fuses the resize with it.
       {"resize_flip_gaussian",
-       [dims](Size s) { return "resize=" + dims(s.width * 3 / 4, s.height / 2) + ",flip=v,gaussian=5:1.0,rotate=90"; }, 2},
+       [dims](Size s) { return "resize=" + dims(s.width * 3 / 4, s.height / 2) + ",flip=v,gaussian=5:1.0,rotate=90"; },
+       2},
       {"resize_box_then_geometry",
        [dims](Size s) { return "resize=" + dims(s.width / 2, s.height * 3 / 4) + ",box=3:replicate,transpose,flip=h"; }, 2},
   };
@@ -192,6 +193,44 @@ TEST(OptimizedFusedHead, IsTheFusedKernelThenTheRest) {
   }
 }
 
+// A lone linear resize at a ratio without an exact-ratio path is the fused kernel with one tap where its output
+// pays for it (resize_filter_lone_resize_pays), resize_linear_aos elsewhere: both within 1 of the reference, the
+// first byte for byte the fused kernel's. Photographs and synthetic frames, scaled up and down.
+TEST(OptimizedFusedHead, ALoneResizeIsTheFusedKernelWhereItsOutputPays) {
+  SKIP_WITHOUT_DEVICE();
+  struct Case {
+    NamedImage sample;
+    Size out;
+  };
+  std::vector<Case> cases;
+  for (const NamedImage& photo : testing::photos()) {
+    cases.push_back({photo, Size{2000, 1400}});
+    cases.push_back({photo, Size{97, 61}});
+  }
+  cases.push_back({{"synthetic 1920x1088", testing::synthetic_image({1920, 1088}, 5)}, Size{1280, 725}});
+  cases.push_back({{"synthetic 1001x701", testing::synthetic_image({1001, 701}, 6)}, Size{1920, 1081}});
+  cases.push_back({{"synthetic 1920x1080", testing::synthetic_image({1920, 1080}, 7)}, Size{640, 480}});
+  int fused = 0, staged = 0;
+  for (const Case& c : cases) {
+    const Chain chain{{Resize{c.out}}};
+    const Size in = c.sample.image.size();
+    std::string context = "'";  // built up in steps: GCC 12 misreads one long concatenation (-Wrestrict)
+    context += to_string(chain) + "' on " + describe(c.sample);
+    ASSERT_FALSE(cuda::resize_filter_at_exact_ratio({in.width, in.height}, {c.out.width, c.out.height}, 1)) << context;
+    const Image actual = run_device_chain(GpuPath::optimized, chain, c.sample.image);
+    EXPECT_TRUE(within(actual, reference::apply(chain, c.sample.image), 1)) << "reference, " << context;
+    if (cuda::resize_filter_lone_resize_pays({c.out.width, c.out.height})) {
+      ++fused;
+      const Image head = run_fused_kernel(c.sample.image, c.out, {1.f}, cuda::BorderMode::reflect101);
+      EXPECT_TRUE(within(actual, head, 0)) << "the fused kernel, " << context;
+    } else {
+      ++staged;
+    }
+  }
+  EXPECT_GT(fused, 0);
+  EXPECT_GT(staged, 0);
+}
+
 // A frame the fused kernel refuses (a horizontal downscale past its limit) takes the plane stages; one planned
 // chain switches between the two as the input size changes.
 TEST(OptimizedFusedHead, FallsBackToPlaneStagesForRefusedSizes) {
@@ -239,6 +278,7 @@ TEST(DeviceChainBatch, EqualsRunFrameByFrame) {
                         Case{GpuPath::optimized, "sharpen=replicate,rotate=180,box=31"},
                         Case{GpuPath::optimized, "resize=150x90,gaussian=5:1.0,sharpen,flip=v"},
                         Case{GpuPath::optimized, "transpose,gaussian=7:2.0"},
+                        Case{GpuPath::optimized, "resize=2000x1300"},  // the fused kernel, one tap
                         Case{GpuPath::naive, "resize=150x90,gaussian=5:1.0"}}) {
     const Chain chain = parse_chain(c.text);
     const Size out_size = output_size(chain, in_size);

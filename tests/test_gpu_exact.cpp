@@ -128,7 +128,8 @@ TEST_P(GpuExactTest, ReorientationsMergedPastFiltersAndPointOps) {
   SKIP_WITHOUT_DEVICE();
   for (const NamedImage& sample : exact_images()) {
     const Size in = sample.image.size();
-    const std::string three_halves = "resize=" + to_string(Size{std::max(1, in.width * 2 / 3), std::max(1, in.height * 2 / 3)});
+    const Size two_thirds{std::max(1, in.width * 2 / 3), std::max(1, in.height * 2 / 3)};
+    const std::string three_halves = "resize=" + to_string(two_thirds);
     for (const std::string& chain :
          {std::string("rotate=90,flip=h,sharpen"), std::string("rotate=90,flip=v,sobel=replicate,gray"),
           std::string("flip=h,box=5,normalize,flip=h"), std::string("transpose,gaussian=7:2.0,rotate=90,flip=v"),
