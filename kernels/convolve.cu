@@ -276,6 +276,23 @@ __device__ __forceinline__ void stage_filter_tile(std::uint8_t* tile, const AosF
   __syncthreads();
 }
 
+// Gray first (gray,sobel and gray,sharpen as one launch): every whole pixel of the staged tile becomes its luma
+// in all three bytes, the gray op's bytes, before the filter reads the tile. A staged row starts
+// aos_halo_bytes(r) before the tile's first pixel, so its whole pixels start at that count mod 3; the bytes
+// before the first and after the last are further from the tile than the taps reach.
+template <int kRadius>
+__device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
+  constexpr int kFirst = aos_halo_bytes(kRadius) % 3;
+  constexpr int kPixels = (aos_stride(kRadius) - kFirst) / 3;
+  constexpr int kRows = kAosTileH + 2 * kRadius;
+  for (int i = threadIdx.x; i < kRows * kPixels; i += kAosThreads) {
+    const int r = i / kPixels;
+    std::uint8_t* pixel = tile + r * aos_stride(kRadius) + kFirst + 3 * (i - r * kPixels);
+    pixel[0] = pixel[1] = pixel[2] = luma(pixel[0], pixel[1], pixel[2]);
+  }
+  __syncthreads();
+}
+
 // The column pass's sums for staged rows r0 .. r0 + kColumnRows + 2 * kRadius - 1 of kept word w, for every
 // (item, w) of the tile: `column(r0, w, tile_word)` stores them, tile_word(i) giving staged row r0 + i's word.
 template <int kRadius, class Column>
@@ -397,6 +414,7 @@ __global__ void __launch_bounds__(kAosThreads)
 // |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
+template <bool kGrayFirst>
 __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
   constexpr int kWords = sum_words(1);
   constexpr int kLead = sum_lead(1);
@@ -404,6 +422,7 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
   uint4* sums = aos_shared + aos_tile_bytes(1) / 16;
   stage_filter_tile<1>(tile, in, border);
+  if constexpr (kGrayFirst) luma_tile<1>(tile);
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
   for_column_items<1>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
@@ -440,6 +459,7 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
 
 // Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
 // the negative taps' sum), which keeps it from going negative; the unbiased sum is scaled and rounded.
+template <bool kGrayFirst>
 __global__ void __launch_bounds__(kAosThreads)
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias,
                          float scale) {
@@ -448,6 +468,7 @@ __global__ void __launch_bounds__(kAosThreads)
   constexpr int kLead = sum_lead(1);
   __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes(1)];
   stage_filter_tile<1>(tile, in, border);
+  if constexpr (kGrayFirst) luma_tile<1>(tile);
   const int* taps = c_int_taps[slot];
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
@@ -686,6 +707,26 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
 }
 
+namespace {
+
+template <bool kGrayFirst>
+void launch_filter3x3_aos(const AosFrames& in, const AosFramesOut& out, int frames, const ConstantTaps& taps,
+                          BorderMode border, cudaStream_t stream) {
+  filter3x3_aos_kernel<kGrayFirst><<<aos_tile_grid(in.extent, frames), kAosThreads, 0, stream>>>(
+      in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
+  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
+}
+
+template <bool kGrayFirst>
+void launch_sobel_aos(const AosFrames& in, const AosFramesOut& out, int frames, BorderMode border,
+                      cudaStream_t stream) {
+  sobel_aos_kernel<kGrayFirst><<<aos_tile_grid(in.extent, frames), kAosThreads, aos_shared_bytes(1), stream>>>(
+      in, out, border);
+  IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
+}
+
+}  // namespace
+
 void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                    int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream) {
   require(taps.size() == 9, "filter3x3_aos: nine taps");
@@ -697,16 +738,24 @@ void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
     return;
   }
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "filter3x3_aos");
-  filter3x3_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, 0, stream>>>(
-      in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
-  IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
+  launch_filter3x3_aos<false>(in, out, frames, taps, border, stream);
+}
+
+void gray_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                        std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
+                        cudaStream_t stream) {
+  require(taps.size() == 9 && filter3x3_aos_takes(taps), "gray_filter3x3_aos: nine taps that filter3x3_aos_takes");
+  const auto [in, out] =
+      aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "gray_filter3x3_aos");
+  launch_filter3x3_aos<true>(in, out, frames, taps, border, stream);
 }
 
 bool sobel_aos_fills_device(Extent extent, int frames) {
   static const int resident = [] {
     int per_sm = 0;
     IMGPIPE_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sobel_aos_kernel, kAosThreads, aos_shared_bytes(1)));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sobel_aos_kernel<false>, kAosThreads,
+                                                      aos_shared_bytes(1)));
     return std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
   }();
   const dim3 grid = aos_tile_grid(extent, frames);
@@ -716,8 +765,13 @@ bool sobel_aos_fills_device(Extent extent, int frames) {
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream) {
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "sobel_aos");
-  sobel_aos_kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, aos_shared_bytes(1), stream>>>(in, out, border);
-  IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
+  launch_sobel_aos<false>(in, out, frames, border, stream);
+}
+
+void gray_sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                    int frames, BorderMode border, cudaStream_t stream) {
+  const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "gray_sobel_aos");
+  launch_sobel_aos<true>(in, out, frames, border, stream);
 }
 
 // The 3x3 kernel for `window` on frames of these layouts.

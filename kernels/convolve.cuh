@@ -96,6 +96,14 @@ void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
 bool sobel_aos_fills_device(Extent extent, int frames);
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream);
+// Gray (gray.cuh) and then sobel_aos or filter3x3_aos in one launch, with the same arguments: each block turns its
+// staged tile to luma before the filter reads it, so the gray frame is never written out; the bytes of gray_aos
+// and then the filter. gray_filter3x3_aos needs taps that filter3x3_aos_takes (std::invalid_argument otherwise).
+void gray_sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
+                    int frames, BorderMode border, cudaStream_t stream);
+void gray_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                        std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
+                        cudaStream_t stream);
 
 // 3x3 filters on frames of either layout in and out, as separable_frames. `taps`: nine values, row-major
 // (sharpen).

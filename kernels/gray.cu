@@ -9,6 +9,7 @@
 
 #include "cuda_check.hpp"
 #include "launch.cuh"
+#include "pixel.cuh"
 #include "pointwise.cuh"
 
 #include <cstdint>
@@ -17,11 +18,6 @@ namespace imgpipe::cuda {
 namespace {
 
 const dim3 kNaiveBlock(32, 8);
-
-// OpenCV's RGB2GRAY for 8-bit frames: BT.601 weights in 15-bit fixed point, rounded half up.
-__device__ __forceinline__ std::uint8_t luma(unsigned r, unsigned g, unsigned b) {
-  return static_cast<std::uint8_t>((r * 9798u + g * 19235u + b * 3735u + 16384u) >> 15);
-}
 
 __global__ void gray_naive_kernel(ConstAosView in, AosView out) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;

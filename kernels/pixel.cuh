@@ -31,4 +31,9 @@ __device__ __forceinline__ auto plane_of(const View& v, unsigned z) {
   return z == 0 ? v.plane[0] : (z == 1 ? v.plane[1] : v.plane[2]);
 }
 
+// OpenCV's RGB2GRAY for 8-bit frames: BT.601 weights in 15-bit fixed point, rounded half up.
+__device__ __forceinline__ std::uint8_t luma(unsigned r, unsigned g, unsigned b) {
+  return static_cast<std::uint8_t>((r * 9798u + g * 19235u + b * 3735u + 16384u) >> 15);
+}
+
 }  // namespace imgpipe::cuda

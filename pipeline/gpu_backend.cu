@@ -4,11 +4,12 @@
 //   optimized: the chain's transposes, rotations and flips merged first, one per stretch between resizes
 //              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved
 //              kernel (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames,
-//              ping-ponging between two interleaved buffers, a batch of frames per launch; otherwise one
+//              ping-ponging between two interleaved buffers, a batch of frames per launch (gray and a sharpen
+//              or sobel after it as one launch where the whole chain runs so); otherwise one
 //              deinterleave into planes, every op on planes with the optimized kernels, ping-ponging between two
 //              plane buffers, one interleave at the end. A linear resize at the head of the chain followed by
-//              gaussian or box, or alone at the fused kernel's exact ratios, is one fused pass on the interleaved
-//              frame (its output is `out`, or the frame the rest starts from; FusedHead says when). Filter taps
+//              gaussian or box, or alone (at the fused kernel's exact ratios, or where its output pays), is one
+//              fused pass on the interleaved frame (its output is `out`, or the frame the rest starts from; FusedHead says when). Filter taps
 //              sit in __constant__ slots from construction on; textures are made when a plane buffer is
 //              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
 //              uploaded per frame.
@@ -354,14 +355,54 @@ struct NormalizeStage {
   }
 };
 
+// Gray and the sharpen or sobel after it as one launch (gray_filter3x3_aos, gray_sobel_aos): each block turns its
+// staged tile to luma, so the gray frame is never written. The plan makes it only where the whole chain runs
+// batched on interleaved frames, so it never runs on planes.
+struct GrayThenFilterStage {
+  std::optional<cuda::ConstantTaps> taps;  // sharpen's; none for sobel
+  cuda::BorderMode border;
+  void run(const cuda::PlaneBuffer&, cuda::Extent, cuda::PlanesView, cudaStream_t) {
+    throw std::logic_error("optimized plan: gray fused with a filter in a chain that makes planes");
+  }
+  bool takes_interleaved() const { return false; }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    if (taps) {
+      cuda::gray_filter3x3_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, *taps, border, stream);
+    } else {
+      cuda::gray_sobel_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, border, stream);
+    }
+  }
+};
+
 using Stage = std::variant<ResizeLinearStage, ResizeExactStage, ResizeNearestStage, SeparableStage, SharpenStage,
-                           SobelStage, ReorientStage, GrayStage, NormalizeStage>;
+                           SobelStage, ReorientStage, GrayStage, NormalizeStage, GrayThenFilterStage>;
 
 bool takes_interleaved(const Stage& stage) {
   return std::visit([](const auto& s) { return s.takes_interleaved(); }, stage);
 }
 bool batches(const Stage& stage) {
   return std::visit([](const auto& s) { return s.batches(); }, stage);
+}
+
+// Whether `op`'s stage runs on planes only (ResizeNearestStage); every other stage runs batched on interleaved
+// frames.
+bool needs_planes(const Op& op) {
+  const auto* resize = std::get_if<Resize>(&op);
+  return resize != nullptr && resize->interp == Interp::nearest;
+}
+
+// Gray at op i with a sharpen or sobel right after it: one GrayThenFilterStage where the chain needs no planes.
+bool gray_then_filter_at(const std::vector<Op>& ops, std::size_t i) {
+  return i + 1 < ops.size() && std::holds_alternative<Gray>(ops[i]) &&
+         (std::holds_alternative<Sharpen>(ops[i + 1]) || std::holds_alternative<Sobel>(ops[i + 1]));
+}
+
+Stage gray_then_filter_stage(const Op& filter) {
+  if (const auto* sharpen = std::get_if<Sharpen>(&filter)) {
+    return GrayThenFilterStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(sharpen->border)};
+  }
+  return GrayThenFilterStage{std::nullopt, border_of(std::get<Sobel>(filter).border)};
 }
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
@@ -458,18 +499,25 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
 
 class OptimizedPlan {
  public:
-  // One stage per op, each covering ops [first, first + count) of the chain. This is where stages fuse: a
-  // linear resize at the head of the chain, with a gaussian or box directly after it or alone, is one pass of
+  // Stages, each covering ops [first, first + count) of the chain: one per op, but gray and the sharpen or sobel
+  // after it are one where the whole chain runs on interleaved frames (gray_then_filter_at). A linear resize
+  // at the head of the chain, with a gaussian or box directly after it or alone, is one pass of
   // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input where FusedHead takes
   // the frames; such a head writes `out`, or an interleaved scratch frame that the remaining stages
   // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made
   // after it would otherwise cost more than the resize saved). The stages stay planned for every frame the head
-  // does not take.
-  // The plan is made for the chain with its reorientations merged (merge_reorientations): the same frames,
-  // fewer passes, and a resize that a flip or turn kept from its filter fuses with it.
+  // does not take. The plan is made for the chain with its reorientations merged (merge_reorientations): the
+  // same frames, fewer passes, and a resize that a flip or turn kept from its filter fuses with it.
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic)
       : chain_(merge_reorientations(chain)), head_(fused_head(chain_, arithmetic)) {
+    const bool interleaved_throughout = std::none_of(chain_.ops.begin(), chain_.ops.end(), needs_planes);
+    stages_.reserve(chain_.ops.size());
     for (std::size_t i = 0; i < chain_.ops.size(); ++i) {
+      if (interleaved_throughout && gray_then_filter_at(chain_.ops, i)) {
+        stages_.push_back({gray_then_filter_stage(chain_.ops[i + 1]), i, 2});
+        ++i;
+        continue;
+      }
       stages_.push_back({make_stage(chain_.ops[i], arithmetic), i, 1});
     }
     batches_from_.assign(stages_.size() + 1, true);

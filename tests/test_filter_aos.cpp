@@ -5,6 +5,8 @@
 // rows and between frames must stay poison. Skips without a CUDA device.
 #include "chain.hpp"
 #include "convolve.cuh"
+#include "cuda_check.hpp"
+#include "gray.cuh"
 #include "gpu_test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -174,6 +176,43 @@ TEST(FilterAos, SobelGivesThePlaneKernelsBytes) {
         },
         "sobel " + border_name(border));
   }
+}
+
+// Gray fused into sharpen or sobel gives the bytes of the gray op and then the filter, as two launches.
+TEST(FilterAos, GrayFirstGivesGrayThenTheFilter) {
+  SKIP_WITHOUT_DEVICE();
+  const cuda::ConstantTaps sharpen(std::vector<float>{0, -1, 0, -1, 5, -1, 0, -1, 0});
+  for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
+    for (const bool is_sobel : {true, false}) {
+      expect_3x3_matches(
+          [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
+            const cuda::Extent e = in.extent();
+            const std::size_t row = 3 * static_cast<std::size_t>(e.width);
+            const cuda::DeviceBuffer gray(row * static_cast<std::size_t>(e.height));
+            const cuda::AosView gray_frame{gray.data(), e, row};
+            cuda::gray_frames(in, cuda::as_frame(gray_frame), s);
+            if (is_sobel) {
+              cuda::sobel_frames(cuda::as_frame(cuda::as_const(gray_frame)), out, border, s);
+            } else {
+              cuda::filter3x3_frames(cuda::as_frame(cuda::as_const(gray_frame)), out, sharpen, border, s);
+            }
+            IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(s));  // before the gray frame is freed
+          },
+          [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s) {
+            if (is_sobel) {
+              cuda::gray_sobel_aos(in, is, out, os, n, border, s);
+            } else {
+              cuda::gray_filter3x3_aos(in, is, out, os, n, sharpen, border, s);
+            }
+          },
+          std::string(is_sobel ? "gray, sobel " : "gray, sharpen ") + border_name(border));
+    }
+  }
+  const cuda::ConstantTaps fractional(std::vector<float>{0.f, -0.5f, 0.f, -0.5f, 3.f, -0.5f, 0.f, -0.5f, 0.f});
+  cuda::DeviceBuffer buffer(3 * 8 * 8 * 2);
+  EXPECT_THROW(cuda::gray_filter3x3_aos({buffer.data(), {8, 8}, 24}, 24 * 8, {buffer.data() + 24 * 8, {8, 8}, 24},
+                                        24 * 8, 1, fractional, BorderMode::reflect101, nullptr),
+               std::invalid_argument);
 }
 
 TEST(FilterAos, RefusesBatchesThatOverlapOrDifferInSize) {

@@ -151,7 +151,8 @@ TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
     for (const char* chain : {"gray", "normalize", "flip=h", "flip=v", "rotate=180", "gray,flip=h", "flip=v,normalize",
                               "normalize,transpose", "transpose,gray", "rotate=180,gaussian=5:1.0,flip=h",
                               "gray,sobel,normalize", "sharpen,rotate=180", "gaussian=7:2.0,flip=h",
-                              "transpose,sobel", "box=3:replicate,transpose", "sharpen=replicate,gray"}) {
+                              "transpose,sobel", "box=3:replicate,transpose", "sharpen=replicate,gray",
+                              "gray,sharpen", "gray,sobel=replicate,transpose", "flip=h,gray,sharpen=replicate"}) {
       expect_exact(chain, sample);
     }
   }
