@@ -5,14 +5,14 @@
 //              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved
 //              kernel (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames,
 //              ping-ponging between two interleaved buffers, a batch of frames per launch (gray and a sharpen
-//              or sobel after it as one launch where the whole chain runs so); otherwise one
-//              deinterleave into planes, every op on planes with the optimized kernels, ping-ponging between two
-//              plane buffers, one interleave at the end. A linear resize at the head of the chain followed by
-//              gaussian or box, or alone (at the fused kernel's exact ratios, or where its output pays), is one
-//              fused pass on the interleaved frame (its output is `out`, or the frame the rest starts from; FusedHead says when). Filter taps
-//              sit in __constant__ slots from construction on; textures are made when a plane buffer is
-//              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or
-//              uploaded per frame.
+//              or sobel after it as one launch where the whole chain runs so); otherwise one deinterleave into
+//              planes, every op on planes with the optimized kernels, ping-ponging between two plane buffers,
+//              one interleave at the end. A linear resize at the head of the chain followed by gaussian or box,
+//              or alone (at the fused kernel's exact ratios, or where its output pays), is one fused pass on the
+//              interleaved frame (its output is `out`, or the frame the rest starts from; FusedHead says when).
+//              Filter taps sit in __constant__ slots from construction on; textures are made when a plane
+//              buffer is (re)allocated; buffers grow to the largest frame seen, so once warm nothing is
+//              allocated or uploaded per frame.
 #include "gpu_backend.hpp"
 
 #include "convolve.cuh"
