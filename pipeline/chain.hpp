@@ -89,9 +89,9 @@ Size largest_frame(const Chain& chain, Size in);
 // The same frames in fewer passes, for a planner: in each stretch of the chain between resizes, the transposes,
 // rotations and flips compose into one reorientation at the stretch's end. The filters and point ops they move
 // past commute with them (symmetric taps, mirrored borders, per-pixel or per-channel arithmetic), so in OpenCV's
-// arithmetic the merged chain makes the same bytes. Turns and flips that cancel out go; the one composition with no op of its
-// own, the transpose across the other diagonal, stays two ops (transpose,rotate=180). Resizes do not move:
-// OpenCV's bilinear rounding is not mirror-symmetric.
+// arithmetic the merged chain makes the same bytes. Turns and flips that cancel out go; the one composition with
+// no op of its own, the transpose across the other diagonal, stays two ops (transpose,rotate=180). Resizes do
+// not move: OpenCV's bilinear rounding is not mirror-symmetric.
 Chain merge_reorientations(const Chain& chain);
 
 // The separable weights cv::getGaussianKernel(ksize, sigma, CV_64F) returns.
