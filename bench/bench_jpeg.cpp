@@ -4,7 +4,9 @@
 //                      largest) from pinned memory
 //   nvJPEG backends    the same at --batch files, from pinned, pageable and device memory (what staging the
 //                      files buys), and the GPU-hybrid backend; each row says how much of its time went to the
-//                      nvjpegDecodeBatched calls rather than to the wait after them
+//                      nvjpegDecodeBatched calls rather than to the wait after them. Then the hybrid backend
+//                      (Huffman decoding on the CPU) from 1, 4, 8 and 16 threads, one file per call, after a
+//                      check that its YCbCr planes are the hardware backend's
 //   imgpipe decoder    io::GpuJpegDecoder called from --threads threads at once (its own batching, fallbacks)
 //   imgpipe encoder    io::GpuJpegEncoder on the decoded frames resized to --encode-size, --threads threads
 // The whole folder job (files on disk -> JPEG files) is `imgpipe batch`; docs/gpu-jpeg.md has the commands.
@@ -162,6 +164,123 @@ Row batched_decode(const Files& files, const Options& o, nvjpegBackend_t backend
   return row;
 }
 
+// Room for a file's YCbCr planes as nvJPEG writes them (NVJPEG_OUTPUT_YUV), and the image pointing into it.
+struct Planes {
+  cuda::DeviceBuffer memory;
+  nvjpegImage_t image{};
+  std::size_t bytes[3] = {};
+};
+
+void point_planes(nvjpegHandle_t handle, const std::vector<std::uint8_t>& file, Planes& planes) {
+  int components = 0;
+  nvjpegChromaSubsampling_t subsampling{};
+  int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
+  check(nvjpegGetImageInfo(handle, file.data(), file.size(), &components, &subsampling, widths, heights),
+        "nvjpegGetImageInfo");
+  std::size_t total = 0;
+  for (int p = 0; p < 3; ++p) {
+    const int c = std::min(p, components - 1);
+    planes.bytes[p] = static_cast<std::size_t>(widths[c]) * heights[c];
+    total += planes.bytes[p];
+  }
+  planes.memory.grow(total);
+  std::size_t offset = 0;
+  for (int p = 0; p < 3; ++p) {
+    const int c = std::min(p, components - 1);
+    planes.image.channel[p] = planes.memory.data() + offset;
+    planes.image.pitch[p] = static_cast<std::size_t>(widths[c]);
+    offset += planes.bytes[p];
+  }
+}
+
+// nvJPEG's hybrid backend (Huffman decoding on the CPU, the rest on the SMs) from `threads` threads at once, one
+// file per nvjpegDecode call, each thread with its own state and stream, YCbCr planes out.
+Row threaded_decode(const Files& files, const Options& o, int threads) {
+  nvjpegHandle_t handle = nullptr;
+  check(nvjpegCreateEx(NVJPEG_BACKEND_HYBRID, nullptr, nullptr, 0, &handle), "nvjpegCreateEx");
+  struct Worker {
+    nvjpegJpegState_t state = nullptr;
+    cuda::Stream stream = cuda::Stream::create();
+    Planes planes;
+  };
+  std::vector<Worker> workers(threads);
+  for (Worker& w : workers) check(nvjpegJpegStateCreate(handle, &w.state), "nvjpegJpegStateCreate");
+  Row row = best_of("nvJPEG hybrid decode, CPU Huffman", std::to_string(threads) + " threads, one state each",
+                    o.repeats, files.bytes.size(), files.total, [&] {
+                      std::atomic<std::size_t> next = 0;
+                      std::vector<std::jthread> pool;
+                      for (Worker& w : workers) {
+                        pool.emplace_back([&] {
+                          IMGPIPE_CUDA_CHECK(cudaSetDevice(0));
+                          for (std::size_t i = next++; i < files.bytes.size(); i = next++) {
+                            point_planes(handle, files.bytes[i], w.planes);
+                            check(nvjpegDecode(handle, w.state, files.bytes[i].data(), files.bytes[i].size(),
+                                               NVJPEG_OUTPUT_YUV, &w.planes.image, w.stream.get()),
+                                  "nvjpegDecode");
+                            w.stream.synchronize();
+                          }
+                        });
+                      }
+                    });
+  for (Worker& w : workers) nvjpegJpegStateDestroy(w.state);
+  nvjpegDestroy(handle);
+  return row;
+}
+
+// Whether the hybrid backend's YCbCr planes are the hardware backend's, byte for byte, on the first files.
+void compare_planes(const Files& files) {
+  const int count = static_cast<int>(std::min<std::size_t>(files.bytes.size(), 48));
+  nvjpegHandle_t hardware = nullptr, hybrid = nullptr;
+  check(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &hardware), "nvjpegCreateEx");
+  check(nvjpegCreateEx(NVJPEG_BACKEND_HYBRID, nullptr, nullptr, 0, &hybrid), "nvjpegCreateEx");
+  nvjpegJpegState_t batched = nullptr, single = nullptr;
+  check(nvjpegJpegStateCreate(hardware, &batched), "nvjpegJpegStateCreate");
+  check(nvjpegJpegStateCreate(hybrid, &single), "nvjpegJpegStateCreate");
+  const cuda::Stream stream = cuda::Stream::create();
+  std::vector<Planes> by_hardware(count), by_hybrid(count);
+  std::vector<const unsigned char*> data;
+  std::vector<std::size_t> lengths;
+  std::vector<nvjpegImage_t> images;
+  for (int i = 0; i < count; ++i) {
+    point_planes(hardware, files.bytes[i], by_hardware[i]);
+    point_planes(hybrid, files.bytes[i], by_hybrid[i]);
+    data.push_back(files.bytes[i].data());
+    lengths.push_back(files.bytes[i].size());
+    images.push_back(by_hardware[i].image);
+    check(nvjpegDecode(hybrid, single, files.bytes[i].data(), files.bytes[i].size(), NVJPEG_OUTPUT_YUV,
+                       &by_hybrid[i].image, stream.get()),
+          "nvjpegDecode");
+  }
+  check(nvjpegDecodeBatchedInitialize(hardware, batched, count, 1, NVJPEG_OUTPUT_YUV), "nvjpegDecodeBatchedInitialize");
+  check(nvjpegDecodeBatched(hardware, batched, data.data(), lengths.data(), images.data(), stream.get()),
+        "nvjpegDecodeBatched");
+  stream.synchronize();
+  int identical = 0, max_difference = 0;
+  std::size_t differing = 0, total = 0;
+  for (int i = 0; i < count; ++i) {
+    bool same = true;
+    for (int p = 0; p < 3; ++p) {
+      std::vector<std::uint8_t> a(by_hardware[i].bytes[p]), b(a.size());
+      IMGPIPE_CUDA_CHECK(cudaMemcpy(a.data(), by_hardware[i].image.channel[p], a.size(), cudaMemcpyDeviceToHost));
+      IMGPIPE_CUDA_CHECK(cudaMemcpy(b.data(), by_hybrid[i].image.channel[p], b.size(), cudaMemcpyDeviceToHost));
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        const int d = std::abs(int(a[k]) - int(b[k]));
+        max_difference = std::max(max_difference, d);
+        differing += d != 0;
+      }
+      total += a.size();
+      same = same && a == b;
+    }
+    identical += same;
+  }
+  std::printf("hybrid YCbCr planes against the hardware's: %d of %d files identical, %zu of %zu samples differ, "
+              "by at most %d\n", identical, count, differing, total, max_difference);
+  nvjpegJpegStateDestroy(batched);
+  nvjpegJpegStateDestroy(single);
+  nvjpegDestroy(hardware);
+  nvjpegDestroy(hybrid);
+}
+
 // Runs `work(file index, thread's device buffer)` over every file from `threads` threads.
 void over_files(std::size_t count, int threads, const std::function<void(std::size_t, cuda::DeviceBuffer&)>& work) {
   std::atomic<std::size_t> next = 0;
@@ -258,6 +377,8 @@ int run(const Options& o) {
     rows.push_back(batched_decode(files, o, NVJPEG_BACKEND_HARDWARE, input, o.batch));
   }
   rows.push_back(batched_decode(files, o, NVJPEG_BACKEND_GPU_HYBRID, Input::pageable, o.batch));
+  compare_planes(files);
+  for (int threads : {1, 4, 8, 16}) rows.push_back(threaded_decode(files, o, threads));
   const std::size_t decoder_row = rows.size();
   rows.push_back(imgpipe_decoder(files, o, used));
   rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
