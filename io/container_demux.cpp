@@ -5,6 +5,8 @@
 // decodes them and shows none of them, as FFmpeg's own decoders do.
 #include "video_demux.hpp"
 
+#include "libav_support.hpp"
+
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavcodec/bsf.h>
@@ -12,16 +14,11 @@ extern "C" {
 #include <libavutil/log.h>
 }
 
-#include <array>
+#include <memory>
+#include <optional>
 
 namespace imgpipe::io {
 namespace {
-
-std::string av_error_text(int error) {
-  std::array<char, AV_ERROR_MAX_STRING_SIZE> text{};
-  av_strerror(error, text.data(), text.size());
-  return text.data();
-}
 
 struct FormatCloser {
   void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
@@ -29,16 +26,6 @@ struct FormatCloser {
 struct FilterFreer {
   void operator()(AVBSFContext* filter) const { av_bsf_free(&filter); }
 };
-struct PacketFreer {
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-};
-using PacketPointer = std::unique_ptr<AVPacket, PacketFreer>;
-
-PacketPointer make_packet() {
-  PacketPointer packet(av_packet_alloc());
-  if (!packet) throw std::bad_alloc();
-  return packet;
-}
 
 std::optional<double> rate_of(AVRational rate) {
   if (rate.num <= 0 || rate.den <= 0) return std::nullopt;
@@ -50,11 +37,11 @@ class ContainerStream final : public Bitstream {
   explicit ContainerStream(const std::filesystem::path& path) : path_(path) {
     AVFormatContext* opened = nullptr;
     if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) {
-      throw IoError(path, "cannot be opened as a video container: " + av_error_text(error));
+      throw IoError(path, "cannot be opened as a video container: " + libav::error_text(error));
     }
     format_.reset(opened);
     if (const int error = avformat_find_stream_info(format_.get(), nullptr); error < 0) {
-      throw IoError(path, "its streams cannot be read: " + av_error_text(error));
+      throw IoError(path, "its streams cannot be read: " + libav::error_text(error));
     }
     stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
     if (stream_ < 0) throw UnsupportedVideoStream(path, "the file holds no video stream");
@@ -78,11 +65,11 @@ class ContainerStream final : public Bitstream {
     }
     filter_.reset(made);
     if (const int error = avcodec_parameters_copy(filter_->par_in, video.codecpar); error < 0) {
-      throw IoError(path, "its video's parameters cannot be read: " + av_error_text(error));
+      throw IoError(path, "its video's parameters cannot be read: " + libav::error_text(error));
     }
     filter_->time_base_in = video.time_base;
     if (const int error = av_bsf_init(filter_.get()); error < 0) {
-      throw IoError(path, "its video cannot be turned into an Annex B stream: " + av_error_text(error));
+      throw IoError(path, "its video cannot be turned into an Annex B stream: " + libav::error_text(error));
     }
   }
 
@@ -102,7 +89,7 @@ class ContainerStream final : public Bitstream {
                               (filtered_->flags & AV_PKT_FLAG_DISCARD) != 0};
       }
       if (got == AVERROR_EOF) return std::nullopt;
-      if (got != AVERROR(EAGAIN)) throw IoError(path_, "its video packets cannot be filtered: " + av_error_text(got));
+      if (got != AVERROR(EAGAIN)) throw IoError(path_, "its video packets cannot be filtered: " + libav::error_text(got));
       feed_filter();
     }
   }
@@ -116,14 +103,14 @@ class ContainerStream final : public Bitstream {
         av_bsf_send_packet(filter_.get(), nullptr);
         return;
       }
-      if (read < 0) throw IoError(path_, "reading failed: " + av_error_text(read));
+      if (read < 0) throw IoError(path_, "reading failed: " + libav::error_text(read));
       if (demuxed_->stream_index != stream_) {
         av_packet_unref(demuxed_.get());
         continue;
       }
       const int sent = av_bsf_send_packet(filter_.get(), demuxed_.get());  // takes the packet's data
       av_packet_unref(demuxed_.get());
-      if (sent < 0) throw IoError(path_, "a video packet cannot be filtered: " + av_error_text(sent));
+      if (sent < 0) throw IoError(path_, "a video packet cannot be filtered: " + libav::error_text(sent));
       return;
     }
   }
@@ -131,8 +118,8 @@ class ContainerStream final : public Bitstream {
   std::filesystem::path path_;
   std::unique_ptr<AVFormatContext, FormatCloser> format_;
   std::unique_ptr<AVBSFContext, FilterFreer> filter_;
-  PacketPointer demuxed_ = make_packet();
-  PacketPointer filtered_ = make_packet();
+  libav::Packet demuxed_ = libav::make_packet();
+  libav::Packet filtered_ = libav::make_packet();
   int stream_ = -1;
   VideoCodec codec_ = VideoCodec::h264;
   double seconds_per_tick_ = 0;

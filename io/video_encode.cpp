@@ -6,6 +6,7 @@
 #include "file_bytes.hpp"
 #include "folder.hpp"
 #include "io_error.hpp"
+#include "libav_support.hpp"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -22,12 +23,6 @@ namespace {
 
 // The MPEG clock: whole ticks for the usual frame rates and for milliseconds.
 constexpr AVRational kTimeBase{1, 90000};
-
-std::string av_error_text(int code) {
-  char text[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(code, text, sizeof text);
-  return text;
-}
 
 const AVCodec* find_encoder() {
   if (const AVCodec* x264 = avcodec_find_encoder_by_name("libx264")) return x264;
@@ -47,9 +42,6 @@ struct EncoderDeleter {
 };
 struct FrameDeleter {
   void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
-struct PacketDeleter {
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
 };
 struct ScalerDeleter {
   void operator()(SwsContext* scaler) const { sws_freeContext(scaler); }
@@ -139,7 +131,7 @@ class LibavVideoWriter final : public FrameWriter {
   [[noreturn]] void fail(const std::string& why) const { throw IoError(temporary_.destination(), why); }
 
   void check(int code, const std::string& what) const {
-    if (code < 0) fail(what + ": " + av_error_text(code) + "; nothing was written under this name");
+    if (code < 0) fail(what + ": " + libav::error_text(code) + "; nothing was written under this name");
   }
 
   // Sends `frame` (nullptr: the end) and writes every packet the encoder has ready.
@@ -165,7 +157,7 @@ class LibavVideoWriter final : public FrameWriter {
   AVStream* stream_ = nullptr;  // output_'s
   std::unique_ptr<AVCodecContext, EncoderDeleter> encoder_;
   std::unique_ptr<AVFrame, FrameDeleter> frame_;
-  std::unique_ptr<AVPacket, PacketDeleter> packet_;
+  libav::Packet packet_;
   std::unique_ptr<SwsContext, ScalerDeleter> to_yuv_;
   std::uint64_t frames_ = 0;
   std::int64_t last_pts_ = 0;
