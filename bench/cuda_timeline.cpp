@@ -41,7 +41,8 @@ void write_record(const CUpti_Activity* record) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      std::fprintf(output, "kernel %llu %llu %u %s\n", ull(k->start), ull(k->end), k->streamId, k->name ? k->name : "?");
+      std::fprintf(output, "kernel %llu %llu %u %s\n", ull(k->start), ull(k->end), k->streamId,
+                   k->name ? k->name : "?");
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
