@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How busy the GPU was, from a timeline that libimgpipe_cuda_timeline.so wrote (bench/cuda_timeline.cpp).
 
-Usage: timeline_summary.py RUN.timeline[.xz] [--window-kernel TEXT] [--top N]
+Usage: timeline_summary.py RUN.timeline[.xz] [--window-kernel TEXT] [--top N] [--chrome-trace FILE]
+                           [--decode-batches]
 
 The window: from the start of the first to the end of the last kernel whose name holds TEXT (default: every
 record), so that start-up and shutdown stay out. Over the window it prints:
@@ -9,9 +10,18 @@ record), so that start-up and shutdown stay out. Over the window it prints:
   time over the window);
 - that summed time by library (nvJPEG's kernels, imgpipe's, others), and the N kernels with the most time;
 - per copy direction, the share of the window with a copy in flight, the bytes and their rate.
-Kernel names are demangled with c++filt where it is installed."""
+Kernel names are demangled with c++filt where it is installed. --chrome-trace also writes the window as Chrome's
+trace-event JSON, one track per CUDA stream, for Perfetto (ui.perfetto.dev: Open trace file).
+
+--decode-batches, for a GPU JPEG job: nvJPEG's hardware decoder copies each file's bytes to the device (a host
+to device copy of the file's size) as it hands the file to the JPEG engines, and copies the decoded planes out
+(device to device) as the engines finish. The file copies, split where more than 0.6 ms passes between two,
+mark its batches. It says how the time from the first file copy to the last divides: handing a batch's files
+over, then from the batch's last file copy to its last planes copy (the engines finishing the batch), then
+until the next batch's first file copy (between batches, the engines have nothing)."""
 import argparse
 import collections
+import json
 import lzma
 import shutil
 import subprocess
@@ -60,11 +70,54 @@ def library(name):
     return "other"
 
 
+def decode_batches(copies, min_file_bytes=64_000, batch_gap=600_000):
+    """The batches of nvJPEG's hardware decoder, from its file and planes copies (see the module's help)."""
+    files = sorted(s for s, _, _, kind, size in copies if kind == "HtoD" and size >= min_file_bytes)
+    planes_done = sorted(e for _, e, _, kind, _ in copies if kind == "DtoD")
+    if len(files) < 2 or not planes_done:
+        return None
+    batches = [[files[0]]]
+    for previous, current in zip(files, files[1:]):
+        if current - previous > batch_gap:
+            batches.append([])
+        batches[-1].append(current)
+    handing, finishing, between = [], [], []
+    for batch, following in zip(batches, batches[1:]):
+        handing.append(batch[-1] - batch[0])
+        last_planes = max((e for e in planes_done if e <= following[0]), default=batch[-1])
+        finishing.append(max(0, last_planes - batch[-1]))
+        between.append(following[0] - max(last_planes, batch[-1]))
+    return {"batches": len(batches), "files": len(files), "span": files[-1] - files[0],
+            "handing": handing, "finishing": finishing, "between": between}
+
+
+def write_chrome_trace(path, kernels, copies, names, begin, end):
+    """The window's kernels and copies as spans, microseconds from its start, a track per stream."""
+    events, streams = [], set()
+    for start, stop, stream, name in kernels:
+        if stop > begin and start < end:
+            events.append({"name": short(names[name]), "cat": "kernel", "ph": "X", "pid": 0, "tid": stream,
+                           "ts": (start - begin) / 1e3, "dur": (stop - start) / 1e3})
+            streams.add(stream)
+    for start, stop, stream, kind, size in copies:
+        if stop > begin and start < end:
+            events.append({"name": f"{kind} {size} bytes", "cat": "copy", "ph": "X", "pid": 0, "tid": stream,
+                           "ts": (start - begin) / 1e3, "dur": (stop - start) / 1e3})
+            streams.add(stream)
+    events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": s, "args": {"name": f"stream {s}"}}
+               for s in sorted(streams)]
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("timeline")
     parser.add_argument("--window-kernel", default="", help="the window spans the kernels whose names hold this")
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--chrome-trace", help="also write the window as Chrome trace-event JSON to this file")
+    parser.add_argument("--decode-batches", action="store_true",
+                        help="also how nvJPEG's hardware decoder spent the time between its batches")
     args = parser.parse_args()
 
     kernels, copies = [], []
@@ -72,14 +125,14 @@ def main():
         for line in f:
             fields = line.split(" ", 4)
             if fields[0] == "kernel" and len(fields) == 5:
-                kernels.append((int(fields[1]), int(fields[2]), fields[4].strip()))
+                kernels.append((int(fields[1]), int(fields[2]), int(fields[3]), fields[4].strip()))
             elif fields[0] == "copy" and len(fields) == 5:
                 kind, size = fields[4].split()
-                copies.append((int(fields[1]), int(fields[2]), kind, int(size)))
+                copies.append((int(fields[1]), int(fields[2]), int(fields[3]), kind, int(size)))
     if not kernels:
         sys.exit(f"{args.timeline}: no kernel records")
-    names = demangled(sorted({k[2] for k in kernels}))
-    in_window = [k for k in kernels if args.window_kernel in names[k[2]]]
+    names = demangled(sorted({k[3] for k in kernels}))
+    in_window = [k for k in kernels if args.window_kernel in names[k[3]]]
     if not in_window:
         sys.exit(f"no kernel name holds '{args.window_kernel}'")
     begin, end = min(k[0] for k in in_window), max(k[1] for k in in_window)
@@ -88,7 +141,7 @@ def main():
     def clipped(start, stop):
         return max(start, begin), min(stop, end)
 
-    spans = [clipped(s, e) for s, e, _ in kernels if e > begin and s < end]
+    spans = [clipped(s, e) for s, e, _, _ in kernels if e > begin and s < end]
     busy = merged_length(spans)
     summed = sum(e - s for s, e in spans)
     print(f"window: {window / 1e6:.1f} ms, {len(spans)} kernels")
@@ -96,7 +149,7 @@ def main():
           f"kernels running at once on average: {summed / window:.2f}")
 
     by_library, by_name, launches = collections.Counter(), collections.Counter(), collections.Counter()
-    for s, e, name in kernels:
+    for s, e, _, name in kernels:
         if e <= begin or s >= end:
             continue
         cs, ce = clipped(s, e)
@@ -111,7 +164,7 @@ def main():
         print(f"  {ns / 1e6:8.1f} ms  {launches[name]:7d} launches  {ns / launches[name] / 1e3:8.1f} us each  {name}")
 
     by_kind = collections.defaultdict(list)
-    for s, e, kind, size in copies:
+    for s, e, _, kind, size in copies:
         if e > begin and s < end:
             by_kind[kind].append((clipped(s, e), size))
     for kind, items in sorted(by_kind.items()):
@@ -119,6 +172,25 @@ def main():
         size = sum(b for _, b in items)
         print(f"copies {kind}: {len(items)}, in flight {100 * in_flight / window:.1f}% of the window, "
               f"{size / 1e6:.1f} MB, {size / window:.2f} GB/s over the window")
+    if args.decode_batches:
+        batches = decode_batches([c for c in copies if c[1] > begin and c[0] < end])
+        if batches is None:
+            print("decode batches: no file copies to the device in the window")
+        else:
+            span = batches["span"]
+            handed = len(batches["handing"])
+            print(f"decode batches: {batches['batches']}, {batches['files'] / batches['batches']:.1f} files each on "
+                  f"average; of the {span / 1e6:.1f} ms from the first file copy to the last:")
+            for label, times in (("handing files to the engines", batches["handing"]),
+                                 ("from a batch's last file copy to its last planes copy", batches["finishing"]),
+                                 ("from there to the next batch's first file copy", batches["between"])):
+                ordered = sorted(times)
+                print(f"  {label}: {100 * sum(times) / span:.0f}% (per batch: median "
+                      f"{ordered[len(ordered) // 2] / 1e3:.0f} us, mean {sum(times) / handed / 1e3:.0f} us, "
+                      f"90th percentile {ordered[9 * len(ordered) // 10] / 1e3:.0f} us)")
+    if args.chrome_trace:
+        write_chrome_trace(args.chrome_trace, kernels, copies, names, begin, end)
+        print(f"Chrome trace of the window: {args.chrome_trace}")
 
 
 if __name__ == "__main__":
