@@ -13,13 +13,14 @@ record), so that start-up and shutdown stay out. Over the window it prints:
 Kernel names are demangled with c++filt where it is installed. --chrome-trace also writes the window as Chrome's
 trace-event JSON, one track per CUDA stream, for Perfetto (ui.perfetto.dev: Open trace file).
 
---decode-batches, for a GPU JPEG job: nvJPEG's hardware decoder copies each file's bytes to the device (a host
-to device copy of the file's size) as it hands the file to the JPEG engines, and copies the decoded planes out
-(device to device) as the engines finish. The file copies, split where more than 0.6 ms passes between two,
+--decode-batches, for a GPU JPEG job: inside each batched call nvJPEG's hardware decoder copies the files' bytes
+to the device one after another (a host to device copy of each file's size), the pace at which the JPEG engines
+get them, and copies the decoded planes out (device to device) as the engines finish. The file copies, split where more than 0.6 ms passes between two,
 mark its batches. It says how the time from the first file copy to the last divides: handing a batch's files
 over, then from the batch's last file copy to its last planes copy (the engines finishing the batch), then
 until the next batch's first file copy (between batches, the engines have nothing)."""
 import argparse
+import bisect
 import collections
 import json
 import lzma
@@ -84,7 +85,8 @@ def decode_batches(copies, min_file_bytes=64_000, batch_gap=600_000):
     handing, finishing, between = [], [], []
     for batch, following in zip(batches, batches[1:]):
         handing.append(batch[-1] - batch[0])
-        last_planes = max((e for e in planes_done if e <= following[0]), default=batch[-1])
+        done_before = bisect.bisect_right(planes_done, following[0])
+        last_planes = planes_done[done_before - 1] if done_before else batch[-1]
         finishing.append(max(0, last_planes - batch[-1]))
         between.append(following[0] - max(last_planes, batch[-1]))
     return {"batches": len(batches), "files": len(files), "span": files[-1] - files[0],
