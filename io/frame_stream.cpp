@@ -98,9 +98,15 @@ void RawFrameWriter::write(ConstFrameView frame, std::optional<double>) {  // ra
 #ifdef IMGPIPE_HAVE_OPENCV
 namespace {
 
+// OpenCV's FFmpeg backend where it has one. With CAP_ANY, a file that FFmpeg cannot open or write is offered to
+// every other backend as well, GStreamer among them, which loads its plugins, prints warnings of its own and
+// leaks memory on the way (AddressSanitizer's leak report).
+int video_api() { return cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY; }
+
 class VideoReader final : public FrameReader {
  public:
-  VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path), capture_(path.string()) {
+  VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels)
+      : path_(path), capture_(path.string(), video_api()) {
     if (!capture_.isOpened()) throw IoError(path, "cannot open as a video (missing, unreadable or no decoder)");
     const double width = capture_.get(cv::CAP_PROP_FRAME_WIDTH), height = capture_.get(cv::CAP_PROP_FRAME_HEIGHT);
     if (width >= 1 && height >= 1 && width * height > static_cast<double>(max_pixels)) {
@@ -149,7 +155,7 @@ class VideoWriter final : public FrameWriter {
     const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
                        : ext == ".mkv" ? cv::VideoWriter::fourcc('X', 'V', 'I', 'D')
                                        : cv::VideoWriter::fourcc('m', 'p', '4', 'v');
-    if (!writer_.open(temporary_.name().string(), fourcc, fps, cv::Size(size.width, size.height), true)) {
+    if (!writer_.open(temporary_.name().string(), video_api(), fourcc, fps, cv::Size(size.width, size.height), true)) {
       throw IoError(path, "cannot open for writing as video (folder missing, no permission, disk full, or no encoder "
                           "for " + (ext.empty() ? std::string("this name") : ext) + ")");
     }
@@ -180,8 +186,7 @@ class VideoWriter final : public FrameWriter {
  private:
   // Frames a video file declares, or 0 when it cannot be opened (a container cut short has no index).
   static std::uint64_t frames_in(const std::filesystem::path& path) {
-    const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
-    cv::VideoCapture capture(path.string(), api);
+    cv::VideoCapture capture(path.string(), video_api());
     if (!capture.isOpened()) return 0;
     const double count = capture.get(cv::CAP_PROP_FRAME_COUNT);
     return count > 0 ? static_cast<std::uint64_t>(count) : 0;
@@ -202,7 +207,7 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
 }
 
 std::optional<double> video_fps(const std::filesystem::path& path) {
-  cv::VideoCapture capture(path.string());
+  cv::VideoCapture capture(path.string(), video_api());
   const double fps = capture.isOpened() ? capture.get(cv::CAP_PROP_FPS) : 0.0;
   return fps > 0 ? std::optional(fps) : std::nullopt;
 }
