@@ -155,7 +155,8 @@ class VideoWriter final : public FrameWriter {
     const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
                        : ext == ".mkv" ? cv::VideoWriter::fourcc('X', 'V', 'I', 'D')
                                        : cv::VideoWriter::fourcc('m', 'p', '4', 'v');
-    if (!writer_.open(temporary_.name().string(), video_api(), fourcc, fps, cv::Size(size.width, size.height), true)) {
+    const cv::Size frame_size(size.width, size.height);
+    if (!writer_.open(temporary_.name().string(), video_api(), fourcc, fps, frame_size, true)) {
       throw IoError(path, "cannot open for writing as video (folder missing, no permission, disk full, or no encoder "
                           "for " + (ext.empty() ? std::string("this name") : ext) + ")");
     }
