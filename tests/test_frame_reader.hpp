@@ -8,6 +8,7 @@
 #include "image.hpp"
 #include "job.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -42,7 +43,7 @@ class VectorReader final : public io::FrameReader {
 
  private:
   std::vector<Image> frames_;
-  std::size_t next_ = 0;
+  std::atomic<std::size_t> next_ = 0;  // atomic: a writer's thread reads the count while frames are read
 };
 
 // A reader's frames one after another, of any sizes (io::FrameStreamSource keeps a stream to one size).
