@@ -47,8 +47,7 @@ int list_backends() {
   }
   for (const std::string& line : io::describe_gpu_jpeg()) std::printf("%s\n", line.c_str());
   for (const std::string& line : io::describe_gpu_video()) std::printf("%s\n", line.c_str());
-  std::printf("CPU image codecs: %s\n", io::has_opencv_codecs() ? "OpenCV (JPEG, PNG, BMP, TIFF, WebP) and PPM"
-                                                                  : "PPM only (this build has no OpenCV)");
+  std::printf("CPU image codecs: %s\n", io::describe_cpu_codecs().c_str());
   return kExitOk;
 }
 

@@ -9,6 +9,9 @@
 #include <initializer_list>
 #include <stdexcept>
 
+#ifdef IMGPIPE_HAVE_TURBOJPEG
+#include "cpu_jpeg.hpp"
+#endif
 #ifdef IMGPIPE_HAVE_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -129,6 +132,11 @@ std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const
                           header.format + " header says so, and nothing was decoded");
   }
   if (!header.truncated.empty()) throw IoError(header.truncated);
+#ifdef IMGPIPE_HAVE_TURBOJPEG
+  if (starts_with(bytes, {0xFF, 0xD8, 0xFF})) {
+    if (auto warnings = decode_jpeg_on_cpu(bytes, header.orientation, allocate)) return *warnings;
+  }
+#endif
   return decode_with_opencv(bytes, allocate, max_pixels);
 #else
   // Other netpbm kinds get decode_ppm's own explanation of what it does not read.
@@ -146,6 +154,9 @@ std::vector<std::uint8_t> encode_image(ConstFrameView image, const std::string& 
     throw IoError("unknown image extension '" + extension + "'; imgpipe writes " + image_extensions_text());
   }
   if (extension == ".ppm") return encode_ppm(image);
+#ifdef IMGPIPE_HAVE_TURBOJPEG
+  if (extension == ".jpg" || extension == ".jpeg") return encode_jpeg_on_cpu(image, quality);
+#endif
 #ifdef IMGPIPE_HAVE_OPENCV
   return encode_with_opencv(image, extension, quality);
 #else
@@ -199,6 +210,16 @@ bool has_opencv_codecs() {
   return true;
 #else
   return false;
+#endif
+}
+
+std::string describe_cpu_codecs() {
+#if defined(IMGPIPE_HAVE_TURBOJPEG)
+  return "JPEG through " + cpu_jpeg_library() + " (TurboJPEG), PNG, BMP, TIFF and WebP through OpenCV, and PPM";
+#elif defined(IMGPIPE_HAVE_OPENCV)
+  return "OpenCV (JPEG, PNG, BMP, TIFF, WebP) and PPM";
+#else
+  return "PPM only (this build has no OpenCV)";
 #endif
 }
 

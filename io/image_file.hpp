@@ -61,5 +61,7 @@ inline void write_image(const std::filesystem::path& path, const Image& image, i
 
 // True when this build reads and writes formats other than PPM.
 bool has_opencv_codecs();
+// The CPU codecs of this build and the libraries behind them, for `imgpipe backends`.
+std::string describe_cpu_codecs();
 
 }  // namespace imgpipe::io

@@ -56,12 +56,51 @@ bool is_sof(std::uint8_t marker) {
   return marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
 }
 
+// OpenCV's reader, entry by entry up to the first Orientation entry; where it would read out of bounds first,
+// or reads the TIFF in an order that is neither Intel's nor Motorola's, the answer is ambiguous.
+ExifOrientation read_exif_orientation(Bytes tiff) {
+  const std::size_t size = tiff.size();
+  if (size < 8) return {};
+  const bool intel = tiff[0] == 'I' && tiff[1] == 'I';
+  const bool motorola = tiff[0] == 'M' && tiff[1] == 'M';
+  auto u16 = [&](std::size_t at) { return intel ? le16(tiff, at) : be16(tiff, at); };
+  auto u32 = [&](std::size_t at) { return intel ? le32(tiff, at) : be32(tiff, at); };
+  if (u16(2) != 42) return {};  // not TIFF: no tags
+  if (!intel && !motorola) return {.ambiguous = true};
+  const std::size_t ifd = u32(4);
+  if (ifd >= size || size - ifd < 2) return {};
+  const std::size_t entries = u16(ifd);
+  for (std::size_t i = 0; i < entries; ++i) {
+    const std::size_t at = ifd + 2 + 12 * i;
+    if (at + 12 > size) return {.ambiguous = true};
+    const std::uint32_t tag = u16(at);
+    switch (tag) {
+      case 0x0112: return {.value = static_cast<std::uint16_t>(u16(at + 8))};
+      case 0x010E: case 0x010F: case 0x0110: case 0x0131: case 0x0132: case 0x8298: {  // strings
+        const std::uint64_t length = u32(at + 4);
+        const std::uint64_t offset = length > 4 ? u32(at + 8) : 8;
+        if (offset + length > size) return {.ambiguous = true};
+        break;
+      }
+      case 0x011A: case 0x011B: {  // X and Y resolution: one rational
+        if (std::uint64_t{u32(at + 8)} + 8 > size) return {.ambiguous = true};
+        break;
+      }
+      case 0x013E: case 0x013F: case 0x0211: case 0x0214:  // several rationals; after 0x0112 in a sorted IFD
+        return {.ambiguous = true};
+      default: break;
+    }
+  }
+  return {};
+}
+
 // Segment after segment (skipping entropy-coded data after each SOS) until the end-of-image marker.
 void read_jpeg(Bytes b, ImageHeader& header) {
   header.format = "JPEG";
   const std::string ends_early = "truncated JPEG: the file ends before its end-of-image marker (" +
                                  std::to_string(b.size()) + " bytes)";
   std::size_t pos = 2;
+  bool seen_scan = false, seen_app1 = false;
   while (true) {
     // A marker is 0xFF (any number of fill bytes) and a code; stray bytes before it are skipped as libjpeg does.
     while (pos < b.size() && b[pos] != 0xFF) ++pos;
@@ -83,12 +122,18 @@ void read_jpeg(Bytes b, ImageHeader& header) {
       header.truncated = ends_early;
       return;
     }
+    if (marker == 0xE1 && !seen_scan && !seen_app1) {
+      seen_app1 = true;
+      // The segment's data after its length field, less the six bytes of "Exif\0\0" (not checked, as in OpenCV).
+      if (length - 2 > 6) header.orientation = read_exif_orientation(b.subspan(pos + 2 + 6, length - 2 - 6));
+    }
     if (is_sof(marker) && length >= 7 && !header.size) {
       const std::uint32_t height = be16(b, pos + 3), width = be16(b, pos + 5);
       if (height > 0) header.size = DeclaredSize{width, height};  // 0: the height comes later (DNL); unknown here
     }
     pos += length;
     if (marker == 0xDA) {
+      seen_scan = true;
       // Entropy-coded data runs to the next marker that is not a stuffed 0xFF00 or a restart marker.
       while (pos + 1 < b.size()) {
         if (b[pos] == 0xFF && b[pos + 1] != 0x00 && b[pos + 1] != 0xFF && !(b[pos + 1] >= 0xD0 && b[pos + 1] <= 0xD7)) {

@@ -2,14 +2,14 @@
 # Sourced, not run.
 
 # Build tools and the libraries CMake looks for. OpenCV is optional for imgpipe, but these scripts set up
-# the full build (nlohmann-json for `imgpipe bench --json`, matplotlib for tools/plot_bench.py, ffmpeg for the
-# README's pipe example and its test, Python's development files, NumPy and pytest for the Python module,
-# nv-codec-headers for NVDEC video decoding, FFmpeg's libavformat and libavcodec to demux containers for it and,
-# with libswscale, to write video files that keep each frame's time);
-# the CUDA toolkit comes from NVIDIA, not from here.
-imgpipe_packages=(cmake ninja-build g++ libopencv-dev libgtest-dev libgmock-dev libcli11-dev libtbb-dev
-  nlohmann-json3-dev libffmpeg-nvenc-dev libavformat-dev libavcodec-dev libswscale-dev python3-matplotlib ffmpeg python3-dev python3-venv python3-numpy
-  python3-pytest)
+# the full build (TurboJPEG for JPEG on the CPU straight to and from RGB, nlohmann-json for `imgpipe bench
+# --json`, matplotlib for tools/plot_bench.py, ffmpeg for the README's pipe example and its test, Python's
+# development files, NumPy and pytest for the Python module, nv-codec-headers for NVDEC video decoding, FFmpeg's
+# libavformat and libavcodec to demux containers for it and, with libswscale, to write video files that keep
+# each frame's time); the CUDA toolkit comes from NVIDIA, not from here.
+imgpipe_packages=(cmake ninja-build g++ libopencv-dev libturbojpeg0-dev libgtest-dev libgmock-dev libcli11-dev
+  libtbb-dev nlohmann-json3-dev libffmpeg-nvenc-dev libavformat-dev libavcodec-dev libswscale-dev python3-matplotlib
+  ffmpeg python3-dev python3-venv python3-numpy python3-pytest)
 
 install_missing() {
   local missing=() package

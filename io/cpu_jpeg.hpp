@@ -1,0 +1,35 @@
+// JPEG on the CPU through libjpeg-turbo's TurboJPEG API, straight to and from 8-bit RGB. OpenCV's imread and
+// imwrite run the same library with the same settings (accurate integer DCT, fancy upsampling, 4:2:0 at the
+// given quality), so the pixels and the files are theirs byte for byte, but OpenCV hands libjpeg BGR and swaps
+// every pixel's bytes one at a time on the way in and out; that swap was about 40% of a CPU folder job's time.
+// Built when OpenCV is, since the files TurboJPEG leaves (CMYK, ambiguous EXIF) go to OpenCV's decoder.
+#pragma once
+
+#include "image.hpp"
+#include "image_header.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace imgpipe::io {
+
+// Decodes a JPEG into allocate(upright size) as imread(IMREAD_COLOR) does, the file's EXIF orientation
+// (read_image_header) applied and
+// grayscale copied into three channels; returns the file's warnings (data libjpeg found corrupt but decoded).
+// nullopt, with nothing allocated, for a file imread must decode itself: CMYK or YCCK, or an EXIF orientation
+// only OpenCV's reader can resolve. IoError ("not a decodable image: " and libjpeg's reason) for a file libjpeg
+// cannot decode.
+std::optional<std::vector<std::string>> decode_jpeg_on_cpu(std::span<const std::uint8_t> jpeg,
+                                                           ExifOrientation orientation,
+                                                           const FrameAllocator& allocate);
+
+// The file imencode(".jpg", {IMWRITE_JPEG_QUALITY, quality}) writes for the same image (baseline, 4:2:0).
+std::vector<std::uint8_t> encode_jpeg_on_cpu(ConstFrameView image, int quality);
+
+// "libjpeg-turbo x.y.z", the version built against, for `imgpipe backends`.
+std::string cpu_jpeg_library();
+
+}  // namespace imgpipe::io
