@@ -24,5 +24,7 @@ run() {  # target dictionary
 run fuzz_chain chain.dict &
 run fuzz_ppm ppm.dict &
 wait
-run fuzz_size chain.dict
+run fuzz_size chain.dict &
+run fuzz_image_header image_header.dict &
+wait
 ls "$work/artifacts"
