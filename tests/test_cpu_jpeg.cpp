@@ -4,7 +4,6 @@
 // finds corrupt. Variants are encoded with TurboJPEG here, since OpenCV's imwrite writes 4:2:0 only.
 #include "image_file.hpp"
 #include "image_header.hpp"
-#include "test_images.hpp"
 #include "test_io_helpers.hpp"
 
 #include <gtest/gtest.h>
@@ -21,8 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
-
-Bytes file_bytes(const fs::path& path) { return testing::file_bytes(path); }
 
 std::vector<fs::path> sample_jpegs() {
   std::vector<fs::path> paths;
@@ -88,7 +85,7 @@ cv::Mat photo_rgb(const std::string& name) {
 TEST(CpuJpeg, RealPhotographsDecodeToImreadsPixels) {
   const std::vector<fs::path> photos = sample_jpegs();
   ASSERT_GE(photos.size(), 3u);
-  for (const fs::path& photo : photos) expect_decodes_as_opencv(file_bytes(photo), photo.filename().string());
+  for (const fs::path& photo : photos) expect_decodes_as_opencv(testing::file_bytes(photo), photo.filename().string());
 }
 
 TEST(CpuJpeg, EverySubsamplingSizeAndScanLayoutDecodesToImreadsPixels) {
@@ -251,7 +248,7 @@ TEST(CpuJpeg, OrientationInAByteOrderThatIsNeitherIntelNorMotorolaIsLeftToOpenCv
 // --- Corrupt files ---------------------------------------------------------------------------------------
 
 TEST(CpuJpeg, DataLibjpegFindsCorruptIsDecodedAsImreadDoesWithAWarning) {
-  Bytes jpeg = file_bytes(sample_jpegs().front());
+  Bytes jpeg = testing::file_bytes(sample_jpegs().front());
   // A restart marker in the middle of a scan that has no restart interval: libjpeg warns of a premature end of
   // the data segment and fills the rest of the scan.
   jpeg[jpeg.size() / 2] = 0xFF;
