@@ -244,6 +244,25 @@ TEST_F(Reliability, TruncatedJpegIsRefusedNotDecodedWithGreyRows) {
   expect_reported(in / "cut.jpg", "truncated JPEG: the file ends before its end-of-image marker");
 }
 
+TEST_F(Reliability, JpegWithRecoverableCorruptionIsDecodedWithAWarningNamingIt) {
+#ifndef IMGPIPE_HAVE_TURBOJPEG
+  GTEST_SKIP() << "this build decodes JPEG on the CPU through OpenCV, which leaves libjpeg's warning on stderr";
+#endif
+  std::vector<std::uint8_t> jpeg = testing::file_bytes(fs::path(IMGPIPE_DATA_DIR) / "images/coffee.jpg");
+  jpeg[jpeg.size() / 2] = 0xFF;  // a restart marker mid-scan, where the scan has no restart interval
+  jpeg[jpeg.size() / 2 + 1] = 0xD3;
+  write_bytes(in / "marked.jpg", std::string(jpeg.begin(), jpeg.end()));
+  const CommandResult run =
+      imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h --backend cpu");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, (in / "marked.jpg").string() +
+                                       ": warning: libjpeg: Corrupt JPEG data: premature end of data segment; "
+                                       "decoded anyway"))
+      << run.output;
+  EXPECT_TRUE(contains(run.output, std::to_string(photo_names().size() + 1) + " done, 0 failed")) << run.output;
+  EXPECT_EQ(io::read_image(out / "marked.jpg").image.size(), io::read_image(in / "coffee.jpg").image.size());
+}
+
 TEST_F(Reliability, TruncatedPng) {
   if (!io::has_opencv_codecs()) GTEST_SKIP() << "this build reads PPM only (no OpenCV)";
   const std::vector<std::uint8_t> whole = testing::file_bytes(fs::path(IMGPIPE_DATA_DIR) / "images/coins.png");
