@@ -4,6 +4,7 @@
 // finds corrupt. Variants are encoded with TurboJPEG here, since OpenCV's imwrite writes 4:2:0 only.
 #include "image_file.hpp"
 #include "image_header.hpp"
+#include "test_crafted_images.hpp"
 #include "test_io_helpers.hpp"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
+using testing::exif;
+using testing::tiff;
+using testing::with_app1;
 
 std::vector<fs::path> sample_jpegs() {
   std::vector<fs::path> paths;
@@ -131,58 +135,6 @@ TEST(CpuJpeg, CmykAndYcckFilesAreLeftToOpenCvsOwnConversion) {
 }
 
 // --- EXIF orientation ------------------------------------------------------------------------------------
-
-struct IfdEntry {
-  std::uint16_t tag, type;
-  std::uint32_t count, value;
-};
-
-void put(Bytes& b, std::uint32_t v, int bytes, bool intel) {
-  for (int i = 0; i < bytes; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * (intel ? i : bytes - 1 - i))));
-}
-
-// A TIFF block with one IFD at offset 8 holding `entries` (SHORT values in the entry's first two bytes).
-Bytes tiff(bool intel, const std::vector<IfdEntry>& entries, std::uint32_t ifd_offset = 8) {
-  Bytes b;
-  b.reserve(18 + 12 * entries.size());
-  b.assign(2, intel ? 'I' : 'M');
-  put(b, 42, 2, intel);
-  put(b, ifd_offset, 4, intel);
-  put(b, static_cast<std::uint32_t>(entries.size()), 2, intel);
-  for (const IfdEntry& e : entries) {
-    put(b, e.tag, 2, intel);
-    put(b, e.type, 2, intel);
-    put(b, e.count, 4, intel);
-    if (e.type == 3 && e.count == 1) {
-      put(b, e.value, 2, intel);
-      put(b, 0, 2, intel);
-    } else {
-      put(b, e.value, 4, intel);
-    }
-  }
-  put(b, 0, 4, intel);
-  return b;
-}
-
-// `jpeg` with an APP1 segment holding `payload` right after its start-of-image marker.
-Bytes with_app1(const Bytes& jpeg, const Bytes& payload) {
-  const std::size_t length = payload.size() + 2;
-  const std::uint8_t marker[] = {0xFF, 0xE1, static_cast<std::uint8_t>(length >> 8),
-                                 static_cast<std::uint8_t>(length & 0xFF)};
-  Bytes out(jpeg.size() + 2 + length);
-  auto at = std::copy(jpeg.begin(), jpeg.begin() + 2, out.begin());
-  at = std::copy(std::begin(marker), std::end(marker), at);
-  at = std::copy(payload.begin(), payload.end(), at);
-  std::copy(jpeg.begin() + 2, jpeg.end(), at);
-  return out;
-}
-
-Bytes exif(const Bytes& tiff_block) {
-  const char header[] = "Exif\0";  // six bytes with the terminator
-  Bytes payload(sizeof header + tiff_block.size());
-  std::copy(tiff_block.begin(), tiff_block.end(), std::copy(std::begin(header), std::end(header), payload.begin()));
-  return payload;
-}
 
 Bytes small_photo_jpeg() {
   const cv::Mat rgb = photo_rgb("rocket.jpg")(cv::Rect(5, 9, 37, 21)).clone();  // not square, odd sizes

@@ -1,7 +1,8 @@
 // Image files crafted byte by byte: headers that declare whatever size a test needs, in a file of a few dozen
-// bytes (decompression bombs as far as any header reader can tell).
+// bytes (decompression bombs as far as any header reader can tell), and EXIF segments put into JPEG files.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,6 +55,63 @@ inline std::vector<std::uint8_t> declared_jpeg(std::uint16_t width, std::uint16_
   jpeg.insert(jpeg.end(), {0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 0x3F, 0, 0x12, 0x34, 0xFF, 0x00,
                            0xFF, 0xD9});
   return jpeg;
+}
+
+// EXIF blocks for JPEG files, for the orientation tests.
+struct IfdEntry {
+  std::uint16_t tag, type;
+  std::uint32_t count, value;
+};
+
+// `v` as `bytes` bytes, little-endian (Intel's order) or big-endian (Motorola's).
+inline void put_ordered(std::vector<std::uint8_t>& b, std::uint32_t v, int bytes, bool intel) {
+  for (int i = 0; i < bytes; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * (intel ? i : bytes - 1 - i))));
+}
+
+// A TIFF block with one IFD at offset 8 holding `entries` (SHORT values in the entry's first two bytes).
+inline std::vector<std::uint8_t> tiff(bool intel, const std::vector<IfdEntry>& entries,
+                                      std::uint32_t ifd_offset = 8) {
+  std::vector<std::uint8_t> b;
+  b.reserve(18 + 12 * entries.size());
+  b.assign(2, intel ? 'I' : 'M');
+  put_ordered(b, 42, 2, intel);
+  put_ordered(b, ifd_offset, 4, intel);
+  put_ordered(b, static_cast<std::uint32_t>(entries.size()), 2, intel);
+  for (const IfdEntry& e : entries) {
+    put_ordered(b, e.tag, 2, intel);
+    put_ordered(b, e.type, 2, intel);
+    put_ordered(b, e.count, 4, intel);
+    if (e.type == 3 && e.count == 1) {
+      put_ordered(b, e.value, 2, intel);
+      put_ordered(b, 0, 2, intel);
+    } else {
+      put_ordered(b, e.value, 4, intel);
+    }
+  }
+  put_ordered(b, 0, 4, intel);
+  return b;
+}
+
+// `jpeg` with an APP1 segment holding `payload` right after its start-of-image marker.
+inline std::vector<std::uint8_t> with_app1(const std::vector<std::uint8_t>& jpeg,
+                                           const std::vector<std::uint8_t>& payload) {
+  const std::size_t length = payload.size() + 2;
+  const std::uint8_t marker[] = {0xFF, 0xE1, static_cast<std::uint8_t>(length >> 8),
+                                 static_cast<std::uint8_t>(length & 0xFF)};
+  std::vector<std::uint8_t> out(jpeg.size() + 2 + length);
+  auto at = std::copy(jpeg.begin(), jpeg.begin() + 2, out.begin());
+  at = std::copy(std::begin(marker), std::end(marker), at);
+  at = std::copy(payload.begin(), payload.end(), at);
+  std::copy(jpeg.begin() + 2, jpeg.end(), at);
+  return out;
+}
+
+// An APP1 payload: "Exif\0\0", then the TIFF block.
+inline std::vector<std::uint8_t> exif(const std::vector<std::uint8_t>& tiff_block) {
+  const char header[] = "Exif\0";  // six bytes with the terminator
+  std::vector<std::uint8_t> payload(sizeof header + tiff_block.size());
+  std::copy(tiff_block.begin(), tiff_block.end(), std::copy(std::begin(header), std::end(header), payload.begin()));
+  return payload;
 }
 
 inline std::string as_string(const std::vector<std::uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }

@@ -1,6 +1,7 @@
 // The OpenCV side of read_image / write_image: every format converts to and from 8-bit RGB correctly.
 // Fixtures are made with OpenCV directly, so the channel order is checked against OpenCV's own (BGR).
 #include "image_file.hpp"
+#include "test_crafted_images.hpp"
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
 
@@ -118,17 +119,7 @@ TEST(ImageCodecs, FloatSamplesAreRefusedClearly) {
 std::vector<std::uint8_t> jpeg_with_orientation_6(const cv::Mat& bgr) {
   std::vector<std::uint8_t> jpeg;
   cv::imencode(".jpg", bgr, jpeg, {cv::IMWRITE_JPEG_QUALITY, 100});
-  const std::uint8_t tiff[] = {'I', 'I', 42, 0, 8, 0, 0, 0,       // little-endian TIFF header, IFD at 8
-                               1, 0,                               // one entry
-                               0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0,  // Orientation, SHORT, 1, value 6
-                               0, 0, 0, 0};                        // no next IFD
-  std::vector<std::uint8_t> app1 = {0xFF, 0xE1, 0, 0, 'E', 'x', 'i', 'f', 0, 0};
-  app1.insert(app1.end(), std::begin(tiff), std::end(tiff));
-  const std::size_t length = app1.size() - 2;
-  app1[2] = static_cast<std::uint8_t>(length >> 8);
-  app1[3] = static_cast<std::uint8_t>(length & 0xFF);
-  jpeg.insert(jpeg.begin() + 2, app1.begin(), app1.end());  // right after SOI
-  return jpeg;
+  return testing::with_app1(jpeg, testing::exif(testing::tiff(/*intel=*/true, {{0x0112, 3, 1, 6}})));
 }
 
 TEST(ImageCodecs, JpegExifOrientationIsApplied) {
