@@ -40,18 +40,23 @@ void turn_upright(const cv::Mat& stored, cv::Mat& upright, std::uint16_t orienta
 
 }  // namespace
 
-std::optional<std::vector<std::string>> decode_jpeg_on_cpu(std::span<const std::uint8_t> jpeg,
-                                                           ExifOrientation orientation,
-                                                           const FrameAllocator& allocate) {
-  if (orientation.ambiguous) return std::nullopt;
+CpuJpegDecode decode_jpeg_on_cpu(std::span<const std::uint8_t> jpeg, ExifOrientation orientation,
+                                 const FrameAllocator& allocate) {
+  if (orientation.ambiguous) return {};
   const Handle handle(tjInitDecompress());
   if (!handle) throw IoError("TurboJPEG could not make a decompressor");
-  auto undecodable = [&] { return IoError(std::string("not a decodable image: ") + tjGetErrorStr2(handle.get())); };
+  // Whatever TurboJPEG finds wrong in a header (a warning such as an unknown JFIF revision, sampling factors it
+  // has no name for) is left to imread, which may still decode the file; libjpeg's message goes with it.
+  auto stopped = [&] {
+    return CpuJpegDecode{.decoded = false,
+                         .libjpeg_message = tjGetErrorStr2(handle.get()),
+                         .warning = tjGetErrorCode(handle.get()) == TJERR_WARNING};
+  };
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(handle.get(), jpeg.data(), jpeg.size(), &width, &height, &subsampling, &colorspace) != 0) {
-    throw undecodable();
+    return stopped();
   }
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) return std::nullopt;
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) return {};
 
   // An upright file decodes straight into the caller's buffer; a turned one through a buffer of its own.
   const bool turned = orientation.value >= 2 && orientation.value <= 8;
@@ -63,11 +68,13 @@ std::optional<std::vector<std::string>> decode_jpeg_on_cpu(std::span<const std::
     frame = allocate(Size{width, height});
     stored = cv::Mat(height, width, CV_8UC3, frame.data);
   }
-  const int result = tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), stored.data, width, 0, height, TJPF_RGB, 0);
-  // A warning: libjpeg found corrupt data and decoded the rest anyway, as imread would.
-  if (result != 0 && tjGetErrorCode(handle.get()) != TJERR_WARNING) throw undecodable();
-  std::vector<std::string> warnings;
-  if (result != 0) warnings.push_back(std::string("libjpeg: ") + tjGetErrorStr2(handle.get()) + "; decoded anyway");
+  // Stop at the first warning: TurboJPEG 2.1 reports a file with a warning and then an error as a warning, so
+  // only a clean decode is trusted here, and a file libjpeg warns about is imread's to decode.
+  if (tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), stored.data, width, 0, height, TJPF_RGB,
+                    TJFLAG_STOPONWARNING) != 0) {
+    if (tjGetErrorCode(handle.get()) == TJERR_WARNING) return stopped();
+    throw IoError(std::string("not a decodable image: ") + tjGetErrorStr2(handle.get()));
+  }
 
   if (turned) {
     const Size upright = orientation.value >= 5 ? Size{height, width} : Size{width, height};
@@ -75,7 +82,7 @@ std::optional<std::vector<std::string>> decode_jpeg_on_cpu(std::span<const std::
     cv::Mat upright_pixels(upright.height, upright.width, CV_8UC3, frame.data);
     turn_upright(stored, upright_pixels, orientation.value);
   }
-  return warnings;
+  return {.decoded = true, .libjpeg_message = {}, .warning = false};
 }
 
 std::vector<std::uint8_t> encode_jpeg_on_cpu(ConstFrameView image, int quality) {

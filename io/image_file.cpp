@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 
 #ifdef IMGPIPE_HAVE_TURBOJPEG
@@ -134,7 +135,28 @@ std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const
   if (!header.truncated.empty()) throw IoError(header.truncated);
 #ifdef IMGPIPE_HAVE_TURBOJPEG
   if (starts_with(bytes, {0xFF, 0xD8, 0xFF})) {
-    if (auto warnings = decode_jpeg_on_cpu(bytes, header.orientation, allocate)) return *warnings;
+    // A frame allocated for TurboJPEG is the one imread decodes into, should TurboJPEG leave the file to it.
+    std::optional<FrameView> frame;
+    const FrameAllocator allocate_once = [&](Size size) {
+      if (!frame) frame = allocate(size);
+      if (frame->size != size) {
+        throw IoError("OpenCV decodes it as " + to_string(size) + ", libjpeg-turbo as " + to_string(frame->size));
+      }
+      return *frame;
+    };
+    const CpuJpegDecode turbo = decode_jpeg_on_cpu(bytes, header.orientation, allocate_once);
+    if (turbo.decoded) return {};
+    std::vector<std::string> warnings;
+    try {
+      warnings = decode_with_opencv(bytes, allocate_once, max_pixels);
+    } catch (const PixelLimitError&) {
+      throw;
+    } catch (const IoError&) {
+      if (turbo.libjpeg_message.empty() || turbo.warning) throw;
+      throw IoError("not a decodable image: " + turbo.libjpeg_message);  // libjpeg's reason says more than OpenCV's
+    }
+    if (turbo.warning) warnings.insert(warnings.begin(), "libjpeg: " + turbo.libjpeg_message + "; decoded anyway");
+    return warnings;
   }
 #endif
   return decode_with_opencv(bytes, allocate, max_pixels);

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <random>
 
 namespace imgpipe::io {
 namespace {
@@ -227,6 +228,77 @@ TEST(CpuJpeg, AFileLibjpegCannotDecodeIsRefusedWithItsReason) {
     EXPECT_NE(e.reason().find("precision"), std::string::npos) << e.reason();
   }
   EXPECT_TRUE(imdecode_rgb(jpeg).empty()) << "OpenCV decodes what imgpipe refuses";
+}
+
+TEST(CpuJpeg, AWarningFollowedByAnErrorIsAnError) {
+  // Stray bytes before the frame header (a warning), and no quantization table (an error). TurboJPEG 2.1 reports
+  // such a file as a warning only, which must not pass for a decoded frame.
+  const Bytes photo = small_photo_jpeg();
+  Bytes jpeg(photo.begin(), photo.begin() + 2);
+  for (std::size_t at = 2; at + 4 <= photo.size();) {
+    const std::size_t length = (std::size_t{photo[at + 2]} << 8) | photo[at + 3];
+    if (photo[at + 1] == 0xDA) {  // the scan runs to the end of the file
+      jpeg.insert(jpeg.end(), photo.begin() + static_cast<std::ptrdiff_t>(at), photo.end());
+      break;
+    }
+    if (photo[at + 1] == 0xC0) jpeg.insert(jpeg.end(), {0x12, 0x34});
+    if (photo[at + 1] != 0xDB) {
+      jpeg.insert(jpeg.end(), photo.begin() + static_cast<std::ptrdiff_t>(at),
+                  photo.begin() + static_cast<std::ptrdiff_t>(at + 2 + length));
+    }
+    at += 2 + length;
+  }
+  ASSERT_TRUE(imdecode_rgb(jpeg).empty()) << "OpenCV decodes the fixture";
+  EXPECT_THROW(decode(jpeg), IoError);
+}
+
+// Files with a few bytes changed, as a disk or a transfer corrupts them: imgpipe decodes what imread decodes, to
+// the same pixels, and refuses what it refuses. The exception is imgpipe's own refusal of a JPEG whose scan runs
+// to the end of the file without an end-of-image marker (ImageHeader::truncated), which imread fills with grey.
+TEST(CpuJpeg, CorruptedFilesDecodeAsImreadDecodesThemOrNotAtAll) {
+  const cv::Mat photo = photo_rgb("coffee.jpg")(cv::Rect(0, 0, 157, 93)).clone();
+  Bytes restarts;
+  cv::Mat bgr;
+  cv::cvtColor(photo, bgr, cv::COLOR_RGB2BGR);
+  cv::imencode(".jpg", bgr, restarts, {cv::IMWRITE_JPEG_QUALITY, 85, cv::IMWRITE_JPEG_RST_INTERVAL, 2});
+  const Bytes originals[] = {turbo_encode(photo, TJPF_RGB, TJSAMP_420, 85),
+                             turbo_encode(photo, TJPF_RGB, TJSAMP_422, 85, TJFLAG_PROGRESSIVE), restarts,
+                             with_app1(turbo_encode(photo, TJPF_RGB, TJSAMP_444, 85), exif(tiff(true, {{0x0112, 3, 1, 6}})))};
+  std::mt19937 random(2026);
+  int decoded = 0, refused = 0, truncated = 0;
+  for (const Bytes& original : originals) {
+    for (int trial = 0; trial < 250; ++trial) {
+      Bytes jpeg = original;
+      for (int change = 1 + static_cast<int>(random() % 4); change > 0; --change) {
+        const std::size_t at = 2 + random() % (jpeg.size() - 4);
+        jpeg[at] = (random() % 2) ? static_cast<std::uint8_t>(jpeg[at] ^ (1u << (random() % 8)))
+                                  : static_cast<std::uint8_t>(random());
+      }
+      const cv::Mat expected = imdecode_rgb(jpeg);
+      Image got;
+      std::string refusal;
+      try {
+        got = decode(jpeg);
+      } catch (const IoError& e) {
+        refusal = e.reason();
+      }
+      if (refusal.find("truncated JPEG") == 0) {
+        ++truncated;
+      } else if (expected.empty()) {
+        EXPECT_FALSE(refusal.empty()) << "decoded a file imread refuses, trial " << trial;
+        ++refused;
+      } else {
+        ASSERT_TRUE(refusal.empty()) << refusal << ", trial " << trial;
+        ASSERT_EQ(got.size(), (Size{expected.cols, expected.rows})) << "trial " << trial;
+        EXPECT_TRUE(std::equal(got.data(), got.data() + got.bytes(), expected.data)) << "trial " << trial;
+        ++decoded;
+      }
+    }
+  }
+  std::printf("corrupted files: %d decoded as imread decodes them, %d refused as imread refuses them, "
+              "%d refused as truncated\n", decoded, refused, truncated);
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(decoded, 500);
 }
 
 // --- Encoding --------------------------------------------------------------------------------------------
