@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
       ->capture_default_str();
   batch_command->add_option("--format", batch.format, "Output format; same keeps each input's")
-      ->check(CLI::IsMember({"same", "png", "jpg", "ppm"}))
+      ->check(CLI::IsMember({"same", "png", "jpg", "ppm", "webp", "bmp", "tif"}))
       ->capture_default_str();
   batch_command->add_option("--quality", batch.quality, "JPEG/WebP quality")
       ->check(CLI::Range(1, 100))

@@ -31,6 +31,13 @@ bool is_image_extension(std::string_view extension) {
   return std::find(kImageExtensions.begin(), kImageExtensions.end(), to_lower(extension)) != kImageExtensions.end();
 }
 
+bool is_output_format(std::string_view format) {
+  if (format == "same") return true;
+  std::string extension(1, '.');
+  extension += format;
+  return to_lower(format) == format && is_image_extension(extension);
+}
+
 std::string image_extensions_text() {
   std::string text;
   for (std::string_view extension : kImageExtensions) {

@@ -12,6 +12,9 @@ namespace imgpipe::io {
 bool is_image_extension(std::string_view extension);
 // The list above as text, for messages.
 std::string image_extensions_text();
+// An output format a batch job takes: "same" (each input's), or an image extension in lower case without its
+// dot ("png", "jpg", "webp", ...).
+bool is_output_format(std::string_view format);
 // The path's extension in lower case ("" when it has none).
 std::string lowercase_extension(const std::filesystem::path& path);
 

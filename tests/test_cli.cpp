@@ -354,6 +354,33 @@ TEST(CliMainJob, CpuBackendMatchesOpenCvResizeAndGaussianBlur) {
 }
 #endif
 
+#ifdef IMGPIPE_TEST_WITH_OPENCV
+// Every format the batch writes: the lossless ones keep the cpu backend's pixels exactly, WebP comes close.
+TEST(CliMainJob, WritesEveryOutputFormat) {
+  TempDir dir;
+  const fs::path in = fs::path(IMGPIPE_DATA_DIR) / "images";
+  const auto run_as = [&](const std::string& format) {
+    return imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / format) + " --ops flip=h --backend cpu --format " +
+                   format);
+  };
+  ASSERT_EQ(run_as("png").exit_code, 0);
+  for (const std::string format : {"bmp", "tif", "webp"}) {
+    const CommandResult run = run_as(format);
+    ASSERT_EQ(run.exit_code, 0) << format << ": " << run.output;
+    for (const auto& entry : fs::directory_iterator(in)) {
+      const fs::path name = entry.path().filename();
+      const Image png = io::read_image(dir.path() / "png" / fs::path(name).replace_extension(".png")).image;
+      const Image got = io::read_image(dir.path() / format / fs::path(name).replace_extension("." + format)).image;
+      ASSERT_EQ(got.size(), png.size()) << format << " " << name;
+      EXPECT_LE(testing::max_abs_diff(got, png), format == "webp" ? 128 : 0) << format << " " << name;
+    }
+  }
+  const CommandResult gif = run_as("gif");
+  EXPECT_EQ(gif.exit_code, 2) << gif.output;
+  EXPECT_NE(gif.output.find("--format: gif not in {same,png,jpg,ppm,webp,bmp,tif}"), std::string::npos) << gif.output;
+}
+#endif
+
 // imgpipe stream on raw rgb24, as ffmpeg pipes it: every frame in gives one frame out, in order.
 TEST(CliStream, RawFramesInGiveTheSameFramesOutInOrder) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend here";

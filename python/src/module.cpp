@@ -502,6 +502,11 @@ bool gpu_jpeg_possible(const Pipeline& pipeline, const std::string& choice) {
 void check_output_options(const Pipeline& pipeline, const std::string& format, int quality, const JpegCodecs& codecs) {
   check_codec_choice("decoder", codecs.decoder);
   check_codec_choice("encoder", codecs.encoder);
+  if (!io::is_output_format(format)) {
+    throw nb::value_error(("format '" + format + "': same, or an image extension without its dot (" +
+                           io::image_extensions_text() + ")")
+                              .c_str());
+  }
   const bool writes_format = format == "same" || format == "ppm" || io::has_opencv_codecs() ||
                              (format == "jpg" && gpu_jpeg_possible(pipeline, codecs.encoder));
   if (!writes_format) {

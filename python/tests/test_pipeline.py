@@ -1,5 +1,6 @@
 """The module against the imgpipe command: same bytes for the same chain and backend, on real photographs,
 one frame or a batch, a folder job with a bad file in it, and the command's error messages."""
+import re
 import shutil
 
 import numpy as np
@@ -63,6 +64,10 @@ def test_bad_arguments_raise_with_the_commands_words(tmp_path):
     with pytest.raises(ValueError, match="unknown backend 'gpu'"):
         imgpipe.Pipeline("gray", backend="gpu")
     p = imgpipe.Pipeline("gray", backend=usable_backends()[0])
+    for format in ("gif", "PNG", ".png"):
+        with pytest.raises(ValueError, match=f"format '{re.escape(format)}': same, or an image extension"):
+            p.run_folder(str(photos_dir()), str(tmp_path / "refused"), format=format)
+    assert not (tmp_path / "refused").exists()
     with pytest.raises(ValueError, match=r"shape \(H, W, 3\)"):
         p(np.zeros((4, 4), np.uint8))
     with pytest.raises(TypeError):
