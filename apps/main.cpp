@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   stream_command->add_option("--format", stream.format, "Image files of a folder output")
-      ->check(CLI::IsMember({"jpg", "png", "ppm"}))
+      ->check(CLI::IsMember({"jpg", "png", "ppm", "webp", "bmp", "tif"}))
       ->capture_default_str();
   stream_command->add_option("--quality", stream.quality, "JPEG quality of a folder output")
       ->check(CLI::Range(1, 100))

@@ -620,6 +620,13 @@ TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
   EXPECT_TRUE(contains(again.output, "already holds frames (000000.ppm); --overwrite replaces them")) << again.output;
   EXPECT_EQ(imgpipe(command + " --overwrite").exit_code, 0);
   EXPECT_EQ(std::distance(fs::directory_iterator(frames), fs::directory_iterator{}), 30) << "no temporaries left";
+
+  if (!io::has_opencv_codecs()) return;  // the other formats are OpenCV's to write
+  const fs::path tiffs = dir.path() / "tiffs";
+  const CommandResult tif = imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " +
+                                    quoted(fs::path(tiffs.string() + "/")) + " --ops flip=h,flip=h --format tif");
+  ASSERT_EQ(tif.exit_code, 0) << tif.output;
+  EXPECT_EQ(testing::max_abs_diff(io::read_image(tiffs / "000014.tif").image, io::read_ppm(frames / "000014.ppm")), 0);
 }
 
 TEST(CliStream, TimingsSayWhereTheTimeWent) {
