@@ -355,7 +355,8 @@ TEST(CliMainJob, CpuBackendMatchesOpenCvResizeAndGaussianBlur) {
 #endif
 
 #ifdef IMGPIPE_TEST_WITH_OPENCV
-// Every format the batch writes: the lossless ones keep the cpu backend's pixels exactly, WebP comes close.
+// Every format the batch writes: the lossless ones keep the cpu backend's pixels exactly; WebP at the default
+// quality 95 stays within a mean of 3 levels of them (1.5 to 2.2 on these photographs).
 TEST(CliMainJob, WritesEveryOutputFormat) {
   TempDir dir;
   const fs::path in = fs::path(IMGPIPE_DATA_DIR) / "images";
@@ -372,7 +373,13 @@ TEST(CliMainJob, WritesEveryOutputFormat) {
       const Image png = io::read_image(dir.path() / "png" / fs::path(name).replace_extension(".png")).image;
       const Image got = io::read_image(dir.path() / format / fs::path(name).replace_extension("." + format)).image;
       ASSERT_EQ(got.size(), png.size()) << format << " " << name;
-      EXPECT_LE(testing::max_abs_diff(got, png), format == "webp" ? 128 : 0) << format << " " << name;
+      if (format == "webp") {
+        double total = 0;
+        for (std::size_t i = 0; i < got.bytes(); ++i) total += std::abs(got.data()[i] - png.data()[i]);
+        EXPECT_LT(total / static_cast<double>(got.bytes()), 3.0) << name;
+      } else {
+        EXPECT_EQ(testing::max_abs_diff(got, png), 0) << format << " " << name;
+      }
     }
   }
   const CommandResult gif = run_as("gif");
