@@ -35,8 +35,8 @@ struct ImageHeader {
 
 // Reads PNG (IHDR, then every chunk up to IEND), JPEG (every segment up to the end-of-image marker, the frame
 // header for the size, the EXIF orientation), BMP, WebP (VP8, VP8L, VP8X) and classic TIFF (the first image's
-// ImageWidth and ImageLength). Never throws and never allocates in proportion to the declared size; a header it cannot read
-// gives nullopt and is left to the decoder to refuse.
+// ImageWidth and ImageLength). Never throws and never allocates in proportion to the declared size; a header it
+// cannot read gives nullopt and is left to the decoder to refuse.
 ImageHeader read_image_header(std::span<const std::uint8_t> bytes);
 
 }  // namespace imgpipe::io
