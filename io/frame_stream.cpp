@@ -1,5 +1,6 @@
 #include "frame_stream.hpp"
 
+#include "cpu_video.hpp"
 #include "file_bytes.hpp"
 #include "folder.hpp"
 #include "image_file.hpp"
@@ -204,6 +205,7 @@ class VideoWriter final : public FrameWriter {
 }  // namespace
 
 std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
+  if (ffmpeg_video_decoding_unavailable().empty()) return open_ffmpeg_video_reader(path, max_pixels);
   return std::make_unique<VideoReader>(path, max_pixels);
 }
 
@@ -223,12 +225,15 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
 
 namespace {
 [[noreturn]] void no_video(const std::filesystem::path& path) {
-  throw IoError(path, "this video file needs a build with OpenCV (this one takes raw rgb24, --input - / --output -, "
-                      "NVDEC's streams, and FFmpeg's .mp4, .mkv and .mov outputs where built in)");
+  throw IoError(path, "this video file needs a build with OpenCV or FFmpeg's libraries (this one takes raw rgb24, "
+                      "--input - / --output -, and NVDEC's streams where built in)");
 }
 }  // namespace
 
-std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t) { no_video(path); }
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
+  if (ffmpeg_video_decoding_unavailable().empty()) return open_ffmpeg_video_reader(path, max_pixels);
+  no_video(path);
+}
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing) {

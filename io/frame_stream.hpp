@@ -1,6 +1,6 @@
 // Frame streams for `imgpipe stream`: raw rgb24 (what `ffmpeg -f rawvideo -pix_fmt rgb24` reads and writes)
-// on any file descriptor, and video files through OpenCV's VideoCapture / VideoWriter when the build has it;
-// and the Source and Sink that run a stream as a job.
+// on any file descriptor, and video files through FFmpeg's libraries or OpenCV's VideoCapture / VideoWriter,
+// whichever the build has; and the Source and Sink that run a stream as a job.
 #pragma once
 
 #include "chain.hpp"
@@ -93,7 +93,9 @@ class RawFrameWriter final : public FrameWriter {
   std::string name_;
 };
 
-// Opens a video file for reading; throws IoError when it cannot be opened or the build has no OpenCV, and
+// Opens a video file for decoding on the CPU: through FFmpeg's libraries where the build has them (each frame
+// with its time, damaged frames named: open_ffmpeg_video_reader, cpu_video.hpp), else OpenCV's VideoCapture
+// (frames 1 / fps apart). Throws IoError when it cannot be opened or the build has neither, and
 // PixelLimitError when the size the container declares exceeds `max_pixels` (before a frame is decoded).
 // Every frame must have the first frame's size (an error names the frame otherwise).
 std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path,

@@ -1,6 +1,7 @@
 // The imgpipe command end to end, run as a user would: on a copy of the photographs in data/.
 #include "backends.hpp"
 #include "chain.hpp"
+#include "cpu_video.hpp"
 #include "gpu_jpeg.hpp"
 #include "gpu_video.hpp"
 #include "image_file.hpp"
@@ -30,17 +31,12 @@ namespace {
 namespace fs = std::filesystem;
 using testing::clip_vfr_made_at;
 using testing::CommandResult;
+using testing::quoted;
 using testing::TempDir;
 using testing::video_file;
 
 CommandResult imgpipe(const std::string& arguments) { return testing::run_command(IMGPIPE_BINARY, arguments); }
 
-std::string quoted(const fs::path& path) {
-  std::string text(1, '\'');
-  text += path.string();
-  text += '\'';
-  return text;
-}
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -440,9 +436,12 @@ TEST(CliStream, RawInputNeedsAValidSize) {
 }
 
 // Why the sample streams cannot run through `imgpipe stream` here; empty when they can.
+// Whether the CPU decodes video files here: through FFmpeg's libraries, else OpenCV.
+bool cpu_decodes_video() { return io::ffmpeg_video_decoding_unavailable().empty() || io::has_opencv_codecs(); }
+
 std::string why_no_video_stream() {
-  if (!io::gpu_video_unavailable().empty() && !io::has_opencv_codecs()) {
-    return "no video decoder here (no NVDEC, no OpenCV)";
+  if (!io::gpu_video_unavailable().empty() && !cpu_decodes_video()) {
+    return "no video decoder here (no NVDEC, no FFmpeg libraries, no OpenCV)";
   }
   if (!some_backend_usable()) return "no usable backend here";
   return {};
@@ -478,12 +477,13 @@ TEST(CliStream, ContainersGoToNvdecThroughLibavformat) {
   EXPECT_TRUE(contains(refused.output, "clip.mp4: H.264 8-bit 4:4:4")) << refused.output;
 }
 
-// --timestamps: the frames' times beside the output. NVDEC keeps a container's own (clip_vfr.mkv: 25, then
-// 12.5, then 50 frames/s); the CPU decoder gives none, so its frames are 1/25 s apart, the rate the file declares.
+// --timestamps: the frames' times beside the output. NVDEC and FFmpeg's CPU decoder keep a container's own
+// (clip_vfr.mkv: 25, then 12.5, then 50 frames/s); OpenCV's gives none, so its frames are 1/25 s apart, the rate
+// the file declares.
 TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
-  if (!io::has_opencv_codecs() && !io::container_demuxing_unavailable().empty()) {
-    GTEST_SKIP() << "no decoder here takes a Matroska file (no OpenCV; NVDEC without containers: "
+  if (!cpu_decodes_video() && !io::container_demuxing_unavailable().empty()) {
+    GTEST_SKIP() << "no decoder here takes a Matroska file (no CPU decoder; NVDEC without containers: "
                  << io::container_demuxing_unavailable() << ")";
   }
   TempDir dir;
@@ -492,7 +492,8 @@ TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
                               " --output - --ops flip=h --timestamps " + quoted(times) + " > /dev/null";
   const CommandResult run = imgpipe(command);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  const bool own_times = io::gpu_video_unavailable().empty() && io::container_demuxing_unavailable().empty();
+  const bool own_times = (io::gpu_video_unavailable().empty() && io::container_demuxing_unavailable().empty()) ||
+                         io::ffmpeg_video_decoding_unavailable().empty();
   std::ifstream in(times);
   std::string header;
   std::getline(in, header);
@@ -514,16 +515,17 @@ TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
   EXPECT_TRUE(contains(folder.output, "--timestamps names one file")) << folder.output;
 }
 
-// A video file output keeps the frames' times where the decoder has them (NVDEC on a container: clip_vfr.mkv's
-// 25, then 12.5, then 50 frames/s), else puts them 1/25 s apart, the rate the file declares.
+// A video file output keeps the frames' times where the decoder has them (NVDEC on a container, FFmpeg's CPU
+// decoder: clip_vfr.mkv's 25, then 12.5, then 50 frames/s), else puts them 1/25 s apart, the rate the file
+// declares.
 TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, at one rate";
   if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) {
     GTEST_SKIP() << "no libavformat to read the output's times back: " << why;
   }
-  if (!io::has_opencv_codecs() && !io::gpu_video_unavailable().empty()) {
-    GTEST_SKIP() << "no decoder here takes a Matroska file (no OpenCV, no NVDEC)";
+  if (!cpu_decodes_video() && !io::gpu_video_unavailable().empty()) {
+    GTEST_SKIP() << "no decoder here takes a Matroska file (no CPU decoder, no NVDEC)";
   }
   TempDir dir;
   const fs::path out = dir.path() / "out.mkv";
@@ -531,7 +533,7 @@ TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
       imgpipe("stream --input " + quoted(video_file("clip_vfr.mkv")) + " --output " + quoted(out) + " --ops flip=h");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, io::video_writer_description(out))) << run.output;
-  const bool own_times = io::gpu_video_unavailable().empty();
+  const bool own_times = io::gpu_video_unavailable().empty() || io::ffmpeg_video_decoding_unavailable().empty();
   const std::unique_ptr<io::Bitstream> written = io::open_container(out);
   std::vector<double> times;
   while (const std::optional<io::BitstreamPiece> piece = written->next()) {
@@ -544,7 +546,7 @@ TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
   }
 }
 
-// An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else OpenCV's FFmpeg):
+// An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else the CPU's FFmpeg):
 // every frame out, in order, within 2 levels of FFmpeg's own RGB (two flips are the identity).
 TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
@@ -554,7 +556,10 @@ TEST(CliStream, AnElementaryStreamDecodesLikeFfmpeg) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "30 frames in")) << run.output;
   const bool nvdec = io::gpu_video_unavailable().empty();
-  EXPECT_TRUE(contains(run.output, nvdec ? "decoded by NVDEC (H.264" : "decoded by CPU (OpenCV)")) << run.output;
+  const std::string cpu_decoder = io::ffmpeg_video_decoding_unavailable().empty()
+                                      ? "decoded by CPU (FFmpeg's h264 decoder, demuxed from raw H.264 video)"
+                                      : "decoded by CPU (OpenCV)";
+  EXPECT_TRUE(contains(run.output, nvdec ? "decoded by NVDEC (H.264" : cpu_decoder)) << run.output;
   const std::vector<std::uint8_t> out = testing::file_bytes(dir.path() / "out.rgb");
   const Size size{240, 136};
   ASSERT_EQ(out.size(), 30 * size.rgb_bytes());

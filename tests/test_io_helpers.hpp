@@ -42,6 +42,14 @@ inline void write_bytes(const std::filesystem::path& path, const std::string& by
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// `path` in single quotes, for a shell command line.
+inline std::string quoted(const std::filesystem::path& path) {
+  std::string text(1, '\'');  // built up, not "'" + ...: GCC 12 warns falsely (-Wrestrict) on that form
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

@@ -1,0 +1,256 @@
+// Video files decoded on the CPU through FFmpeg's libraries: libavformat demuxes, libavcodec decodes on all
+// cores (its own frame and slice threads), and libswscale converts each frame to RGB straight into the engine's
+// buffer, as the ffmpeg command's scale filter does: bicubic flags, the colour matrix and range the stream
+// declares (BT.601 where it declares none). A rotation the container declares is applied as OpenCV's
+// VideoCapture and the ffmpeg command apply it. Frames come out in display order, as FFmpeg's decoders show
+// them: pictures an MP4 edit list cuts are decoded and not shown.
+#include "cpu_video.hpp"
+
+#include "libav_support.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/display.h>
+#include <libavutil/frame.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+}
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace imgpipe::io {
+namespace {
+
+struct FormatCloser {
+  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
+};
+struct DecoderFreer {
+  void operator()(AVCodecContext* decoder) const { avcodec_free_context(&decoder); }
+};
+struct FrameFreer {
+  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
+};
+
+// Clockwise quarter turns that show the stream upright, as the ffmpeg command's autorotation reads the display
+// matrix (90, 180 or 270 degrees; any other angle is not applied). OpenCV 4.6 reads the same angle but turns 90
+// and 270 the other way.
+int clockwise_quarter_turns(const AVStream& stream) {
+  const std::uint8_t* matrix = av_stream_get_side_data(&stream, AV_PKT_DATA_DISPLAYMATRIX, nullptr);
+  if (matrix == nullptr) return 0;
+  int degrees = -static_cast<int>(std::lround(av_display_rotation_get(reinterpret_cast<const std::int32_t*>(matrix))));
+  if (degrees < 0) degrees += 360;
+  return degrees == 90 ? 1 : degrees == 180 ? 2 : degrees == 270 ? 3 : 0;
+}
+
+Size turned(Size size, int quarter_turns) { return quarter_turns % 2 == 1 ? Size{size.height, size.width} : size; }
+
+// `source` (packed RGB) turned clockwise by `quarter_turns` into `target`, whose size is turned(source's).
+void turn(ConstFrameView source, int quarter_turns, FrameView target) {
+  const int w = source.size.width, h = source.size.height;
+  for (int row = 0; row < target.size.height; ++row) {
+    for (int col = 0; col < target.size.width; ++col) {
+      const int from_col = quarter_turns == 1 ? row : quarter_turns == 2 ? w - 1 - col : w - 1 - row;
+      const int from_row = quarter_turns == 1 ? h - 1 - col : quarter_turns == 2 ? h - 1 - row : col;
+      std::memcpy(target.data + 3 * (static_cast<std::size_t>(row) * target.size.width + col),
+                  source.data + 3 * (static_cast<std::size_t>(from_row) * w + from_col), 3);
+    }
+  }
+}
+
+class FfmpegVideoReader final : public FrameReader {
+ public:
+  FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
+    AVFormatContext* opened = nullptr;
+    if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) {
+      throw IoError(path, "cannot open as a video: " + libav::error_text(error));
+    }
+    format_.reset(opened);
+    if (const int error = avformat_find_stream_info(format_.get(), nullptr); error < 0) {
+      throw IoError(path, "cannot open as a video: its streams cannot be read: " + libav::error_text(error));
+    }
+    const AVCodec* codec = nullptr;
+    stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (stream_ == AVERROR_DECODER_NOT_FOUND) {
+      const AVCodecID id = format_->streams[av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0)]
+                               ->codecpar->codec_id;
+      throw IoError(path, std::string("cannot open as a video: this FFmpeg has no decoder for its ") +
+                              avcodec_get_name(id) + " video");
+    }
+    if (stream_ < 0) throw IoError(path, "cannot open as a video: the file holds no video stream");
+    const AVStream& video = *format_->streams[stream_];
+    quarter_turns_ = clockwise_quarter_turns(video);
+    const Size declared = turned({video.codecpar->width, video.codecpar->height}, quarter_turns_);
+    if (declared.width >= 1 && declared.height >= 1 && declared.pixels() > max_pixels) {
+      throw PixelLimitError(path, pixel_limit_reason(static_cast<std::uint64_t>(declared.width),
+                                                     static_cast<std::uint64_t>(declared.height), max_pixels) +
+                                      " (the frame size the video declares; no frame was decoded)");
+    }
+
+    decoder_.reset(avcodec_alloc_context3(codec));
+    if (!decoder_) throw std::bad_alloc();
+    if (const int error = avcodec_parameters_to_context(decoder_.get(), video.codecpar); error < 0) {
+      throw IoError(path, "cannot open as a video: its parameters cannot be read: " + libav::error_text(error));
+    }
+    decoder_->pkt_timebase = video.time_base;
+    decoder_->thread_count = 0;  // one per core
+    decoder_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    if (const int error = avcodec_open2(decoder_.get(), codec, nullptr); error < 0) {
+      throw IoError(path, std::string("cannot open as a video: FFmpeg's ") + codec->name +
+                              " decoder refused it: " + libav::error_text(error));
+    }
+    seconds_per_tick_ = av_q2d(video.time_base);
+    has_times_ = (format_->iformat->flags & AVFMT_NOTIMESTAMPS) == 0;
+    frame_rate_ = av_q2d(video.avg_frame_rate) > 0 ? av_q2d(video.avg_frame_rate) : av_q2d(video.r_frame_rate);
+    description_ = std::string("CPU (FFmpeg's ") + codec->name + " decoder";
+    if ((format_->iformat->flags & AVFMT_NOTIMESTAMPS) == 0 && format_->iformat->long_name != nullptr) {
+      description_ += ", demuxed from " + std::string(format_->iformat->long_name);
+    }
+    if (quarter_turns_ != 0) description_ += ", turned " + std::to_string(90 * quarter_turns_) + " degrees clockwise";
+    description_ += ")";
+    frame_.reset(av_frame_alloc());
+    if (!frame_) throw std::bad_alloc();
+  }
+  ~FfmpegVideoReader() override { sws_freeContext(scaler_); }
+  FfmpegVideoReader(const FfmpegVideoReader&) = delete;
+  FfmpegVideoReader& operator=(const FfmpegVideoReader&) = delete;
+
+  std::optional<Size> next_size() override {
+    if (!decode_next()) return std::nullopt;
+    shown_time_.reset();
+    if (has_times_ && frame_->best_effort_timestamp != AV_NOPTS_VALUE) {
+      shown_time_ = static_cast<double>(frame_->best_effort_timestamp) * seconds_per_tick_;
+    }
+    if (frame_->decode_error_flags != 0 || (frame_->flags & AV_FRAME_FLAG_CORRUPT) != 0 || packets_refused_ > 0) {
+      corrupt_.push_back(frames_);  // a refused packet's loss shows in the next frame out
+      packets_refused_ = 0;
+    }
+    return turned({frame_->width, frame_->height}, quarter_turns_);
+  }
+
+  void read(FrameView frame) override {
+    const Size decoded{frame_->width, frame_->height};
+    if (frame.size != turned(decoded, quarter_turns_)) throw std::logic_error("FfmpegVideoReader::read: wrong size");
+    if (quarter_turns_ == 0) {
+      convert(frame);
+    } else {
+      upright_scratch_.resize(decoded.rgb_bytes());
+      convert({upright_scratch_.data(), decoded});
+      turn({upright_scratch_.data(), decoded}, quarter_turns_, frame);
+    }
+    av_frame_unref(frame_.get());
+    ++frames_;
+  }
+
+  std::optional<double> frame_rate() const override { return frame_rate_ > 0 ? std::optional(frame_rate_) : std::nullopt; }
+  std::optional<double> frame_time() const override { return shown_time_; }
+  std::vector<std::uint64_t> corrupt_frames() const override { return corrupt_; }
+  std::string decoder() const override { return description_; }
+
+ private:
+  // Decodes the next frame to show into frame_; false at the end of the stream.
+  bool decode_next() {
+    av_frame_unref(frame_.get());
+    while (true) {
+      const int received = avcodec_receive_frame(decoder_.get(), frame_.get());
+      if (received == 0) {
+        errors_in_a_row_ = 0;
+        return true;
+      }
+      if (received == AVERROR_EOF) return false;
+      if (received != AVERROR(EAGAIN)) {
+        // A picture the decoder could not decode (reported by a frame thread): it goes on with the next one.
+        ++packets_refused_;
+        if (++errors_in_a_row_ > kMostErrorsInARow) {
+          throw IoError(path_, "the decoder failed " + std::to_string(errors_in_a_row_) + " times in a row after frame " +
+                                   std::to_string(frames_) + ": " + libav::error_text(received));
+        }
+        continue;
+      }
+      errors_in_a_row_ = 0;
+      if (drained_) return false;
+      feed_decoder();
+    }
+  }
+
+  // Hands the decoder the video stream's next packet, or, at the end of the file, the end of the stream.
+  void feed_decoder() {
+    while (true) {
+      const int read = av_read_frame(format_.get(), packet_.get());
+      if (read == AVERROR_EOF) {
+        avcodec_send_packet(decoder_.get(), nullptr);
+        drained_ = true;
+        return;
+      }
+      if (read < 0) throw IoError(path_, "reading failed at frame " + std::to_string(frames_) + ": " + libav::error_text(read));
+      if (packet_->stream_index != stream_) {
+        av_packet_unref(packet_.get());
+        continue;
+      }
+      const int sent = avcodec_send_packet(decoder_.get(), packet_.get());
+      av_packet_unref(packet_.get());
+      if (sent < 0 && sent != AVERROR(EAGAIN)) ++packets_refused_;  // damaged data: FFmpeg drops the packet
+      return;
+    }
+  }
+
+  // frame_ as packed RGB into `target`, of frame_'s size.
+  void convert(FrameView target) {
+    const auto format = static_cast<AVPixelFormat>(frame_->format);
+    scaler_ = sws_getCachedContext(scaler_, frame_->width, frame_->height, format, frame_->width, frame_->height,
+                                   AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
+    if (scaler_ == nullptr) {
+      const char* name = av_get_pix_fmt_name(format);
+      throw IoError(path_, "frame " + std::to_string(frames_) + ": no conversion to RGB from " +
+                               (name != nullptr ? name : "its pixel format"));
+    }
+    // The colour matrix and range as the ffmpeg command's scale filter takes them from the frame.
+    int* to_rgb = nullptr;
+    int* from_rgb = nullptr;
+    int source_full = 0, target_full = 0, brightness = 0, contrast = 0, saturation = 0;
+    sws_getColorspaceDetails(scaler_, &to_rgb, &source_full, &from_rgb, &target_full, &brightness, &contrast,
+                             &saturation);
+    const AVColorSpace matrix = frame_->colorspace;
+    const int* coefficients = sws_getCoefficients(
+        matrix < 1 || matrix > 10 || matrix == AVCOL_SPC_YCGCO ? static_cast<int>(AVCOL_SPC_BT470BG) : matrix);
+    if (frame_->color_range != AVCOL_RANGE_UNSPECIFIED) source_full = frame_->color_range == AVCOL_RANGE_JPEG;
+    sws_setColorspaceDetails(scaler_, coefficients, source_full, coefficients, target_full, brightness, contrast,
+                             saturation);
+    std::uint8_t* const planes[] = {target.data};
+    const int strides[] = {3 * target.size.width};
+    sws_scale(scaler_, frame_->data, frame_->linesize, 0, frame_->height, planes, strides);
+  }
+
+  std::filesystem::path path_;
+  std::unique_ptr<AVFormatContext, FormatCloser> format_;
+  std::unique_ptr<AVCodecContext, DecoderFreer> decoder_;
+  std::unique_ptr<AVFrame, FrameFreer> frame_;
+  libav::Packet packet_ = libav::make_packet();
+  SwsContext* scaler_ = nullptr;  // sws_getCachedContext replaces it when the frames' format changes
+  int stream_ = -1;
+  int quarter_turns_ = 0;
+  double seconds_per_tick_ = 0;
+  bool has_times_ = false;
+  double frame_rate_ = 0;
+  std::string description_;
+  bool drained_ = false;
+  int packets_refused_ = 0;
+  static constexpr int kMostErrorsInARow = 1000;
+  int errors_in_a_row_ = 0;
+  std::optional<double> shown_time_;
+  std::vector<std::uint64_t> corrupt_;
+  std::uint64_t frames_ = 0;
+  std::vector<std::uint8_t> upright_scratch_;
+};
+
+}  // namespace
+
+std::string ffmpeg_video_decoding_unavailable() { return {}; }
+
+std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
+  return std::make_unique<FfmpegVideoReader>(path, max_pixels);
+}
+
+}  // namespace imgpipe::io

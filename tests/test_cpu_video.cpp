@@ -1,0 +1,252 @@
+// Video files decoded on the CPU through FFmpeg's libraries (io/cpu_video.hpp): the ffmpeg command's RGB byte for
+// byte, OpenCV's frames where OpenCV reads the colours the same way, each frame's own time, the container's
+// rotation as ffmpeg applies it, and damaged streams read to their end with the damaged frames named.
+#include "cpu_video.hpp"
+#include "library_logging.hpp"
+#include "ppm.hpp"
+#include "reference.hpp"
+#include "sample_videos.hpp"
+#include "test_io_helpers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#ifdef IMGPIPE_HAVE_OPENCV
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+#endif
+
+namespace imgpipe::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Skips without FFmpeg's libraries; quiets FFmpeg's own messages about the damaged streams below.
+#define SKIP_WITHOUT_FFMPEG_DECODING()                                                             \
+  if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why; \
+  io::set_library_logging(false)
+
+constexpr std::uint8_t kPoison = 0xA5;
+
+struct DecodedVideo {
+  std::vector<Image> frames;
+  std::vector<std::optional<double>> times;
+  std::vector<std::uint64_t> corrupt;
+  std::string decoder;
+};
+
+// Every frame of `path`, each read into a buffer poisoned first.
+DecodedVideo decode(const fs::path& path) {
+  const std::unique_ptr<io::FrameReader> reader = io::open_ffmpeg_video_reader(path);
+  DecodedVideo video;
+  while (const std::optional<Size> size = reader->next_size()) {
+    video.times.push_back(reader->frame_time());
+    Image frame(*size);
+    std::memset(frame.data(), kPoison, size->rgb_bytes());
+    reader->read(frame.view());
+    video.frames.push_back(std::move(frame));
+  }
+  video.corrupt = reader->corrupt_frames();
+  video.decoder = reader->decoder();
+  return video;
+}
+
+// How many bytes of `a` and `b` differ, and by how much at most; sizes must match.
+struct Difference {
+  std::size_t bytes = 0;
+  int largest = 0;
+};
+Difference difference(const Image& a, const Image& b) {
+  Difference d;
+  for (std::size_t i = 0; i < a.size().rgb_bytes(); ++i) {
+    const int delta = std::abs(a.data()[i] - b.data()[i]);
+    d.bytes += delta != 0;
+    d.largest = std::max(d.largest, delta);
+  }
+  return d;
+}
+
+bool has_ffmpeg_command() { return std::system("command -v ffmpeg > /dev/null 2>&1") == 0; }
+
+// Frames 0, 14 and 29 of the elementary streams as `ffmpeg -pix_fmt rgb24` made them (data/make_data.sh): the
+// H.264 clip is BT.601 limited range, the HEVC clip BT.709 full range.
+TEST(CpuVideo, FramesAreTheFfmpegCommandsRgbByteForByte) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  for (const char* clip : {"clip.h264", "clip.hevc"}) {
+    const DecodedVideo video = decode(video_file(clip));
+    ASSERT_EQ(video.frames.size(), 30u) << clip;
+    for (const int n : {0, 14, 29}) {
+      const Image expected = io::read_ppm(video_file("ffmpeg_rgb") / (std::string(clip) + "." + std::to_string(n) + ".ppm"));
+      ASSERT_EQ(video.frames[n].size(), expected.size()) << clip << " frame " << n;
+      const Difference d = difference(video.frames[n], expected);
+      EXPECT_EQ(d.bytes, 0u) << clip << " frame " << n << ": up to " << d.largest << " levels apart";
+    }
+    EXPECT_TRUE(video.corrupt.empty()) << clip;
+  }
+}
+
+#ifdef IMGPIPE_HAVE_OPENCV
+std::vector<Image> opencv_frames(const fs::path& path) {
+  cv::VideoCapture capture(path.string(), cv::CAP_FFMPEG);
+  std::vector<Image> frames;
+  cv::Mat bgr;
+  while (capture.read(bgr)) {
+    Image frame({bgr.cols, bgr.rows});
+    cv::Mat rgb(bgr.rows, bgr.cols, CV_8UC3, frame.data());
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    frames.push_back(std::move(frame));
+  }
+  return frames;
+}
+
+// The frames OpenCV's VideoCapture shows, no more and no fewer, MP4 edit lists and open GOPs included; where the
+// stream is BT.601 (the matrix OpenCV assumes for every stream) they are the same bytes. The BT.709 clips differ
+// by the matrix: OpenCV reads them as BT.601.
+TEST(CpuVideo, TheFramesOpenCvShowsAndItsBytesForBt601Streams) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  struct Clip {
+    const char* name;
+    bool bt601;
+  };
+  for (const Clip clip : {Clip{"clip.h264", true}, Clip{"clip.mp4", true}, Clip{"clip_remuxed.mp4", true},
+                          Clip{"clip.hevc", false}, Clip{"clip_vfr.mkv", false}, Clip{"clip_open_gop.hevc", false},
+                          Clip{"clip_open_gop.mp4", false}}) {
+    const DecodedVideo video = decode(video_file(clip.name));
+    const std::vector<Image> expected = opencv_frames(video_file(clip.name));
+    ASSERT_EQ(video.frames.size(), expected.size()) << clip.name;
+    for (std::size_t n = 0; n < expected.size(); ++n) {
+      ASSERT_EQ(video.frames[n].size(), expected[n].size()) << clip.name << " frame " << n;
+      const Difference d = difference(video.frames[n], expected[n]);
+      if (clip.bt601) {
+        EXPECT_EQ(d.bytes, 0u) << clip.name << " frame " << n << ": up to " << d.largest << " apart";
+      }
+    }
+  }
+}
+#endif
+
+// clip_vfr.mkv: 25, then 12.5, then 50 frames/s; each frame comes out at its own time. An elementary stream
+// carries no times.
+TEST(CpuVideo, EachFrameKeepsItsOwnTime) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  const DecodedVideo vfr = decode(video_file("clip_vfr.mkv"));
+  ASSERT_EQ(vfr.times.size(), 30u);
+  for (int n = 0; n < 30; ++n) {
+    ASSERT_TRUE(vfr.times[n].has_value()) << "frame " << n;
+    EXPECT_NEAR(*vfr.times[n], clip_vfr_made_at(n), 1e-9) << "frame " << n;
+  }
+  EXPECT_TRUE(vfr.decoder.find("hevc decoder, demuxed from Matroska") != std::string::npos) << vfr.decoder;
+  const std::unique_ptr<io::FrameReader> elementary = io::open_ffmpeg_video_reader(video_file("clip.h264"));
+  ASSERT_TRUE(elementary->next_size().has_value());
+  EXPECT_FALSE(elementary->frame_time().has_value());
+  EXPECT_EQ(elementary->frame_rate().value_or(0), 25.0);
+}
+
+// A container that says its video is shown turned (the display matrix of a phone's video) is turned upright,
+// as the ffmpeg command turns it: every frame is the unturned frame rotated, and the first is ffmpeg's own.
+// (OpenCV 4.6 turns 90 and 270 the other way.)
+TEST(CpuVideo, TheRotationTheContainerDeclaresIsApplied) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  if (!has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make the turned files with";
+  TempDir dir;
+  const fs::path source = video_file("clip_remuxed.mp4");
+  const DecodedVideo upright = decode(source);
+  for (const int tag : {90, 180, 270}) {
+    const fs::path turned = dir.path() / ("turned" + std::to_string(tag) + ".mp4");
+    const fs::path first = dir.path() / ("first" + std::to_string(tag) + ".ppm");
+    const CommandResult made = run_command(
+        "ffmpeg", "-loglevel error -i " + quoted(source) + " -c copy -metadata:s:v:0 rotate=" + std::to_string(tag) +
+                      " " + quoted(turned) + " && ffmpeg -loglevel error -i " + quoted(turned) +
+                      " -frames:v 1 -pix_fmt rgb24 " + quoted(first));
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    const DecodedVideo video = decode(turned);
+    ASSERT_EQ(video.frames.size(), upright.frames.size()) << tag;
+    const int clockwise = 360 - tag;  // what the ffmpeg command does with its own tag, checked below
+    const Op rotate = Rotate{clockwise};
+    for (std::size_t n = 0; n < video.frames.size(); ++n) {
+      const Image expected = reference::apply(rotate, upright.frames[n]);
+      ASSERT_EQ(video.frames[n].size(), expected.size()) << tag << " frame " << n;
+      EXPECT_EQ(difference(video.frames[n], expected).bytes, 0u) << tag << " frame " << n;
+    }
+    const Image ffmpegs = io::read_ppm(first);
+    ASSERT_EQ(ffmpegs.size(), video.frames[0].size()) << tag;
+    EXPECT_EQ(difference(video.frames[0], ffmpegs).bytes, 0u) << tag;
+    EXPECT_TRUE(video.decoder.find("turned " + std::to_string(clockwise) + " degrees clockwise") != std::string::npos)
+        << video.decoder;
+  }
+}
+
+// Damaged bytes inside a stream, and a file cut in half: the decoder conceals what it can, the frames after the
+// damage still come out, the damaged ones are named, and nothing hangs.
+TEST(CpuVideo, DamagedStreamsAreReadToTheirEndWithTheDamagedFramesNamed) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  TempDir dir;
+  std::mt19937 random(7);
+  const auto damage = [&](const char* clip, std::size_t bytes) {
+    std::vector<std::uint8_t> data = file_bytes(video_file(clip));
+    for (std::size_t i = data.size() / 2; i < data.size() / 2 + bytes; ++i) data[i] = static_cast<std::uint8_t>(random());
+    const fs::path path = dir.path() / (std::string("damaged_") + clip);
+    write_bytes(path, std::string(data.begin(), data.end()));
+    return path;
+  };
+  const DecodedVideo whole = decode(video_file("clip.mp4"));
+  const DecodedVideo damaged = decode(damage("clip.mp4", 3000));
+  EXPECT_FALSE(damaged.corrupt.empty());
+  EXPECT_GT(damaged.frames.size(), whole.frames.size() * 3 / 4) << "the frames after the damage came out";
+  for (const std::uint64_t frame : damaged.corrupt) EXPECT_LT(frame, damaged.frames.size());
+
+  const DecodedVideo elementary = decode(damage("clip.h264", 2000));
+  EXPECT_GT(elementary.frames.size(), 20u);
+
+  const std::vector<std::uint8_t> data = file_bytes(video_file("clip.mp4"));
+  const fs::path cut = dir.path() / "cut.mp4";
+  write_bytes(cut, std::string(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(data.size() / 2)));
+  const DecodedVideo half = decode(cut);
+  EXPECT_GT(half.frames.size(), 0u);
+  EXPECT_LT(half.frames.size(), whole.frames.size());
+}
+
+// What cannot be decoded is refused at open, naming the file and why.
+TEST(CpuVideo, FilesThatAreNoVideoAreRefusedNamingTheFile) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  TempDir dir;
+  const auto refusal = [](const fs::path& path) {
+    try {
+      io::open_ffmpeg_video_reader(path);
+    } catch (const io::IoError& e) {
+      return std::string(e.what());
+    }
+    return std::string("opened");
+  };
+  const fs::path text = dir.path() / "notes.mp4";
+  write_bytes(text, "this is text, not a video");
+  EXPECT_EQ(refusal(text).rfind(text.string() + ": cannot open as a video: ", 0), 0u) << refusal(text);
+
+  // A WAV file of one second of silence: a container FFmpeg reads, with no video in it.
+  const fs::path sound = dir.path() / "sound.wav";
+  std::string wav = "RIFF....WAVEfmt ";
+  const auto le = [&wav](std::uint32_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i) wav += static_cast<char>((value >> (8 * i)) & 0xFF);
+  };
+  le(16, 4), le(1, 2), le(1, 2), le(8000, 4), le(16000, 4), le(2, 2), le(16, 2);
+  wav += "data";
+  le(16000, 4);
+  wav += std::string(16000, '\0');
+  write_bytes(sound, wav);
+  EXPECT_EQ(refusal(sound), sound.string() + ": cannot open as a video: the file holds no video stream");
+
+  try {
+    io::open_ffmpeg_video_reader(video_file("clip.mp4"), 640 * 360 - 1);
+    ADD_FAILURE() << "a video over the pixel limit was opened";
+  } catch (const io::PixelLimitError& e) {
+    EXPECT_TRUE(std::string(e.what()).find("(the frame size the video declares; no frame was decoded)") !=
+                std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace imgpipe::testing
