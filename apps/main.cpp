@@ -6,6 +6,7 @@
 #include "chain.hpp"
 #include "engine.hpp"
 #include "exit_codes.hpp"
+#include "frame_stream.hpp"
 #include "gpu_jpeg.hpp"
 #include "gpu_video.hpp"
 #include "image_file.hpp"
@@ -48,6 +49,7 @@ int list_backends() {
   for (const std::string& line : io::describe_gpu_jpeg()) std::printf("%s\n", line.c_str());
   for (const std::string& line : io::describe_gpu_video()) std::printf("%s\n", line.c_str());
   std::printf("CPU image codecs: %s\n", io::describe_cpu_codecs().c_str());
+  std::printf("CPU video decoding: %s\n", io::video_readers_description().c_str());
   return kExitOk;
 }
 

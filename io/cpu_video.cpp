@@ -249,6 +249,12 @@ class FfmpegVideoReader final : public FrameReader {
 
 std::string ffmpeg_video_decoding_unavailable() { return {}; }
 
+std::string ffmpeg_video_decoder_version() {
+  const unsigned version = avcodec_version();
+  return "FFmpeg's libavcodec " + std::to_string(AV_VERSION_MAJOR(version)) + "." +
+         std::to_string(AV_VERSION_MINOR(version)) + "." + std::to_string(AV_VERSION_MICRO(version));
+}
+
 std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
   return std::make_unique<FfmpegVideoReader>(path, max_pixels);
 }

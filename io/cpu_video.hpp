@@ -16,6 +16,10 @@ namespace imgpipe::io {
 // Why this build cannot decode video files through FFmpeg's libraries; empty where it can.
 std::string ffmpeg_video_decoding_unavailable();
 
+// The libavcodec decoding here ("FFmpeg's libavcodec 59.37.100"); empty where
+// ffmpeg_video_decoding_unavailable() is not.
+std::string ffmpeg_video_decoder_version();
+
 // Opens `path` at its best video stream. Throws IoError naming the file when it cannot be opened or holds no
 // video FFmpeg decodes, and PixelLimitError when the frame size it declares (turned by its rotation) exceeds
 // `max_pixels`, before any frame is decoded. ffmpeg_video_decoding_unavailable() must be empty.

@@ -10,6 +10,8 @@ std::string ffmpeg_video_decoding_unavailable() {
          "libswscale-dev and rebuild)";
 }
 
+std::string ffmpeg_video_decoder_version() { return {}; }
+
 std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path&, std::uint64_t) {
   throw std::logic_error("open_ffmpeg_video_reader: " + ffmpeg_video_decoding_unavailable());
 }

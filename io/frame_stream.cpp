@@ -254,6 +254,13 @@ std::string video_writers_description() {
   return ".mp4, .mkv and .mov by " + timed_video_encoder() + ", each frame at its time; other names: " + opencv;
 }
 
+std::string video_readers_description() {
+  if (ffmpeg_video_decoding_unavailable().empty()) {
+    return ffmpeg_video_decoder_version() + ", every codec it has, each frame at its time";
+  }
+  return has_opencv_codecs() ? "OpenCV's VideoCapture, frames 1 / fps apart" : "none in this build (raw rgb24 only)";
+}
+
 namespace {
 
 class VideoWriterAtFirstFrame final : public FrameWriter {

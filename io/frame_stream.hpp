@@ -116,6 +116,8 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
 std::string video_writer_description(const std::filesystem::path& path);
 // What encodes video files on the CPU, by extension, for `imgpipe backends`.
 std::string video_writers_description();
+// What decodes video files on the CPU, for `imgpipe backends`.
+std::string video_readers_description();
 
 // A video file opened at its first frame, once the chain's output size is known; otherwise open_video_writer's.
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,

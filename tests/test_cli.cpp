@@ -317,6 +317,7 @@ TEST(CliInfo, BackendsListsEveryKindAndWhatAutoPicks) {
       << run.output;
   EXPECT_TRUE(contains(run.output, "video files are written on the CPU (" + io::video_writers_description() + ")"))
       << run.output;
+  EXPECT_TRUE(contains(run.output, "CPU video decoding: " + io::video_readers_description() + "\n")) << run.output;
 }
 
 TEST(CliInfo, VersionAndHelp) {
