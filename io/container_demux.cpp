@@ -51,6 +51,10 @@ class ContainerStream final : public Bitstream {
       throw UnsupportedVideoStream(path, std::string("its video is ") + avcodec_get_name(id) +
                                              "; NVDEC's path takes H.264 and HEVC");
     }
+    if (const int turns = libav::clockwise_quarter_turns(video); turns != 0) {
+      throw UnsupportedVideoStream(path, "its container shows the video turned " + std::to_string(90 * turns) +
+                                             " degrees clockwise, which NVDEC's path does not do");
+    }
     codec_ = id == AV_CODEC_ID_H264 ? VideoCodec::h264 : VideoCodec::hevc;
     seconds_per_tick_ = av_q2d(video.time_base);
     frame_rate_ = rate_of(video.avg_frame_rate);

@@ -11,13 +11,11 @@
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
-#include <libavutil/display.h>
 #include <libavutil/frame.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 }
 
-#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -33,17 +31,6 @@ struct DecoderFreer {
 struct FrameFreer {
   void operator()(AVFrame* frame) const { av_frame_free(&frame); }
 };
-
-// Clockwise quarter turns that show the stream upright, as the ffmpeg command's autorotation reads the display
-// matrix (90, 180 or 270 degrees; any other angle is not applied). OpenCV 4.6 reads the same angle but turns 90
-// and 270 the other way.
-int clockwise_quarter_turns(const AVStream& stream) {
-  const std::uint8_t* matrix = av_stream_get_side_data(&stream, AV_PKT_DATA_DISPLAYMATRIX, nullptr);
-  if (matrix == nullptr) return 0;
-  int degrees = -static_cast<int>(std::lround(av_display_rotation_get(reinterpret_cast<const std::int32_t*>(matrix))));
-  if (degrees < 0) degrees += 360;
-  return degrees == 90 ? 1 : degrees == 180 ? 2 : degrees == 270 ? 3 : 0;
-}
 
 Size turned(Size size, int quarter_turns) { return quarter_turns % 2 == 1 ? Size{size.height, size.width} : size; }
 
@@ -81,7 +68,7 @@ class FfmpegVideoReader final : public FrameReader {
     }
     if (stream_ < 0) throw IoError(path, "cannot open as a video: the file holds no video stream");
     const AVStream& video = *format_->streams[stream_];
-    quarter_turns_ = clockwise_quarter_turns(video);
+    quarter_turns_ = libav::clockwise_quarter_turns(video);
     const Size declared = turned({video.codecpar->width, video.codecpar->height}, quarter_turns_);
     if (declared.width >= 1 && declared.height >= 1 && declared.pixels() > max_pixels) {
       throw PixelLimitError(path, pixel_limit_reason(static_cast<std::uint64_t>(declared.width),

@@ -1,12 +1,16 @@
-// What io/'s users of FFmpeg's libraries share (container_demux.cpp, video_encode.cpp; only files built with
-// FFmpeg include it): an error code as text, and packets that free themselves.
+// What io/'s users of FFmpeg's libraries share (container_demux.cpp, cpu_video.cpp, video_encode.cpp; only files
+// built with FFmpeg include it): an error code as text, packets that free themselves, and a stream's rotation.
 #pragma once
 
 extern "C" {
 #include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/display.h>
 #include <libavutil/error.h>
 }
 
+#include <cmath>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <string>
@@ -30,6 +34,17 @@ inline Packet make_packet() {
   Packet packet(av_packet_alloc());
   if (!packet) throw std::bad_alloc();
   return packet;
+}
+
+// Clockwise quarter turns (0 to 3) that show `stream` upright, as the ffmpeg command's autorotation reads its
+// display matrix (a phone's portrait video says 90 or 270 degrees); an angle that is not a quarter turn counts
+// as none. OpenCV 4.6 reads the same angle but turns 90 and 270 the other way.
+inline int clockwise_quarter_turns(const AVStream& stream) {
+  const std::uint8_t* matrix = av_stream_get_side_data(&stream, AV_PKT_DATA_DISPLAYMATRIX, nullptr);
+  if (matrix == nullptr) return 0;
+  int degrees = -static_cast<int>(std::lround(av_display_rotation_get(reinterpret_cast<const std::int32_t*>(matrix))));
+  if (degrees < 0) degrees += 360;
+  return degrees == 90 ? 1 : degrees == 180 ? 2 : degrees == 270 ? 3 : 0;
 }
 
 }  // namespace imgpipe::io::libav

@@ -74,15 +74,16 @@ std::unique_ptr<Bitstream> open_elementary_stream(const std::filesystem::path& p
 // Why this build cannot demux containers (no libavformat); empty where it can.
 std::string container_demuxing_unavailable();
 
-// A container whose video stream is not one NVDEC's path takes (not H.264 or HEVC, or no video at all); the
-// message names what the file holds, and the CPU decoder can try.
+// A container whose video stream is not one NVDEC's path takes (not H.264 or HEVC, shown turned, or no video at
+// all); the message names what the file holds, and the CPU decoder can try.
 class UnsupportedVideoStream : public IoError {
  public:
   using IoError::IoError;
 };
 
 // The best video stream of a container file. Throws IoError when the file cannot be opened or read as a
-// container, UnsupportedVideoStream when its video is not H.264 or HEVC, and IoError with
+// container, UnsupportedVideoStream when its video is not H.264 or HEVC or the container shows it turned (the
+// CPU decoder turns it upright), and IoError with
 // container_demuxing_unavailable()'s reason in a build without libavformat.
 std::unique_ptr<Bitstream> open_container(const std::filesystem::path& path);
 

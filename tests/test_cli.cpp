@@ -6,6 +6,7 @@
 #include "gpu_video.hpp"
 #include "image_file.hpp"
 #include "ppm.hpp"
+#include "reference.hpp"
 #include "sample_videos.hpp"
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
@@ -476,6 +477,39 @@ TEST(CliStream, ContainersGoToNvdecThroughLibavformat) {
                                         " --output - --ops flip=h --decoder gpu > /dev/null");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_TRUE(contains(refused.output, "clip.mp4: H.264 8-bit 4:4:4")) << refused.output;
+}
+
+// A phone's portrait video, whose container says to show it turned, comes out upright on every backend: its
+// frames are the upright clip's, rotated. Where NVDEC runs, auto leaves it to the CPU decoder and says why.
+TEST(CliStream, AVideoItsContainerShowsTurnedComesOutUpright) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) {
+    GTEST_SKIP() << "OpenCV 4.6's reader turns such videos the other way: " << why;
+  }
+  if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make the turned file with";
+  TempDir dir;
+  const fs::path turned = testing::turned_copy(dir.path(), 90);
+  const fs::path upright_frames = dir.path() / "upright.rgb", turned_frames = dir.path() / "turned.rgb";
+  const CommandResult upright = imgpipe("stream --input " + quoted(video_file("clip_remuxed.mp4")) +
+                                        " --output - --ops flip=h,flip=h --decoder cpu > " + quoted(upright_frames));
+  ASSERT_EQ(upright.exit_code, 0) << upright.output;
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(turned) + " --output - --ops flip=h,flip=h > " + quoted(turned_frames));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "turned 270 degrees clockwise")) << run.output;
+  if (io::gpu_video_unavailable().empty() && io::container_demuxing_unavailable().empty()) {
+    EXPECT_TRUE(contains(run.output, "which NVDEC's path does not do; decoding on the CPU")) << run.output;
+  }
+  const std::vector<std::uint8_t> before = testing::file_bytes(upright_frames), after = testing::file_bytes(turned_frames);
+  const Size size{240, 136};
+  ASSERT_EQ(before.size(), 28 * size.rgb_bytes());
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t n = 0; n < 28; ++n) {
+    const auto at = static_cast<std::ptrdiff_t>(n * size.rgb_bytes());
+    const Image frame(size, std::vector<std::uint8_t>(before.begin() + at, before.begin() + at + static_cast<std::ptrdiff_t>(size.rgb_bytes())));
+    const Image expected = reference::apply(Op{Rotate{270}}, frame);
+    EXPECT_TRUE(std::equal(expected.data(), expected.data() + size.rgb_bytes(), after.begin() + at)) << "frame " << n;
+  }
 }
 
 // --timestamps: the frames' times beside the output. NVDEC and FFmpeg's CPU decoder keep a container's own

@@ -69,8 +69,6 @@ Difference difference(const Image& a, const Image& b) {
   return d;
 }
 
-bool has_ffmpeg_command() { return std::system("command -v ffmpeg > /dev/null 2>&1") == 0; }
-
 // Frames 0, 14 and 29 of the elementary streams as `ffmpeg -pix_fmt rgb24` made them (data/make_data.sh): the
 // H.264 clip is BT.601 limited range, the HEVC clip BT.709 full range.
 TEST(CpuVideo, FramesAreTheFfmpegCommandsRgbByteForByte) {
@@ -152,19 +150,16 @@ TEST(CpuVideo, TheRotationTheContainerDeclaresIsApplied) {
   SKIP_WITHOUT_FFMPEG_DECODING();
   if (!has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make the turned files with";
   TempDir dir;
-  const fs::path source = video_file("clip_remuxed.mp4");
-  const DecodedVideo upright = decode(source);
+  const DecodedVideo upright = decode(video_file("clip_remuxed.mp4"));
   for (const int tag : {90, 180, 270}) {
-    const fs::path turned = dir.path() / ("turned" + std::to_string(tag) + ".mp4");
+    const fs::path turned = turned_copy(dir.path(), tag);
     const fs::path first = dir.path() / ("first" + std::to_string(tag) + ".ppm");
-    const CommandResult made = run_command(
-        "ffmpeg", "-loglevel error -i " + quoted(source) + " -c copy -metadata:s:v:0 rotate=" + std::to_string(tag) +
-                      " " + quoted(turned) + " && ffmpeg -loglevel error -i " + quoted(turned) +
-                      " -frames:v 1 -pix_fmt rgb24 " + quoted(first));
+    const CommandResult made =
+        run_command("ffmpeg", "-loglevel error -i " + quoted(turned) + " -frames:v 1 -pix_fmt rgb24 " + quoted(first));
     ASSERT_EQ(made.exit_code, 0) << made.output;
     const DecodedVideo video = decode(turned);
     ASSERT_EQ(video.frames.size(), upright.frames.size()) << tag;
-    const int clockwise = 360 - tag;  // what the ffmpeg command does with its own tag, checked below
+    const int clockwise = 360 - tag;  // checked against the ffmpeg command below
     const Op rotate = Rotate{clockwise};
     for (std::size_t n = 0; n < video.frames.size(); ++n) {
       const Image expected = reference::apply(rotate, upright.frames[n]);

@@ -150,5 +150,23 @@ TEST(ContainerDemux, FilesItCannotTakeAreErrorsNamingThem) {
   }
 }
 
+// A container that says to show its video turned (a phone's portrait video) is left to the CPU decoder, which
+// turns it; NVDEC's path would give the frames on their side.
+TEST(ContainerDemux, AVideoItsContainerShowsTurnedIsLeftToTheCpuDecoder) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  if (!has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make the turned file with";
+  TempDir dir;
+  for (const int tag : {90, 180, 270}) {
+    const fs::path turned = turned_copy(dir.path(), tag);
+    try {
+      io::open_container(turned);
+      ADD_FAILURE() << "a turned video went to NVDEC's path";
+    } catch (const io::UnsupportedVideoStream& e) {
+      EXPECT_EQ(e.reason(), "its container shows the video turned " + std::to_string(360 - tag) +
+                                " degrees clockwise, which NVDEC's path does not do");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace imgpipe::testing
