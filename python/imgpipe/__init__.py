@@ -10,8 +10,10 @@
     p.run_files("photos", imgpipe.list_images("photos")[:100], "out")   # the job on chosen files
     imgpipe.backends()
     frame = imgpipe.decode(data); data = imgpipe.encode(frame, ".png")   # file bytes <-> frames
+    for frame, seconds in imgpipe.VideoReader("clip.mp4"):               # a video's frames and their times
+        out = p(frame)
     imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """
-from ._imgpipe import Pipeline, backends, decode, encode, gpu_jpeg, list_images
+from ._imgpipe import Pipeline, VideoReader, backends, decode, encode, gpu_jpeg, list_images
 
-__all__ = ["Pipeline", "backends", "decode", "encode", "gpu_jpeg", "list_images"]
+__all__ = ["Pipeline", "VideoReader", "backends", "decode", "encode", "gpu_jpeg", "list_images"]

@@ -8,6 +8,7 @@
 #include "engine.hpp"
 #include "file_bytes.hpp"
 #include "folder.hpp"
+#include "frame_stream.hpp"
 #include "gpu_backend.hpp"
 #include "gpu_jpeg.hpp"
 #include "image_file.hpp"
@@ -662,6 +663,51 @@ nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
   return nb::cast(nb::ndarray<nb::numpy, std::uint8_t>(raw, 3, shape, owner));
 }
 
+// A video file's frames as (H, W, 3) uint8 arrays, each with its time, decoded on the CPU as `imgpipe stream`
+// decodes them there (FFmpeg's libraries where the build has them, else OpenCV).
+class VideoReader {
+ public:
+  VideoReader(const std::string& path, std::uint64_t max_pixels) : path_(path) {
+    nb::gil_scoped_release released;
+    reader_ = io::open_video_reader(path, max_pixels);
+  }
+
+  using HostFrame = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<3>>;
+
+  // (frame, seconds): the next frame and when it is shown (None where the file says nothing).
+  std::pair<HostFrame, std::optional<double>> next() {
+    std::unique_ptr<std::uint8_t[]> pixels;
+    std::optional<Size> size;
+    std::optional<double> time;
+    {
+      nb::gil_scoped_release released;
+      size = reader_->next_size();
+      if (size) {
+        time = reader_->frame_time();
+        pixels.reset(new std::uint8_t[size->rgb_bytes()]);
+        reader_->read({pixels.get(), *size});
+        ++frames_;
+      }
+    }
+    if (!size) throw nb::stop_iteration();
+    std::uint8_t* raw = pixels.release();
+    nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
+    const std::size_t shape[3] = {static_cast<std::size_t>(size->height), static_cast<std::size_t>(size->width), 3};
+    return {HostFrame(raw, 3, shape, owner), time};
+  }
+
+  std::optional<double> frame_rate() const { return reader_->frame_rate(); }
+  std::string decoder() const { return reader_->decoder(); }
+  std::vector<std::uint64_t> damaged_frames() const { return reader_->corrupt_frames(); }
+  std::uint64_t frames_read() const { return frames_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<io::FrameReader> reader_;
+  std::uint64_t frames_ = 0;
+};
+
 // The bytes of the file the batch job would write for `extension` (".png", ".jpg", ".ppm", ...).
 nb::bytes encode(const nb::object& frame_object, const std::string& extension, int quality) {
   if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
@@ -771,6 +817,27 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("full_chroma") = false,
            "run_folder on chosen files of input_dir, given relative to it (as imgpipe.list_images lists them): "
            "one batch of a distributed job whose driver listed the folder once. Same result dict.");
+  nb::class_<imgpipe::python::VideoReader>(
+      m, "VideoReader",
+      "A video file's frames, decoded on the CPU as `imgpipe stream` decodes them there: iterate for (frame, seconds) "
+      "pairs, each frame an (H, W, 3) uint8 NumPy array, seconds when the container shows it (None for an "
+      "elementary stream, or where the build decodes through OpenCV)")
+      .def(nb::init<const std::string&, std::uint64_t>(), nb::arg("path"), nb::kw_only(),
+           nb::arg("max_pixels") = io::kDefaultMaxPixels,
+           "Opens path at its video stream; OSError naming the file when it cannot be opened, or when the frame "
+           "size it declares is above max_pixels")
+      .def("__iter__", [](imgpipe::python::VideoReader& self) -> imgpipe::python::VideoReader& { return self; },
+           nb::rv_policy::reference)
+      .def("__next__", &imgpipe::python::VideoReader::next,
+           "The next (frame, seconds); OSError naming the file where the stream cannot be read on")
+      .def_prop_ro("frame_rate", &imgpipe::python::VideoReader::frame_rate,
+                   "Frames per second the file declares, or None")
+      .def_prop_ro("decoder", &imgpipe::python::VideoReader::decoder,
+                   "What decodes the frames, as `imgpipe stream`'s summary names it")
+      .def_prop_ro("damaged_frames", &imgpipe::python::VideoReader::damaged_frames,
+                   "Numbers (from 0) of the frames read so far that the decoder reported damaged and concealed")
+      .def_prop_ro("frames_read", &imgpipe::python::VideoReader::frames_read, "How many frames were read")
+      .def_prop_ro("path", &imgpipe::python::VideoReader::path, "The file");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
         "An image file's bytes (PPM; PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
