@@ -10,10 +10,11 @@
     p.run_files("photos", imgpipe.list_images("photos")[:100], "out")   # the job on chosen files
     imgpipe.backends()
     frame = imgpipe.decode(data); data = imgpipe.encode(frame, ".png")   # file bytes <-> frames
-    for frame, seconds in imgpipe.VideoReader("clip.mp4"):               # a video's frames and their times
-        out = p(frame)
+    with imgpipe.VideoWriter("small.mkv", fps=25) as writer:              # a video's frames and their times,
+        for frame, seconds in imgpipe.VideoReader("clip.mp4"):           # through the chain into a new video
+            writer.write(p(frame), seconds)
     imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """
-from ._imgpipe import Pipeline, VideoReader, backends, decode, encode, gpu_jpeg, list_images
+from ._imgpipe import Pipeline, VideoReader, VideoWriter, backends, decode, encode, gpu_jpeg, list_images
 
-__all__ = ["Pipeline", "VideoReader", "backends", "decode", "encode", "gpu_jpeg", "list_images"]
+__all__ = ["Pipeline", "VideoReader", "VideoWriter", "backends", "decode", "encode", "gpu_jpeg", "list_images"]

@@ -708,6 +708,51 @@ class VideoReader {
   std::uint64_t frames_ = 0;
 };
 
+// Frames into a video file, as `imgpipe stream` writes one: written under a temporary name and renamed into place
+// by close(); a writer dropped or left by an exception leaves nothing under the name.
+class VideoWriter {
+ public:
+  VideoWriter(const std::string& path, double fps, bool overwrite) : path_(path) {
+    if (!(fps > 0)) throw nb::value_error("fps: more than 0");
+    std::error_code error;
+    if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
+      throw io::IoError(path, "exists; overwrite=True replaces it (once the new video is complete)");
+    }
+    writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep);
+  }
+
+  // `frame` at `seconds` (None: 1 / fps after the frame before).
+  void write(const nb::handle& frame_object, std::optional<double> seconds) {
+    if (!writer_) throw nb::value_error((path_ + ": the writer is closed").c_str());
+    const Frames frame = cast_frames(frame_object);
+    const Shape shape = shape_of(frame);
+    if (shape.batch || frame.device_type() != nb::device::cpu::value) {
+      throw nb::value_error("write takes one host frame of shape (H, W, 3)");
+    }
+    nb::gil_scoped_release released;
+    writer_->write({frame.data(), shape.size}, seconds);
+    ++frames_;
+  }
+
+  // Completes the file and renames it into place; OSError naming the file where it could not be completed.
+  void close() {
+    if (!writer_) return;
+    const std::unique_ptr<io::FrameWriter> writer = std::move(writer_);
+    nb::gil_scoped_release released;
+    writer->close();
+  }
+
+  // Without close(): nothing is left under the name.
+  void discard() { writer_.reset(); }
+
+  std::uint64_t frames_written() const { return frames_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<io::FrameWriter> writer_;
+  std::uint64_t frames_ = 0;
+};
+
 // The bytes of the file the batch job would write for `extension` (".png", ".jpg", ".ppm", ...).
 nb::bytes encode(const nb::object& frame_object, const std::string& extension, int quality) {
   if (quality < 1 || quality > 100) throw nb::value_error("quality: from 1 to 100");
@@ -838,6 +883,35 @@ NB_MODULE(_imgpipe, m) {
                    "Numbers (from 0) of the frames read so far that the decoder reported damaged and concealed")
       .def_prop_ro("frames_read", &imgpipe::python::VideoReader::frames_read, "How many frames were read")
       .def_prop_ro("path", &imgpipe::python::VideoReader::path, "The file");
+  nb::class_<imgpipe::python::VideoWriter>(
+      m, "VideoWriter",
+      "Frames into a video file, as `imgpipe stream` writes one: .mp4, .mkv and .mov through FFmpeg's libraries "
+      "(H.264 by libx264 at CRF 18), each frame at its time; .avi, and builds without those libraries, through "
+      "OpenCV at fps. The file appears under its name only when close() completes it; as a context manager it "
+      "is closed at the end of the block, or, when the block raises, discarded")
+      .def(nb::init<const std::string&, double, bool>(), nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(),
+           nb::arg("overwrite") = false,
+           "fps: the rate of frames written without a time. OSError naming the file when it exists (unless "
+           "overwrite)")
+      .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
+           "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
+           "1 / fps after it); every frame must have the first's size")
+      .def("close", &imgpipe::python::VideoWriter::close,
+           "Completes the file and renames it into place (no file where no frame was written); OSError naming "
+           "the file where it could not be completed, and then nothing is left under its name")
+      .def("__enter__", [](imgpipe::python::VideoWriter& self) -> imgpipe::python::VideoWriter& { return self; },
+           nb::rv_policy::reference)
+      .def(
+          "__exit__",
+          [](imgpipe::python::VideoWriter& self, const nb::handle& type, const nb::handle&, const nb::handle&) {
+            if (type.is_none()) {
+              self.close();
+            } else {
+              self.discard();
+            }
+          },
+          nb::arg("type").none(), nb::arg("value").none(), nb::arg("traceback").none())
+      .def_prop_ro("frames_written", &imgpipe::python::VideoWriter::frames_written, "How many frames were written");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
         "An image file's bytes (PPM; PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "

@@ -60,3 +60,54 @@ def test_bad_files_raise_oserror_naming_them(tmp_path):
     assert len(list(reader)) == 17
     with pytest.raises(StopIteration):
         next(reader)
+
+
+def psnr(a, b):
+    mse = np.mean((a.astype(float) - b.astype(float)) ** 2)
+    return float("inf") if mse == 0 else 10 * np.log10(255 ** 2 / mse)
+
+
+def test_a_written_video_keeps_each_frames_time_and_its_pixels(tmp_path):
+    source = open_or_skip(VIDEO / "clip_vfr.mkv")
+    if "OpenCV" in source.decoder:
+        pytest.skip("this build decodes video through OpenCV, without the frames' times")
+    p = imgpipe.Pipeline("flip=h", backend="cpu")
+    path = tmp_path / "flipped.mkv"
+    sent = []
+    with imgpipe.VideoWriter(str(path), fps=25) as writer:
+        for frame, seconds in source:
+            sent.append((p(frame), seconds))
+            writer.write(sent[-1][0], seconds)
+            assert not path.exists(), "the file appeared before it was complete"
+    assert writer.frames_written == 30
+    back = list(imgpipe.VideoReader(str(path)))
+    assert len(back) == 30
+    for (frame, seconds), (written, at) in zip(back, sent):
+        assert seconds == pytest.approx(at, abs=0.0005)
+        assert psnr(frame, written) > 35
+
+
+def test_a_writer_refuses_an_existing_file_and_leaves_nothing_when_the_block_raises(tmp_path):
+    kept = tmp_path / "kept.mkv"
+    kept.write_bytes(b"the user's file")
+    with pytest.raises(OSError, match="kept.mkv: exists; overwrite=True replaces it"):
+        imgpipe.VideoWriter(str(kept))
+    assert kept.read_bytes() == b"the user's file"
+    with pytest.raises(ValueError, match="fps"):
+        imgpipe.VideoWriter(str(tmp_path / "a.mkv"), fps=0)
+    frame = np.zeros((48, 64, 3), np.uint8)
+    try:
+        dropped = imgpipe.VideoWriter(str(kept), overwrite=True)
+        dropped.write(frame)
+    except OSError as error:
+        pytest.skip(f"no video writer in this build: {error}")
+    del dropped
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.mkv"], "a dropped writer left its temporary"
+    with pytest.raises(RuntimeError, match="stopped"):
+        with imgpipe.VideoWriter(str(kept), overwrite=True) as writer:
+            writer.write(frame)
+            raise RuntimeError("stopped")
+    assert kept.read_bytes() == b"the user's file", "an unfinished video replaced the file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.mkv"], "a temporary was left behind"
+    with pytest.raises(ValueError, match="one host frame"):
+        imgpipe.VideoWriter(str(tmp_path / "b.mkv")).write(np.zeros((2, 48, 64, 3), np.uint8))
