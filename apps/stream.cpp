@@ -250,7 +250,9 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
       writer = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
     } else {
       const double fps = options.fps.value_or(reader->frame_rate().value_or(kDefaultFps));
-      writer = io::open_video_writer_at_first_frame(options.output, fps, existing);
+      // A video file's sound goes along; raw frames have none.
+      writer = io::open_video_writer_at_first_frame(options.output, fps, existing,
+                                                    raw_in ? std::filesystem::path() : std::filesystem::path(options.input));
     }
     sink = std::make_unique<io::FrameStreamSink>(*writer);
   }
@@ -281,15 +283,17 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                     (no_nvenc.empty() ? "present, but imgpipe has no NVENC writer yet" : no_nvenc) + ")";
   }
   auto summary = [&](const char* ending) {
-    char text[768];
-    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s",
+    const std::string audio = writer && !writer->audio().empty() ? "; " + writer->audio() : "";
+    char text[1024];
+    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s%s",
                   static_cast<unsigned long long>(result.done), ending, result.seconds,
                   result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
                   reader->decoder().c_str(),
                   raw_out          ? ""
                   : !folder_out    ? video_encoder.c_str()
                   : frame_encoder ? ", written as JPEG by the GPU (nvJPEG)"
-                                  : ", written by the CPU");
+                                  : ", written by the CPU",
+                  audio.c_str());
     progress.message(text);
     if (!options.timings) return;
     progress.message(stage_timings(result, "frame"));

@@ -150,8 +150,8 @@ class VideoReader final : public FrameReader {
 // frame before it is renamed into place; when it does not, a probe write asks the OS why.
 class VideoWriter final : public FrameWriter {
  public:
-  VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing)
-      : temporary_(path), size_(size), existing_(existing) {
+  VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing, std::string audio)
+      : temporary_(path), size_(size), existing_(existing), audio_(std::move(audio)) {
     const std::string ext = lowercase_extension(path);
     const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
                        : ext == ".mkv" ? cv::VideoWriter::fourcc('X', 'V', 'I', 'D')
@@ -184,6 +184,7 @@ class VideoWriter final : public FrameWriter {
     }
     temporary_.commit(existing_);
   }
+  std::string audio() const override { return audio_; }
 
  private:
   // Frames a video file declares, or 0 when it cannot be opened (a container cut short has no index).
@@ -197,6 +198,7 @@ class VideoWriter final : public FrameWriter {
   TemporaryFile temporary_;
   Size size_;
   Existing existing_;
+  std::string audio_;
   cv::VideoWriter writer_;
   cv::Mat bgr_;
   std::uint64_t frames_ = 0;
@@ -216,9 +218,11 @@ std::optional<double> video_fps(const std::filesystem::path& path) {
 }
 
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                               Existing existing) {
-  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing);
-  return std::make_unique<VideoWriter>(path, size, fps, existing);
+                                               Existing existing, const std::filesystem::path& audio_from) {
+  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from);
+  const std::string audio = audio_from.empty() ? "" : audio_codec_of(audio_from);
+  return std::make_unique<VideoWriter>(path, size, fps, existing,
+                                       audio.empty() ? "" : "audio not carried: OpenCV's writer takes none");
 }
 
 #else
@@ -236,8 +240,8 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
 }
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                               Existing existing) {
-  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing);
+                                               Existing existing, const std::filesystem::path& audio_from) {
+  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from);
   no_video(path);
 }
 
@@ -265,28 +269,31 @@ namespace {
 
 class VideoWriterAtFirstFrame final : public FrameWriter {
  public:
-  VideoWriterAtFirstFrame(std::filesystem::path path, double fps, Existing existing)
-      : path_(std::move(path)), fps_(fps), existing_(existing) {}
+  VideoWriterAtFirstFrame(std::filesystem::path path, double fps, Existing existing, std::filesystem::path audio_from)
+      : path_(std::move(path)), fps_(fps), existing_(existing), audio_from_(std::move(audio_from)) {}
   void write(ConstFrameView frame, std::optional<double> time) override {
-    if (!writer_) writer_ = open_video_writer(path_, frame.size, fps_, existing_);
+    if (!writer_) writer_ = open_video_writer(path_, frame.size, fps_, existing_, audio_from_);
     writer_->write(frame, time);
   }
   void close() override {
     if (writer_) writer_->close();
   }
+  std::string audio() const override { return writer_ ? writer_->audio() : std::string(); }
 
  private:
   std::filesystem::path path_;
   double fps_;
   Existing existing_;
+  std::filesystem::path audio_from_;
   std::unique_ptr<FrameWriter> writer_;
 };
 
 }  // namespace
 
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
-                                                              Existing existing) {
-  return std::make_unique<VideoWriterAtFirstFrame>(path, fps, existing);
+                                                              Existing existing,
+                                                              const std::filesystem::path& audio_from) {
+  return std::make_unique<VideoWriterAtFirstFrame>(path, fps, existing, audio_from);
 }
 
 FrameStreamSource::FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain,

@@ -51,6 +51,9 @@ class FrameWriter {
   // Completes the output after the last frame; throws when it could not be completed. A file writer destroyed
   // without close() leaves nothing under its name.
   virtual void close() {}
+  // What became of the input's audio, for the summary ("audio copied (aac)", "audio not carried: ..."); empty
+  // where there was none, or none was asked for.
+  virtual std::string audio() const { return {}; }
 };
 
 // Thrown by a reader whose cancel descriptor became readable (imgpipe stream after SIGINT/SIGTERM).
@@ -107,9 +110,11 @@ std::optional<double> video_fps(const std::filesystem::path& path);
 // OS error where there is one; nothing is left under `path` and the temporary is removed. An .mp4, .mkv or .mov
 // file in a build with FFmpeg's libraries keeps each frame's time (open_timed_video_writer, video_encode.hpp);
 // otherwise OpenCV writes it at `fps` (constant frame rate; .mp4: mp4v, .avi: MJPG, .mkv: XVID), and close()
-// checks that the finished file holds every frame.
+// checks that the finished file holds every frame. With `audio_from` (the video the frames come from), its sound
+// is copied into the new file where the writer and the container can carry it (FFmpeg's), and audio() says
+// what became of it.
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                               Existing existing);
+                                               Existing existing, const std::filesystem::path& audio_from = {});
 
 // What encodes a video file of this name on the CPU, for the summary: "OpenCV", or the FFmpeg encoder that
 // keeps each frame's time.
@@ -121,7 +126,8 @@ std::string video_readers_description();
 
 // A video file opened at its first frame, once the chain's output size is known; otherwise open_video_writer's.
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
-                                                              Existing existing);
+                                                              Existing existing,
+                                                              const std::filesystem::path& audio_from = {});
 
 // A frame stream as a job's source, one frame after another: every frame must have the first frame's size (a
 // video's output has one size) and stay within `max_pixels`, for the frame and every frame the chain makes

@@ -1,6 +1,6 @@
 // Video files written through FFmpeg's libavformat and libavcodec: H.264 (libx264, else FFmpeg's own MPEG-4
 // Part 2 encoder) in MP4, Matroska or QuickTime, each frame at its own presentation time, so a variable frame
-// rate survives the stream.
+// rate survives the stream; and the input's audio, copied packet by packet beside the frames.
 #include "video_encode.hpp"
 
 #include "file_bytes.hpp"
@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace imgpipe::io {
@@ -47,9 +48,84 @@ struct ScalerDeleter {
   void operator()(SwsContext* scaler) const { sws_freeContext(scaler); }
 };
 
+struct InputCloser {
+  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
+};
+
+// The best audio stream of a video file, copied into an output's own stream as it is (no decoding), its packets
+// at their times in the file: the frames' times come from the same file, so sound and pictures stay together.
+class AudioCopy {
+ public:
+  // Adds the audio stream to `output`, before its header is written, where `source` has one that the output's
+  // container takes; note() says what became of it.
+  AudioCopy(const std::filesystem::path& source, AVFormatContext& output) : output_(output) {
+    AVFormatContext* opened = nullptr;
+    if (avformat_open_input(&opened, source.c_str(), nullptr, nullptr) < 0) return;  // raw frames, or no container
+    input_.reset(opened);
+    if (avformat_find_stream_info(input_.get(), nullptr) < 0) return;
+    source_index_ = av_find_best_stream(input_.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+    if (source_index_ < 0) return;
+    const AVCodecParameters& audio = *input_->streams[source_index_]->codecpar;
+    const char* codec = avcodec_get_name(audio.codec_id);
+    if (avformat_query_codec(output.oformat, audio.codec_id, FF_COMPLIANCE_NORMAL) != 1) {
+      note_ = std::string("audio not carried: ") + output.oformat->long_name + " takes no " + codec;
+      return;
+    }
+    stream_ = avformat_new_stream(&output, nullptr);
+    if (stream_ == nullptr || avcodec_parameters_copy(stream_->codecpar, &audio) < 0) {
+      throw IoError(source, "its audio cannot be copied: out of memory");
+    }
+    stream_->codecpar->codec_tag = 0;  // the output container's own tag for the codec
+    stream_->time_base = input_->streams[source_index_]->time_base;
+    note_ = std::string("audio copied (") + codec + ")";
+  }
+
+  // Writes the audio packets that start before `seconds` (a time of the source's frames).
+  void copy_until(double seconds) {
+    if (stream_ == nullptr) return;
+    const AVRational source_base = input_->streams[source_index_]->time_base;
+    while (true) {
+      if (!pending_) {
+        const int read = av_read_frame(input_.get(), packet_.get());
+        if (read < 0) {  // the end of the input's audio; a read error ends the audio there, as the end would
+          stream_ = nullptr;
+          return;
+        }
+        // Not the audio, or audio the file's edit list cuts (an AAC encoder's priming): the muxer would shift
+        // every stream to fit the latter in, moving the sound against the pictures.
+        if (packet_->stream_index != source_index_ || (packet_->flags & AV_PKT_FLAG_DISCARD) != 0) {
+          av_packet_unref(packet_.get());
+          continue;
+        }
+        pending_ = true;
+      }
+      const std::int64_t start = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
+      if (start != AV_NOPTS_VALUE && static_cast<double>(start) * av_q2d(source_base) >= seconds) return;
+      av_packet_rescale_ts(packet_.get(), source_base, stream_->time_base);
+      packet_->stream_index = stream_->index;
+      packet_->pos = -1;
+      const int written = av_interleaved_write_frame(&output_, packet_.get());  // takes the packet's data
+      pending_ = false;
+      if (written < 0) throw IoError("writing the audio failed: " + libav::error_text(written));
+    }
+  }
+
+  const std::string& note() const { return note_; }
+
+ private:
+  AVFormatContext& output_;
+  std::unique_ptr<AVFormatContext, InputCloser> input_;
+  int source_index_ = -1;
+  AVStream* stream_ = nullptr;  // output_'s; nullptr once the audio is done, or where there is none to copy
+  libav::Packet packet_ = libav::make_packet();
+  bool pending_ = false;  // packet_ holds the next audio packet, read and not yet written
+  std::string note_;
+};
+
 class LibavVideoWriter final : public FrameWriter {
  public:
-  LibavVideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing)
+  LibavVideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing,
+                   const std::filesystem::path& audio_from)
       : temporary_(path), size_(size), ticks_per_frame_(std::llround(kTimeBase.den / fps)), existing_(existing) {
     const AVCodec* codec = find_encoder();
     if (codec == nullptr) fail("this FFmpeg has neither libx264 nor its MPEG-4 encoder");
@@ -85,6 +161,7 @@ class LibavVideoWriter final : public FrameWriter {
     check(avcodec_open2(encoder_.get(), codec, nullptr), std::string("cannot open the ") + codec->name + " encoder");
     check(avcodec_parameters_from_context(stream_->codecpar, encoder_.get()), "encoder parameters");
     stream_->time_base = kTimeBase;
+    if (!audio_from.empty()) audio_.emplace(audio_from, *output_);
     check(avio_open(&output_->pb, temporary_.name().string().c_str(), AVIO_FLAG_WRITE),
           "cannot open for writing as video (folder missing, no permission, or disk full)");
     check(avformat_write_header(output_.get(), nullptr), "writing the video failed");
@@ -116,12 +193,17 @@ class LibavVideoWriter final : public FrameWriter {
     }
     frame_->pts = pts;
     last_pts_ = pts;
+    // The sound up to this frame's end, so that the muxer can interleave the two as it goes.
+    if (audio_) copy_audio(static_cast<double>(pts + ticks_per_frame_) / kTimeBase.den);
     encode(frame_.get());
     ++frames_;
   }
 
+  std::string audio() const override { return audio_ ? audio_->note() : std::string(); }
+
   void close() override {
     encode(nullptr);  // drains the frames the encoder holds back
+    if (audio_ && frames_ > 0) copy_audio(static_cast<double>(last_pts_ + ticks_per_frame_) / kTimeBase.den);
     check(av_write_trailer(output_.get()), "writing the video failed");
     check(avio_closep(&output_->pb), "writing the video failed");
     temporary_.commit(existing_);
@@ -132,6 +214,14 @@ class LibavVideoWriter final : public FrameWriter {
 
   void check(int code, const std::string& what) const {
     if (code < 0) fail(what + ": " + libav::error_text(code) + "; nothing was written under this name");
+  }
+
+  void copy_audio(double until_seconds) {
+    try {
+      audio_->copy_until(until_seconds);
+    } catch (const IoError& e) {
+      fail(e.reason() + "; nothing was written under this name");
+    }
   }
 
   // Sends `frame` (nullptr: the end) and writes every packet the encoder has ready.
@@ -159,6 +249,7 @@ class LibavVideoWriter final : public FrameWriter {
   std::unique_ptr<AVFrame, FrameDeleter> frame_;
   libav::Packet packet_;
   std::unique_ptr<SwsContext, ScalerDeleter> to_yuv_;
+  std::optional<AudioCopy> audio_;
   std::uint64_t frames_ = 0;
   std::int64_t last_pts_ = 0;
 };
@@ -176,9 +267,18 @@ std::string timed_video_encoder() {
   return is_x264(codec) ? "H.264 by libx264 through FFmpeg" : "MPEG-4 Part 2 by FFmpeg";
 }
 
+std::string audio_codec_of(const std::filesystem::path& path) {
+  AVFormatContext* opened = nullptr;
+  if (avformat_open_input(&opened, path.c_str(), nullptr, nullptr) < 0) return "";
+  const std::unique_ptr<AVFormatContext, InputCloser> input(opened);
+  if (avformat_find_stream_info(input.get(), nullptr) < 0) return "";
+  const int audio = av_find_best_stream(input.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+  return audio < 0 ? "" : avcodec_get_name(input->streams[audio]->codecpar->codec_id);
+}
+
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                                     Existing existing) {
-  return std::make_unique<LibavVideoWriter>(path, size, fps, existing);
+                                                     Existing existing, const std::filesystem::path& audio_from) {
+  return std::make_unique<LibavVideoWriter>(path, size, fps, existing, audio_from);
 }
 
 void set_encoder_logging(bool verbose) { av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET); }

@@ -23,9 +23,15 @@ std::string timed_video_encoder();
 // finishes the container and renames it to `path` (never over an existing file with Existing::keep). Any
 // failure throws IoError naming `path`; nothing is left under `path` and the temporary is removed. H.264 by
 // libx264 (CRF 18, 4:2:0, or 4:4:4 for an odd width or height) where FFmpeg has it, else MPEG-4 Part 2; the
-// frames go to BT.601 limited-range YUV by libswscale, tagged so. writes_timed_video(path) must hold.
+// frames go to BT.601 limited-range YUV by libswscale, tagged so. With `audio_from` (the video file the frames
+// were decoded from), its best audio stream is copied beside the frames as it is, each packet at its time in
+// that file, up to the last frame's end, where the output's container takes its codec (FrameWriter::audio()
+// says). writes_timed_video(path) must hold.
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                                     Existing existing);
+                                                     Existing existing, const std::filesystem::path& audio_from = {});
+
+// The codec of the best audio stream of `path` ("aac"), where FFmpeg's libraries can tell; empty otherwise.
+std::string audio_codec_of(const std::filesystem::path& path);
 
 // FFmpeg's messages (libx264 reports its settings and statistics per file): its warnings with `verbose`, else
 // none.

@@ -10,7 +10,10 @@ bool writes_timed_video(const std::filesystem::path&) { return false; }
 
 std::string timed_video_encoder() { return ""; }
 
-std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path&, Size, double, Existing) {
+std::string audio_codec_of(const std::filesystem::path&) { return ""; }
+
+std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path&, Size, double, Existing,
+                                                     const std::filesystem::path&) {
   throw std::logic_error("open_timed_video_writer: this build has no FFmpeg encoder (writes_timed_video is false)");
 }
 

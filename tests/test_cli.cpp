@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #ifdef IMGPIPE_TEST_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -578,6 +579,63 @@ TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
   ASSERT_EQ(times.size(), 30u);
   for (int n = 0; n < 30; ++n) {
     EXPECT_NEAR(times[n], own_times ? clip_vfr_made_at(n) : n * 0.04, 0.0005) << "frame " << n;
+  }
+}
+
+// The times (seconds) of a file's audio packets that are played (not cut by an edit list), by ffprobe.
+std::vector<double> audio_packet_times(const fs::path& path) {
+  const CommandResult probe = testing::run_command(
+      "ffprobe", "-v error -select_streams a -show_entries packet=pts_time,flags -of csv=p=0 " + quoted(path));
+  EXPECT_EQ(probe.exit_code, 0) << probe.output;
+  std::vector<double> times;
+  std::istringstream lines(probe.output);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t comma = line.find(',');
+    if (comma == std::string::npos || line.find('D', comma) != std::string::npos) continue;
+    times.push_back(std::stod(line.substr(0, comma)));
+  }
+  return times;
+}
+
+// A video file output carries the input's sound, copied as it is at its times, up to the end of the last frame,
+// where the container takes its codec; where it does not, or the writer is OpenCV's, the summary says so.
+TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, which takes no sound";
+  if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make a video with sound";
+  TempDir dir;
+  const fs::path aac = dir.path() / "with_aac.mp4", pcm = dir.path() / "with_pcm.mkv";
+  const CommandResult made = testing::run_command(
+      "ffmpeg", "-loglevel error -i " + quoted(video_file("clip_remuxed.mp4")) +
+                    " -f lavfi -i sine=frequency=440:duration=1.4 -map 0:v -map 1:a -c:v copy -c:a aac " + quoted(aac) +
+                    " && ffmpeg -loglevel error -i " + quoted(video_file("clip_vfr.mkv")) +
+                    " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a pcm_s16le " + quoted(pcm));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  // clip_remuxed.mp4's 28 frames are shown from 0 to 1.2 s (the last two 1 / 25 s after the one before).
+  std::vector<double> expected;
+  for (const double t : audio_packet_times(aac)) {
+    if (t < 1.2) expected.push_back(t);
+  }
+  ASSERT_GT(expected.size(), 40u);
+  for (const char* name : {"out.mkv", "out.mp4"}) {
+    const fs::path out = dir.path() / name;
+    const CommandResult run = imgpipe("stream --input " + quoted(aac) + " --output " + quoted(out) + " --ops flip=h");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(contains(run.output, "; audio copied (aac)")) << run.output;
+    const std::vector<double> times = audio_packet_times(out);
+    ASSERT_EQ(times.size(), expected.size()) << name;
+    for (std::size_t n = 0; n < times.size(); ++n) EXPECT_NEAR(times[n], expected[n], 0.0011) << name << " packet " << n;
+  }
+  const fs::path no_sound = dir.path() / "no_sound.mp4";
+  const CommandResult refused = imgpipe("stream --input " + quoted(pcm) + " --output " + quoted(no_sound) + " --ops flip=h");
+  ASSERT_EQ(refused.exit_code, 0) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "; audio not carried: MP4 (MPEG-4 Part 14) takes no pcm_s16le")) << refused.output;
+  EXPECT_TRUE(audio_packet_times(no_sound).empty());
+  if (io::has_opencv_codecs()) {
+    const CommandResult avi =
+        imgpipe("stream --input " + quoted(aac) + " --output " + quoted(dir.path() / "out.avi") + " --ops flip=h");
+    ASSERT_EQ(avi.exit_code, 0) << avi.output;
+    EXPECT_TRUE(contains(avi.output, "; audio not carried: OpenCV's writer takes none")) << avi.output;
   }
 }
 
