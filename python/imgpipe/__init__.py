@@ -10,8 +10,8 @@
     p.run_files("photos", imgpipe.list_images("photos")[:100], "out")   # the job on chosen files
     imgpipe.backends()
     frame = imgpipe.decode(data); data = imgpipe.encode(frame, ".png")   # file bytes <-> frames
-    with imgpipe.VideoWriter("small.mkv", fps=25) as writer:              # a video's frames and their times,
-        for frame, seconds in imgpipe.VideoReader("clip.mp4"):           # through the chain into a new video
+    with imgpipe.VideoWriter("small.mkv", fps=25, audio_from="clip.mp4") as writer:   # a video's frames and their
+        for frame, seconds in imgpipe.VideoReader("clip.mp4"):           # times through the chain, with its sound
             writer.write(p(frame), seconds)
     imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """

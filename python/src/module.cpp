@@ -712,13 +712,15 @@ class VideoReader {
 // by close(); a writer dropped or left by an exception leaves nothing under the name.
 class VideoWriter {
  public:
-  VideoWriter(const std::string& path, double fps, bool overwrite) : path_(path) {
+  VideoWriter(const std::string& path, double fps, bool overwrite, const std::optional<std::string>& audio_from)
+      : path_(path) {
     if (!(fps > 0)) throw nb::value_error("fps: more than 0");
     std::error_code error;
     if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
       throw io::IoError(path, "exists; overwrite=True replaces it (once the new video is complete)");
     }
-    writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep);
+    writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep,
+                                                   audio_from.value_or(""));
   }
 
   // `frame` at `seconds` (None: 1 / fps after the frame before).
@@ -737,6 +739,7 @@ class VideoWriter {
   // Completes the file and renames it into place; OSError naming the file where it could not be completed.
   void close() {
     if (!writer_) return;
+    audio_ = writer_->audio();
     const std::unique_ptr<io::FrameWriter> writer = std::move(writer_);
     nb::gil_scoped_release released;
     writer->close();
@@ -746,10 +749,12 @@ class VideoWriter {
   void discard() { writer_.reset(); }
 
   std::uint64_t frames_written() const { return frames_; }
+  std::string audio() const { return writer_ ? writer_->audio() : audio_; }
 
  private:
   std::string path_;
   std::unique_ptr<io::FrameWriter> writer_;
+  std::string audio_;  // what the writer said of the sound, kept once it is closed
   std::uint64_t frames_ = 0;
 };
 
@@ -889,10 +894,11 @@ NB_MODULE(_imgpipe, m) {
       "(H.264 by libx264 at CRF 18), each frame at its time; .avi, and builds without those libraries, through "
       "OpenCV at fps. The file appears under its name only when close() completes it; as a context manager it "
       "is closed at the end of the block, or, when the block raises, discarded")
-      .def(nb::init<const std::string&, double, bool>(), nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(),
-           nb::arg("overwrite") = false,
-           "fps: the rate of frames written without a time. OSError naming the file when it exists (unless "
-           "overwrite)")
+      .def(nb::init<const std::string&, double, bool, const std::optional<std::string>&>(), nb::arg("path"),
+           nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false, nb::arg("audio_from") = nb::none(),
+           "fps: the rate of frames written without a time. audio_from: the video file the frames come from, "
+           "whose sound is copied beside them at its times (as `imgpipe stream` copies it; .mp4, .mkv, .mov). "
+           "OSError naming the file when it exists (unless overwrite)")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
            "1 / fps after it); every frame must have the first's size")
@@ -911,7 +917,10 @@ NB_MODULE(_imgpipe, m) {
             }
           },
           nb::arg("type").none(), nb::arg("value").none(), nb::arg("traceback").none())
-      .def_prop_ro("frames_written", &imgpipe::python::VideoWriter::frames_written, "How many frames were written");
+      .def_prop_ro("frames_written", &imgpipe::python::VideoWriter::frames_written, "How many frames were written")
+      .def_prop_ro("audio", &imgpipe::python::VideoWriter::audio,
+                   "What became of audio_from's sound once the first frame is written: 'audio copied (aac)', "
+                   "'audio not carried: ...', or '' where there is none");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
         "An image file's bytes (PPM; PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "

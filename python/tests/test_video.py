@@ -1,4 +1,5 @@
 """imgpipe.VideoReader against the command: the frames `imgpipe stream` decodes on the CPU, with their times."""
+import shutil
 import subprocess
 
 import numpy as np
@@ -111,3 +112,24 @@ def test_a_writer_refuses_an_existing_file_and_leaves_nothing_when_the_block_rai
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.mkv"], "a temporary was left behind"
     with pytest.raises(ValueError, match="one host frame"):
         imgpipe.VideoWriter(str(tmp_path / "b.mkv")).write(np.zeros((2, 48, 64, 3), np.uint8))
+
+
+def test_a_written_video_carries_the_sound_of_the_video_it_came_from(tmp_path):
+    ffmpeg, ffprobe = shutil.which("ffmpeg"), shutil.which("ffprobe")
+    if not (ffmpeg and ffprobe):
+        pytest.skip("no ffmpeg command here to make a video with sound")
+    source = tmp_path / "with_sound.mp4"
+    subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(VIDEO / "clip_remuxed.mp4"), "-f", "lavfi", "-i",
+                    "sine=duration=1.2", "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a", "aac", str(source)],
+                   check=True)
+    reader = open_or_skip(source)
+    if "OpenCV" in reader.decoder:
+        pytest.skip("this build decodes video through OpenCV, without the frames' times")
+    out = tmp_path / "out.mkv"
+    with imgpipe.VideoWriter(str(out), fps=25, audio_from=str(source)) as writer:
+        for frame, seconds in reader:
+            writer.write(frame, seconds)
+    assert writer.audio == "audio copied (aac)"
+    codecs = subprocess.run([ffprobe, "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", str(out)],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(codecs) == ["aac", "h264"]
