@@ -20,9 +20,6 @@ extern "C" {
 namespace imgpipe::io {
 namespace {
 
-struct FormatCloser {
-  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
-};
 struct FilterFreer {
   void operator()(AVBSFContext* filter) const { av_bsf_free(&filter); }
 };
@@ -35,13 +32,8 @@ std::optional<double> rate_of(AVRational rate) {
 class ContainerStream final : public Bitstream {
  public:
   explicit ContainerStream(const std::filesystem::path& path) : path_(path) {
-    AVFormatContext* opened = nullptr;
-    if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) {
+    if (const int error = libav::open_input(path, format_); error < 0) {
       throw IoError(path, "cannot be opened as a video container: " + libav::error_text(error));
-    }
-    format_.reset(opened);
-    if (const int error = avformat_find_stream_info(format_.get(), nullptr); error < 0) {
-      throw IoError(path, "its streams cannot be read: " + libav::error_text(error));
     }
     stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
     if (stream_ < 0) throw UnsupportedVideoStream(path, "the file holds no video stream");
@@ -120,7 +112,7 @@ class ContainerStream final : public Bitstream {
   }
 
   std::filesystem::path path_;
-  std::unique_ptr<AVFormatContext, FormatCloser> format_;
+  libav::Input format_;
   std::unique_ptr<AVBSFContext, FilterFreer> filter_;
   libav::Packet demuxed_ = libav::make_packet();
   libav::Packet filtered_ = libav::make_packet();

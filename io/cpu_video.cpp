@@ -22,16 +22,6 @@ extern "C" {
 namespace imgpipe::io {
 namespace {
 
-struct FormatCloser {
-  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
-};
-struct DecoderFreer {
-  void operator()(AVCodecContext* decoder) const { avcodec_free_context(&decoder); }
-};
-struct FrameFreer {
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
-
 Size turned(Size size, int quarter_turns) { return quarter_turns % 2 == 1 ? Size{size.height, size.width} : size; }
 
 // `source` (packed RGB) turned clockwise by `quarter_turns` into `target`, whose size is turned(source's).
@@ -50,13 +40,8 @@ void turn(ConstFrameView source, int quarter_turns, FrameView target) {
 class FfmpegVideoReader final : public FrameReader {
  public:
   FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
-    AVFormatContext* opened = nullptr;
-    if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) {
+    if (const int error = libav::open_input(path, format_); error < 0) {
       throw IoError(path, "cannot open as a video: " + libav::error_text(error));
-    }
-    format_.reset(opened);
-    if (const int error = avformat_find_stream_info(format_.get(), nullptr); error < 0) {
-      throw IoError(path, "cannot open as a video: its streams cannot be read: " + libav::error_text(error));
     }
     const AVCodec* codec = nullptr;
     stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
@@ -211,9 +196,9 @@ class FfmpegVideoReader final : public FrameReader {
   }
 
   std::filesystem::path path_;
-  std::unique_ptr<AVFormatContext, FormatCloser> format_;
-  std::unique_ptr<AVCodecContext, DecoderFreer> decoder_;
-  std::unique_ptr<AVFrame, FrameFreer> frame_;
+  libav::Input format_;
+  libav::Codec decoder_;
+  libav::Frame frame_;
   libav::Packet packet_ = libav::make_packet();
   SwsContext* scaler_ = nullptr;  // sws_getCachedContext replaces it when the frames' format changes
   int stream_ = -1;

@@ -1,5 +1,6 @@
 // What io/'s users of FFmpeg's libraries share (container_demux.cpp, cpu_video.cpp, video_encode.cpp; only files
-// built with FFmpeg include it): an error code as text, packets that free themselves, and a stream's rotation.
+// built with FFmpeg include it): an error code as text, FFmpeg's objects freed by their owners, and a stream's
+// rotation.
 #pragma once
 
 extern "C" {
@@ -9,8 +10,10 @@ extern "C" {
 #include <libavutil/error.h>
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <string>
@@ -28,6 +31,29 @@ struct PacketFree {
   void operator()(AVPacket* packet) const { av_packet_free(&packet); }
 };
 using Packet = std::unique_ptr<AVPacket, PacketFree>;
+
+struct InputClose {
+  void operator()(AVFormatContext* input) const { avformat_close_input(&input); }
+};
+using Input = std::unique_ptr<AVFormatContext, InputClose>;  // an opened file being demuxed
+
+struct CodecFree {
+  void operator()(AVCodecContext* codec) const { avcodec_free_context(&codec); }
+};
+using Codec = std::unique_ptr<AVCodecContext, CodecFree>;  // a decoder or an encoder
+
+struct FrameFree {
+  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
+};
+using Frame = std::unique_ptr<AVFrame, FrameFree>;
+
+// Opens `path` into `input` and reads its streams' parameters: 0, or the AVERROR code of the step that failed.
+inline int open_input(const std::filesystem::path& path, Input& input) {
+  AVFormatContext* opened = nullptr;
+  if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) return error;
+  input.reset(opened);
+  return std::min(avformat_find_stream_info(input.get(), nullptr), 0);
+}
 
 // An empty packet; throws std::bad_alloc when FFmpeg cannot allocate one.
 inline Packet make_packet() {

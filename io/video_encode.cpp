@@ -38,18 +38,8 @@ struct OutputDeleter {
     avformat_free_context(output);
   }
 };
-struct EncoderDeleter {
-  void operator()(AVCodecContext* encoder) const { avcodec_free_context(&encoder); }
-};
-struct FrameDeleter {
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
 struct ScalerDeleter {
   void operator()(SwsContext* scaler) const { sws_freeContext(scaler); }
-};
-
-struct InputCloser {
-  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
 };
 
 // The best audio stream of a video file, copied into an output's own stream as it is (no decoding), its packets
@@ -59,10 +49,7 @@ class AudioCopy {
   // Adds the audio stream to `output`, before its header is written, where `source` has one that the output's
   // container takes; note() says what became of it.
   AudioCopy(const std::filesystem::path& source, AVFormatContext& output) : output_(output) {
-    AVFormatContext* opened = nullptr;
-    if (avformat_open_input(&opened, source.c_str(), nullptr, nullptr) < 0) return;  // raw frames, or no container
-    input_.reset(opened);
-    if (avformat_find_stream_info(input_.get(), nullptr) < 0) return;
+    if (libav::open_input(source, input_) < 0) return;  // raw frames, or no container
     source_index_ = av_find_best_stream(input_.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
     if (source_index_ < 0) return;
     const AVCodecParameters& audio = *input_->streams[source_index_]->codecpar;
@@ -114,7 +101,7 @@ class AudioCopy {
 
  private:
   AVFormatContext& output_;
-  std::unique_ptr<AVFormatContext, InputCloser> input_;
+  libav::Input input_;
   int source_index_ = -1;
   AVStream* stream_ = nullptr;  // output_'s; nullptr once the audio is done, or where there is none to copy
   libav::Packet packet_ = libav::make_packet();
@@ -245,8 +232,8 @@ class LibavVideoWriter final : public FrameWriter {
   Existing existing_;
   std::unique_ptr<AVFormatContext, OutputDeleter> output_;
   AVStream* stream_ = nullptr;  // output_'s
-  std::unique_ptr<AVCodecContext, EncoderDeleter> encoder_;
-  std::unique_ptr<AVFrame, FrameDeleter> frame_;
+  libav::Codec encoder_;
+  libav::Frame frame_;
   libav::Packet packet_;
   std::unique_ptr<SwsContext, ScalerDeleter> to_yuv_;
   std::optional<AudioCopy> audio_;
@@ -268,10 +255,8 @@ std::string timed_video_encoder() {
 }
 
 std::string audio_codec_of(const std::filesystem::path& path) {
-  AVFormatContext* opened = nullptr;
-  if (avformat_open_input(&opened, path.c_str(), nullptr, nullptr) < 0) return "";
-  const std::unique_ptr<AVFormatContext, InputCloser> input(opened);
-  if (avformat_find_stream_info(input.get(), nullptr) < 0) return "";
+  libav::Input input;
+  if (libav::open_input(path, input) < 0) return "";
   const int audio = av_find_best_stream(input.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
   return audio < 0 ? "" : avcodec_get_name(input->streams[audio]->codecpar->codec_id);
 }
