@@ -11,7 +11,7 @@
 
 namespace imgpipe::app {
 
-// The backend kind named by `choice` ("auto" or a BackendKind); prints auto's fallback notice on stderr.
+// The backend kind named by `choice` ("auto" or a BackendKind); prints auto's fallback notice on stderr, once.
 BackendKind choose_backend_kind(std::string_view choice);
 
 // Makes the engine a command runs on; by default from --backend. Tests pass a test double (an engine whose

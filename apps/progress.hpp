@@ -24,7 +24,7 @@ class Progress {
     static std::mutex whole_lines;
     const std::lock_guard lock(whole_lines);
     clear();
-    std::cerr << "imgpipe: " << prefix_ << text << "\n";
+    std::cerr << "imgpipe: " + prefix_ + text + "\n" << std::flush;  // one write, whole, beside other writers
   }
   void show(const std::string& line) {
     if (terminal_) std::cerr << "\r\033[K" << line << std::flush;
