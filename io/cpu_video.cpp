@@ -1,9 +1,9 @@
 // Video files decoded on the CPU through FFmpeg's libraries: libavformat demuxes, libavcodec decodes on all
 // cores (its own frame and slice threads), and libswscale converts each frame to RGB straight into the engine's
 // buffer, as the ffmpeg command's scale filter does: bicubic flags, the colour matrix and range the stream
-// declares (BT.601 where it declares none). A rotation the container declares is applied as OpenCV's
-// VideoCapture and the ffmpeg command apply it. Frames come out in display order, as FFmpeg's decoders show
-// them: pictures an MP4 edit list cuts are decoded and not shown.
+// declares (BT.601 where it declares none). A rotation the container declares is applied as the ffmpeg
+// command applies it. Frames come out in display order, as FFmpeg's decoders show them: pictures an MP4 edit
+// list cuts are decoded and not shown.
 #include "cpu_video.hpp"
 
 #include "libav_support.hpp"
@@ -74,10 +74,10 @@ class FfmpegVideoReader final : public FrameReader {
                               " decoder refused it: " + libav::error_text(error));
     }
     seconds_per_tick_ = av_q2d(video.time_base);
-    has_times_ = (format_->iformat->flags & AVFMT_NOTIMESTAMPS) == 0;
+    has_times_ = (format_->iformat->flags & AVFMT_NOTIMESTAMPS) == 0;  // elementary streams' pictures have none
     frame_rate_ = av_q2d(video.avg_frame_rate) > 0 ? av_q2d(video.avg_frame_rate) : av_q2d(video.r_frame_rate);
     description_ = std::string("CPU (FFmpeg's ") + codec->name + " decoder";
-    if ((format_->iformat->flags & AVFMT_NOTIMESTAMPS) == 0 && format_->iformat->long_name != nullptr) {
+    if (format_->iformat->long_name != nullptr) {
       description_ += ", demuxed from " + std::string(format_->iformat->long_name);
     }
     if (quarter_turns_ != 0) description_ += ", turned " + std::to_string(90 * quarter_turns_) + " degrees clockwise";
@@ -184,7 +184,7 @@ class FfmpegVideoReader final : public FrameReader {
     int source_full = 0, target_full = 0, brightness = 0, contrast = 0, saturation = 0;
     sws_getColorspaceDetails(scaler_, &to_rgb, &source_full, &from_rgb, &target_full, &brightness, &contrast,
                              &saturation);
-    const AVColorSpace matrix = frame_->colorspace;
+    const AVColorSpace matrix = frame_->colorspace;  // unknown, reserved and YCgCo ones as BT.601, as the filter
     const int* coefficients = sws_getCoefficients(
         matrix < 1 || matrix > 10 || matrix == AVCOL_SPC_YCGCO ? static_cast<int>(AVCOL_SPC_BT470BG) : matrix);
     if (frame_->color_range != AVCOL_RANGE_UNSPECIFIED) source_full = frame_->color_range == AVCOL_RANGE_JPEG;

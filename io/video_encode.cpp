@@ -189,8 +189,7 @@ class LibavVideoWriter final : public FrameWriter {
   std::string audio() const override { return audio_ ? audio_->note() : std::string(); }
 
   void close() override {
-    encode(nullptr);  // drains the frames the encoder holds back
-    if (audio_ && frames_ > 0) copy_audio(static_cast<double>(last_pts_ + ticks_per_frame_) / kTimeBase.den);
+    encode(nullptr);  // drains the frames the encoder holds back; the sound up to their end is written
     check(av_write_trailer(output_.get()), "writing the video failed");
     check(avio_closep(&output_->pb), "writing the video failed");
     temporary_.commit(existing_);

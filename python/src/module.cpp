@@ -681,6 +681,7 @@ class VideoReader {
     std::optional<double> time;
     {
       nb::gil_scoped_release released;
+      const std::lock_guard one_at_a_time(mutex_);  // threads sharing a reader take its frames in turn
       size = reader_->next_size();
       if (size) {
         time = reader_->frame_time();
@@ -706,6 +707,7 @@ class VideoReader {
   std::string path_;
   std::unique_ptr<io::FrameReader> reader_;
   std::uint64_t frames_ = 0;
+  std::mutex mutex_;
 };
 
 // Frames into a video file, as `imgpipe stream` writes one: written under a temporary name and renamed into place
@@ -725,36 +727,47 @@ class VideoWriter {
 
   // `frame` at `seconds` (None: 1 / fps after the frame before).
   void write(const nb::handle& frame_object, std::optional<double> seconds) {
-    if (!writer_) throw nb::value_error((path_ + ": the writer is closed").c_str());
     const Frames frame = cast_frames(frame_object);
     const Shape shape = shape_of(frame);
     if (shape.batch || frame.device_type() != nb::device::cpu::value) {
       throw nb::value_error("write takes one host frame of shape (H, W, 3)");
     }
     nb::gil_scoped_release released;
+    const std::lock_guard one_at_a_time(mutex_);  // threads sharing a writer write in turn
+    if (!writer_) throw nb::value_error((path_ + ": the writer is closed").c_str());
     writer_->write({frame.data(), shape.size}, seconds);
     ++frames_;
   }
 
   // Completes the file and renames it into place; OSError naming the file where it could not be completed.
   void close() {
+    nb::gil_scoped_release released;
+    const std::lock_guard one_at_a_time(mutex_);
     if (!writer_) return;
     audio_ = writer_->audio();
     const std::unique_ptr<io::FrameWriter> writer = std::move(writer_);
-    nb::gil_scoped_release released;
     writer->close();
   }
 
   // Without close(): nothing is left under the name.
-  void discard() { writer_.reset(); }
+  void discard() {
+    nb::gil_scoped_release released;
+    const std::lock_guard one_at_a_time(mutex_);
+    writer_.reset();
+  }
 
   std::uint64_t frames_written() const { return frames_; }
-  std::string audio() const { return writer_ ? writer_->audio() : audio_; }
+  std::string audio() {
+    nb::gil_scoped_release released;
+    const std::lock_guard one_at_a_time(mutex_);
+    return writer_ ? writer_->audio() : audio_;
+  }
 
  private:
   std::string path_;
   std::unique_ptr<io::FrameWriter> writer_;
   std::string audio_;  // what the writer said of the sound, kept once it is closed
+  std::mutex mutex_;
   std::uint64_t frames_ = 0;
 };
 
