@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -83,6 +84,42 @@ TEST(CpuVideo, FramesAreTheFfmpegCommandsRgbByteForByte) {
       EXPECT_EQ(d.bytes, 0u) << clip << " frame " << n << ": up to " << d.largest << " levels apart";
     }
     EXPECT_TRUE(video.corrupt.empty()) << clip;
+  }
+}
+
+// Every frame of every sample clip, of a 10-bit copy of the HEVC one and of a copy its container shows turned,
+// against the ffmpeg command's own RGB of the same file (`-fps_mode passthrough`: every frame the decoder shows,
+// none repeated or dropped), byte for byte.
+TEST(CpuVideo, EveryFrameIsTheFfmpegCommandsRgb) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  if (!has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to compare with";
+  TempDir dir;
+  const fs::path ten_bit = dir.path() / "ten_bit.mkv";
+  const CommandResult made = run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip.hevc")) +
+                                                       " -c:v libx265 -pix_fmt yuv420p10le -x265-params log-level=error " +
+                                                       quoted(ten_bit));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::vector<fs::path> clips = {ten_bit, turned_copy(dir.path(), 90)};
+  for (const char* name : {"clip.h264", "clip.hevc", "clip.mp4", "clip_open_gop.hevc", "clip_open_gop.mp4",
+                           "clip_remuxed.mp4", "clip_vfr.mkv"}) {
+    clips.push_back(video_file(name));
+  }
+  for (const fs::path& clip : clips) {
+    const fs::path rgb = dir.path() / "ffmpeg.rgb";
+    const CommandResult ffmpeg = run_command("ffmpeg", "-loglevel quiet -y -i " + quoted(clip) +
+                                                           " -fps_mode passthrough -f rawvideo -pix_fmt rgb24 " +
+                                                           quoted(rgb));
+    ASSERT_EQ(ffmpeg.exit_code, 0) << clip << ffmpeg.output;
+    const std::vector<std::uint8_t> expected = file_bytes(rgb);
+    const DecodedVideo video = decode(clip);
+    std::size_t bytes = 0;
+    for (const Image& frame : video.frames) {
+      ASSERT_LE(bytes + frame.size().rgb_bytes(), expected.size()) << clip << ": more frames than ffmpeg's";
+      EXPECT_TRUE(std::equal(frame.data(), frame.data() + frame.size().rgb_bytes(), expected.begin() + bytes))
+          << clip << " frame " << bytes / frame.size().rgb_bytes();
+      bytes += frame.size().rgb_bytes();
+    }
+    EXPECT_EQ(bytes, expected.size()) << clip << ": fewer frames than ffmpeg's";
   }
 }
 
