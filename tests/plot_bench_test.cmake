@@ -1,6 +1,7 @@
 # ctest's plot_bench: a tiny `imgpipe bench --json`, then tools/plot_bench.py on it; the charts must appear.
 # Run with -DIMGPIPE=<imgpipe binary> -DSCRIPT=<tools/plot_bench.py> -DOUT=<scratch folder>. Prints
-# "matplotlib is not installed" (which ctest counts as a skip) where python3-matplotlib is missing.
+# "matplotlib is not installed" where python3-matplotlib is missing, and "no backend is usable here" where
+# imgpipe can run nothing (no GPU, and a build without OpenCV); ctest counts either as a skip.
 # The first python3 that imports matplotlib: Debian's in /usr/bin (python3-matplotlib), else the one on PATH.
 find_program(PYTHON3_SYSTEM python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(PYTHON3_PATH python3)
@@ -16,6 +17,11 @@ foreach(candidate IN ITEMS "${PYTHON3_SYSTEM}" "${PYTHON3_PATH}")
 endforeach()
 if(NOT PYTHON3)
   message("plot_bench: matplotlib is not installed for any python3 here (Debian: python3-matplotlib)")
+  return()
+endif()
+execute_process(COMMAND "${IMGPIPE}" backends OUTPUT_VARIABLE backends_output ERROR_QUIET)
+if(backends_output MATCHES "auto picks: nothing")
+  message("plot_bench: no backend is usable here, so bench has nothing to measure")
   return()
 endif()
 file(REMOVE_RECURSE "${OUT}")
