@@ -4,6 +4,8 @@
 #   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg]...   (no argument: the first four, in that order)
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
+# Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
+# previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
 # OpenCV and NumPy.
 # A machine without CLI11, TBB or nlohmann-json (and without a network to install them) can be handed
@@ -103,6 +105,9 @@ for step in "${steps[@]}"; do
       "$BUILD"/apps/imgpipe bench --matrix --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
         --json "$OUT/matrix.json" > "$OUT/matrix.txt" 2> "$OUT/matrix.log" || status=1
       sed -n '/^size and chain/,$p' "$OUT/matrix.txt"
+      python3 tools/matrix_table.py "$OUT/matrix.json" ${MATRIX_BEFORE:+--before "$MATRIX_BEFORE"} \
+        > "$OUT/matrix_table.md" || status=1
+      sed -n '/^Targets missed/,$p;/^Every row meets/p' "$OUT/matrix_table.md"
       ;;
     jpeg)
       python3 tools/jpeg_folder_bench.py --imgpipe "$BUILD"/apps/imgpipe --bench-jpeg "$BUILD"/bench/imgpipe_bench_jpeg \
