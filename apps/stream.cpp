@@ -285,8 +285,9 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   auto summary = [&](const char* ending) {
     const std::string audio = writer && !writer->audio().empty() ? "; " + writer->audio() : "";
     char text[1024];
-    std::snprintf(text, sizeof text, "%llu frames%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s%s",
-                  static_cast<unsigned long long>(result.done), ending, result.seconds,
+    std::snprintf(text, sizeof text, "%llu %s%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s%s",
+                  static_cast<unsigned long long>(result.done), result.done == 1 ? "frame" : "frames", ending,
+                  result.seconds,
                   result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
                   reader->decoder().c_str(),
                   raw_out          ? ""
