@@ -15,6 +15,7 @@
 #include "job.hpp"
 #include "ppm.hpp"
 #include "reference.hpp"
+#include "sample_videos.hpp"
 #include "signals.hpp"
 #include "stream.hpp"
 #include "test_crafted_images.hpp"
@@ -1165,7 +1166,7 @@ TEST_F(StreamOutputs, AVideoOutputThatCannotBeOpenedIsReported) {
 
 // What the README's ffmpeg pipe does, with the frame rate passed on: a 10 fps clip comes back at 10 fps.
 TEST_F(StreamOutputs, TheReadmesFfmpegPipeKeepsTheFrameRate) {
-  if (std::system("command -v ffmpeg > /dev/null 2>&1") != 0) GTEST_SKIP() << "no ffmpeg here";
+  if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg here";
   const fs::path output = dir.path() / "piped.avi";
   const CommandResult run = testing::run_command(
       "ffmpeg", "-loglevel error -i " + quoted(input) + " -f rawvideo -pix_fmt rgb24 - | '" IMGPIPE_BINARY
