@@ -263,7 +263,12 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   job.stop_requested = [] { return stop_signal() != 0; };  // what is in flight still finishes
   const JobSummary result = run_job(source, *engine, *sink, job, [&](const ItemResult& item) {
     if (item.status == ItemResult::Status::done && (item.item.index + 1) % 30 == 0) {
-      progress.show(std::to_string(item.item.index + 1) + " frames");
+      const std::uint64_t done = item.item.index + 1;
+      const std::optional<std::uint64_t> expected = reader->frames_expected();
+      progress.show(std::to_string(done) + " frames" +
+                    (expected && *expected >= done
+                         ? " of about " + std::to_string(*expected) + " (" + std::to_string(100 * done / *expected) + "%)"
+                         : ""));
     }
   });
 

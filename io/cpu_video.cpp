@@ -16,6 +16,7 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -74,8 +75,16 @@ class FfmpegVideoReader final : public FrameReader {
                               " decoder refused it: " + libav::error_text(error));
     }
     seconds_per_tick_ = av_q2d(video.time_base);
+    const double seconds = video.duration != AV_NOPTS_VALUE ? static_cast<double>(video.duration) * seconds_per_tick_
+                           : format_->duration > 0          ? static_cast<double>(format_->duration) / AV_TIME_BASE
+                                                            : 0.0;
     has_times_ = (format_->iformat->flags & AVFMT_NOTIMESTAMPS) == 0;  // elementary streams' pictures have none
     frame_rate_ = av_q2d(video.avg_frame_rate) > 0 ? av_q2d(video.avg_frame_rate) : av_q2d(video.r_frame_rate);
+    if (video.nb_frames > 0) {
+      frames_expected_ = static_cast<std::uint64_t>(video.nb_frames);
+    } else if (seconds > 0 && frame_rate_ > 0) {
+      frames_expected_ = static_cast<std::uint64_t>(std::llround(seconds * frame_rate_));
+    }
     description_ = std::string("CPU (FFmpeg's ") + codec->name + " decoder";
     if (format_->iformat->long_name != nullptr) {
       description_ += ", demuxed from " + std::string(format_->iformat->long_name);
@@ -118,6 +127,7 @@ class FfmpegVideoReader final : public FrameReader {
 
   std::optional<double> frame_rate() const override { return frame_rate_ > 0 ? std::optional(frame_rate_) : std::nullopt; }
   std::optional<double> frame_time() const override { return shown_time_; }
+  std::optional<std::uint64_t> frames_expected() const override { return frames_expected_; }
   std::vector<std::uint64_t> corrupt_frames() const override { return corrupt_; }
   std::string decoder() const override { return description_; }
 
@@ -206,6 +216,7 @@ class FfmpegVideoReader final : public FrameReader {
   double seconds_per_tick_ = 0;
   bool has_times_ = false;
   double frame_rate_ = 0;
+  std::optional<std::uint64_t> frames_expected_;
   std::string description_;
   bool drained_ = false;
   int packets_refused_ = 0;

@@ -34,6 +34,9 @@ class FrameReader {
   virtual void read_to_device(const DeviceFrame& frame);
   // Frames per second the input declares, or nullopt when it declares none.
   virtual std::optional<double> frame_rate() const { return std::nullopt; }
+  // How many frames the input holds, as its container counts them or its length and rate imply, for a
+  // progress line; nullopt where it does not say.
+  virtual std::optional<std::uint64_t> frames_expected() const { return std::nullopt; }
   // When the frame next_size() announced is shown, in seconds, where the input says (a container's
   // timestamps); nullopt for inputs without timing, whose frames are 1 / frame_rate() apart.
   virtual std::optional<double> frame_time() const { return std::nullopt; }

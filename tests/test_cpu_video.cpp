@@ -164,7 +164,7 @@ TEST(CpuVideo, TheFramesOpenCvShowsAndItsBytesForBt601Streams) {
 #endif
 
 // clip_vfr.mkv: 25, then 12.5, then 50 frames/s; each frame comes out at its own time. An elementary stream
-// carries no times.
+// carries no times. How many frames a file holds, for the progress line: MP4's count, else length times rate.
 TEST(CpuVideo, EachFrameKeepsItsOwnTime) {
   SKIP_WITHOUT_FFMPEG_DECODING();
   const DecodedVideo vfr = decode(video_file("clip_vfr.mkv"));
@@ -174,6 +174,10 @@ TEST(CpuVideo, EachFrameKeepsItsOwnTime) {
     EXPECT_NEAR(*vfr.times[n], clip_vfr_made_at(n), 1e-9) << "frame " << n;
   }
   EXPECT_TRUE(vfr.decoder.find("hevc decoder, demuxed from Matroska") != std::string::npos) << vfr.decoder;
+  EXPECT_EQ(io::open_ffmpeg_video_reader(video_file("clip.mp4"))->frames_expected().value_or(0), 114u)
+      << "the count MP4 keeps";
+  // Matroska keeps no count: 1.42 s at the 25 frames/s it declares, where its variable rate shows 30.
+  EXPECT_EQ(io::open_ffmpeg_video_reader(video_file("clip_vfr.mkv"))->frames_expected().value_or(0), 36u);
   const std::unique_ptr<io::FrameReader> elementary = io::open_ffmpeg_video_reader(video_file("clip.h264"));
   ASSERT_TRUE(elementary->next_size().has_value());
   EXPECT_FALSE(elementary->frame_time().has_value());
