@@ -698,6 +698,7 @@ class VideoReader {
   }
 
   std::optional<double> frame_rate() const { return reader_->frame_rate(); }
+  std::optional<std::uint64_t> frames_expected() const { return reader_->frames_expected(); }
   std::string decoder() const { return reader_->decoder(); }
   std::vector<std::uint64_t> damaged_frames() const { return reader_->corrupt_frames(); }
   std::uint64_t frames_read() const { return frames_; }
@@ -895,6 +896,9 @@ NB_MODULE(_imgpipe, m) {
            "The next (frame, seconds); OSError naming the file where the stream cannot be read on")
       .def_prop_ro("frame_rate", &imgpipe::python::VideoReader::frame_rate,
                    "Frames per second the file declares, or None")
+      .def_prop_ro("frames_expected", &imgpipe::python::VideoReader::frames_expected,
+                   "About how many frames the file holds (an MP4's count, else its length times its rate), for a "
+                   "progress bar; None where it does not say")
       .def_prop_ro("decoder", &imgpipe::python::VideoReader::decoder,
                    "What decodes the frames, as `imgpipe stream`'s summary names it")
       .def_prop_ro("damaged_frames", &imgpipe::python::VideoReader::damaged_frames,

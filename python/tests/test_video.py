@@ -48,6 +48,7 @@ def test_each_frame_comes_with_its_time():
     assert "demuxed from Matroska" in reader.decoder
     elementary = open_or_skip(VIDEO / "clip.hevc")
     assert next(iter(elementary))[1] is None
+    assert open_or_skip(VIDEO / "clip.mp4").frames_expected == 114, "the count MP4 keeps"
 
 
 def test_bad_files_raise_oserror_naming_them(tmp_path):
