@@ -251,8 +251,8 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     } else {
       const double fps = options.fps.value_or(reader->frame_rate().value_or(kDefaultFps));
       // A video file's sound goes along; raw frames have none.
-      writer = io::open_video_writer_at_first_frame(options.output, fps, existing,
-                                                    raw_in ? std::filesystem::path() : std::filesystem::path(options.input));
+      writer = io::open_video_writer_at_first_frame(
+          options.output, fps, existing, raw_in ? std::filesystem::path() : std::filesystem::path(options.input));
     }
     sink = std::make_unique<io::FrameStreamSink>(*writer);
   }
@@ -266,9 +266,9 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
       const std::uint64_t done = item.item.index + 1;
       const std::optional<std::uint64_t> expected = reader->frames_expected();
       progress.show(std::to_string(done) + " frames" +
-                    (expected && *expected >= done
-                         ? " of about " + std::to_string(*expected) + " (" + std::to_string(100 * done / *expected) + "%)"
-                         : ""));
+                    (expected && *expected >= done ? " of about " + std::to_string(*expected) + " (" +
+                                                         std::to_string(100 * done / *expected) + "%)"
+                                                   : ""));
     }
   });
 
@@ -292,8 +292,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     char text[1024];
     std::snprintf(text, sizeof text, "%llu %s%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s%s",
                   static_cast<unsigned long long>(result.done), result.done == 1 ? "frame" : "frames", ending,
-                  result.seconds,
-                  result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
+                  result.seconds, result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
                   reader->decoder().c_str(),
                   raw_out          ? ""
                   : !folder_out    ? video_encoder.c_str()

@@ -125,7 +125,9 @@ class FfmpegVideoReader final : public FrameReader {
     ++frames_;
   }
 
-  std::optional<double> frame_rate() const override { return frame_rate_ > 0 ? std::optional(frame_rate_) : std::nullopt; }
+  std::optional<double> frame_rate() const override {
+    return frame_rate_ > 0 ? std::optional(frame_rate_) : std::nullopt;
+  }
   std::optional<double> frame_time() const override { return shown_time_; }
   std::optional<std::uint64_t> frames_expected() const override { return frames_expected_; }
   std::vector<std::uint64_t> corrupt_frames() const override { return corrupt_; }
@@ -146,8 +148,9 @@ class FfmpegVideoReader final : public FrameReader {
         // A picture the decoder could not decode (reported by a frame thread): it goes on with the next one.
         ++packets_refused_;
         if (++errors_in_a_row_ > kMostErrorsInARow) {
-          throw IoError(path_, "the decoder failed " + std::to_string(errors_in_a_row_) + " times in a row after frame " +
-                                   std::to_string(frames_) + ": " + libav::error_text(received));
+          throw IoError(path_, "the decoder failed " + std::to_string(errors_in_a_row_) +
+                                   " times in a row after frame " + std::to_string(frames_) + ": " +
+                                   libav::error_text(received));
         }
         continue;
       }
@@ -166,7 +169,9 @@ class FfmpegVideoReader final : public FrameReader {
         drained_ = true;
         return;
       }
-      if (read < 0) throw IoError(path_, "reading failed at frame " + std::to_string(frames_) + ": " + libav::error_text(read));
+      if (read < 0) {
+        throw IoError(path_, "reading failed at frame " + std::to_string(frames_) + ": " + libav::error_text(read));
+      }
       if (packet_->stream_index != stream_) {
         av_packet_unref(packet_.get());
         continue;

@@ -26,9 +26,9 @@ inline bool has_ffmpeg_command() { return std::system("command -v ffmpeg > /dev/
 // to show it. Needs has_ffmpeg_command().
 inline std::filesystem::path turned_copy(const std::filesystem::path& folder, int rotate_tag) {
   const std::filesystem::path turned = folder / ("turned" + std::to_string(rotate_tag) + ".mp4");
-  const CommandResult made = run_command("ffmpeg", "-loglevel error -y -i " + quoted(video_file("clip_remuxed.mp4")) +
-                                                       " -c copy -metadata:s:v:0 rotate=" + std::to_string(rotate_tag) +
-                                                       " " + quoted(turned));
+  const CommandResult made =
+      run_command("ffmpeg", "-loglevel error -y -i " + quoted(video_file("clip_remuxed.mp4")) +
+                                " -c copy -metadata:s:v:0 rotate=" + std::to_string(rotate_tag) + " " + quoted(turned));
   EXPECT_EQ(made.exit_code, 0) << made.output;
   return turned;
 }

@@ -39,7 +39,6 @@ using testing::video_file;
 
 CommandResult imgpipe(const std::string& arguments) { return testing::run_command(IMGPIPE_BINARY, arguments); }
 
-
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The photographs the command reads: data/images when this build reads PNG/JPEG, else their PPM copies.
@@ -438,10 +437,10 @@ TEST(CliStream, RawInputNeedsAValidSize) {
   EXPECT_TRUE(contains(bad.output, "--size '0x10': expected WxH")) << bad.output;
 }
 
-// Why the sample streams cannot run through `imgpipe stream` here; empty when they can.
 // Whether the CPU decodes video files here: through FFmpeg's libraries, else OpenCV.
 bool cpu_decodes_video() { return io::ffmpeg_video_decoding_unavailable().empty() || io::has_opencv_codecs(); }
 
+// Why the sample streams cannot run through `imgpipe stream` here; empty when they can.
 std::string why_no_video_stream() {
   if (!io::gpu_video_unavailable().empty() && !cpu_decodes_video()) {
     return "no video decoder here (no NVDEC, no FFmpeg libraries, no OpenCV)";
@@ -502,15 +501,17 @@ TEST(CliStream, AVideoItsContainerShowsTurnedComesOutUpright) {
   if (io::gpu_video_unavailable().empty() && io::container_demuxing_unavailable().empty()) {
     EXPECT_TRUE(contains(run.output, "which NVDEC's path does not do; decoding on the CPU")) << run.output;
   }
-  const std::vector<std::uint8_t> before = testing::file_bytes(upright_frames), after = testing::file_bytes(turned_frames);
+  const std::vector<std::uint8_t> before = testing::file_bytes(upright_frames),
+                                  after = testing::file_bytes(turned_frames);
   const Size size{240, 136};
   ASSERT_EQ(before.size(), 28 * size.rgb_bytes());
   ASSERT_EQ(after.size(), before.size());
-  for (std::size_t n = 0; n < 28; ++n) {
-    const auto at = static_cast<std::ptrdiff_t>(n * size.rgb_bytes());
-    const Image frame(size, std::vector<std::uint8_t>(before.begin() + at, before.begin() + at + static_cast<std::ptrdiff_t>(size.rgb_bytes())));
-    const Image expected = reference::apply(Op{Rotate{270}}, frame);
-    EXPECT_TRUE(std::equal(expected.data(), expected.data() + size.rgb_bytes(), after.begin() + at)) << "frame " << n;
+  const auto frame_bytes = static_cast<std::ptrdiff_t>(size.rgb_bytes());
+  for (std::ptrdiff_t n = 0; n < 28; ++n) {
+    const auto first = before.begin() + n * frame_bytes;
+    const Image expected = reference::apply(Op{Rotate{270}}, Image(size, {first, first + frame_bytes}));
+    EXPECT_TRUE(std::equal(expected.data(), expected.data() + frame_bytes, after.begin() + n * frame_bytes))
+        << "frame " << n;
   }
 }
 
@@ -625,12 +626,15 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
     EXPECT_TRUE(contains(run.output, "; audio copied (aac)")) << run.output;
     const std::vector<double> times = audio_packet_times(out);
     ASSERT_EQ(times.size(), expected.size()) << name;
-    for (std::size_t n = 0; n < times.size(); ++n) EXPECT_NEAR(times[n], expected[n], 0.0011) << name << " packet " << n;
+    for (std::size_t n = 0; n < times.size(); ++n)
+      EXPECT_NEAR(times[n], expected[n], 0.0011) << name << " packet " << n;
   }
   const fs::path no_sound = dir.path() / "no_sound.mp4";
-  const CommandResult refused = imgpipe("stream --input " + quoted(pcm) + " --output " + quoted(no_sound) + " --ops flip=h");
+  const CommandResult refused =
+      imgpipe("stream --input " + quoted(pcm) + " --output " + quoted(no_sound) + " --ops flip=h");
   ASSERT_EQ(refused.exit_code, 0) << refused.output;
-  EXPECT_TRUE(contains(refused.output, "; audio not carried: MP4 (MPEG-4 Part 14) takes no pcm_s16le")) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "; audio not carried: MP4 (MPEG-4 Part 14) takes no pcm_s16le"))
+      << refused.output;
   EXPECT_TRUE(audio_packet_times(no_sound).empty());
   if (io::has_opencv_codecs()) {
     const CommandResult avi =

@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Skips without FFmpeg's libraries; quiets FFmpeg's own messages about the damaged streams below.
-#define SKIP_WITHOUT_FFMPEG_DECODING()                                                             \
+#define SKIP_WITHOUT_FFMPEG_DECODING()                                                                    \
   if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why; \
   io::set_library_logging(false)
 
@@ -78,7 +78,8 @@ TEST(CpuVideo, FramesAreTheFfmpegCommandsRgbByteForByte) {
     const DecodedVideo video = decode(video_file(clip));
     ASSERT_EQ(video.frames.size(), 30u) << clip;
     for (const int n : {0, 14, 29}) {
-      const Image expected = io::read_ppm(video_file("ffmpeg_rgb") / (std::string(clip) + "." + std::to_string(n) + ".ppm"));
+      const Image expected =
+          io::read_ppm(video_file("ffmpeg_rgb") / (std::string(clip) + "." + std::to_string(n) + ".ppm"));
       ASSERT_EQ(video.frames[n].size(), expected.size()) << clip << " frame " << n;
       const Difference d = difference(video.frames[n], expected);
       EXPECT_EQ(d.bytes, 0u) << clip << " frame " << n << ": up to " << d.largest << " levels apart";
@@ -95,9 +96,9 @@ TEST(CpuVideo, EveryFrameIsTheFfmpegCommandsRgb) {
   if (!has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to compare with";
   TempDir dir;
   const fs::path ten_bit = dir.path() / "ten_bit.mkv";
-  const CommandResult made = run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip.hevc")) +
-                                                       " -c:v libx265 -pix_fmt yuv420p10le -x265-params log-level=error " +
-                                                       quoted(ten_bit));
+  const CommandResult made =
+      run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip.hevc")) +
+                                " -c:v libx265 -pix_fmt yuv420p10le -x265-params log-level=error " + quoted(ten_bit));
   ASSERT_EQ(made.exit_code, 0) << made.output;
   std::vector<fs::path> clips = {ten_bit, turned_copy(dir.path(), 90)};
   for (const char* name : {"clip.h264", "clip.hevc", "clip.mp4", "clip_open_gop.hevc", "clip_open_gop.mp4",
@@ -106,9 +107,9 @@ TEST(CpuVideo, EveryFrameIsTheFfmpegCommandsRgb) {
   }
   for (const fs::path& clip : clips) {
     const fs::path rgb = dir.path() / "ffmpeg.rgb";
-    const CommandResult ffmpeg = run_command("ffmpeg", "-loglevel quiet -y -i " + quoted(clip) +
-                                                           " -fps_mode passthrough -f rawvideo -pix_fmt rgb24 " +
-                                                           quoted(rgb));
+    const CommandResult ffmpeg =
+        run_command("ffmpeg", "-loglevel quiet -y -i " + quoted(clip) +
+                                  " -fps_mode passthrough -f rawvideo -pix_fmt rgb24 " + quoted(rgb));
     ASSERT_EQ(ffmpeg.exit_code, 0) << clip << ffmpeg.output;
     const std::vector<std::uint8_t> expected = file_bytes(rgb);
     const DecodedVideo video = decode(clip);
@@ -146,9 +147,9 @@ TEST(CpuVideo, TheFramesOpenCvShowsAndItsBytesForBt601Streams) {
     const char* name;
     bool bt601;
   };
-  for (const Clip clip : {Clip{"clip.h264", true}, Clip{"clip.mp4", true}, Clip{"clip_remuxed.mp4", true},
-                          Clip{"clip.hevc", false}, Clip{"clip_vfr.mkv", false}, Clip{"clip_open_gop.hevc", false},
-                          Clip{"clip_open_gop.mp4", false}}) {
+  for (const Clip clip :
+       {Clip{"clip.h264", true}, Clip{"clip.mp4", true}, Clip{"clip_remuxed.mp4", true}, Clip{"clip.hevc", false},
+        Clip{"clip_vfr.mkv", false}, Clip{"clip_open_gop.hevc", false}, Clip{"clip_open_gop.mp4", false}}) {
     const DecodedVideo video = decode(video_file(clip.name));
     const std::vector<Image> expected = opencv_frames(video_file(clip.name));
     ASSERT_EQ(video.frames.size(), expected.size()) << clip.name;
@@ -223,7 +224,8 @@ TEST(CpuVideo, DamagedStreamsAreReadToTheirEndWithTheDamagedFramesNamed) {
   std::mt19937 random(7);
   const auto damage = [&](const char* clip, std::size_t bytes) {
     std::vector<std::uint8_t> data = file_bytes(video_file(clip));
-    for (std::size_t i = data.size() / 2; i < data.size() / 2 + bytes; ++i) data[i] = static_cast<std::uint8_t>(random());
+    for (std::size_t i = data.size() / 2; i < data.size() / 2 + bytes; ++i)
+      data[i] = static_cast<std::uint8_t>(random());
     const fs::path path = dir.path() / (std::string("damaged_") + clip);
     write_bytes(path, std::string(data.begin(), data.end()));
     return path;
