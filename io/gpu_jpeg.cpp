@@ -3,6 +3,8 @@
 #include "chain.hpp"
 #include "device_resources.hpp"
 #include "gpu_backend.hpp"
+#include "image_file.hpp"
+#include "image_header.hpp"
 #include "io_error.hpp"
 #include "jpeg_planes.hpp"
 #include "ppm.hpp"
@@ -422,7 +424,7 @@ struct GpuJpegDecoder::Impl {
   }
 
   JpegDecoder decode(Scratch& s, std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
-                     std::uint64_t max_pixels) {
+                     std::uint64_t max_pixels, std::optional<ExifOrientation> known_orientation) {
     check_device(cudaSetDevice(device), "cudaSetDevice");
     Arrival arrival(*this);
     const nvjpegStatus_t parse = nvjpegJpegStreamParse(hybrid.get(), jpeg.data(), jpeg.size(), 0, 0, s.parsed.get());
@@ -442,8 +444,16 @@ struct GpuJpegDecoder::Impl {
     if (nvjpegJpegStreamGetChromaSubsampling(s.parsed.get(), &subsampling) != NVJPEG_STATUS_SUCCESS) {
       subsampling = NVJPEG_CSS_UNKNOWN;
     }
+    // imread's orientation, as the CPU decoder applies it: nvJPEG's own reading differs on some files (an XMP
+    // segment before the Exif one, two Orientation entries), and a file the GPU refuses after allocating must
+    // decode on the CPU to the size it allocated.
+    const ExifOrientation exif = known_orientation ? *known_orientation : read_image_header(jpeg).orientation;
     nvjpegExifOrientation_t orientation = NVJPEG_ORIENTATION_UNKNOWN;
-    if (nvjpegJpegStreamGetExifOrientation(s.parsed.get(), &orientation) != NVJPEG_STATUS_SUCCESS) {
+    if (!exif.ambiguous) {
+      if (exif.value >= 1 && exif.value <= 8) orientation = static_cast<nvjpegExifOrientation_t>(exif.value);
+    } else if (has_opencv_codecs()) {
+      throw GpuJpegRefusal("its EXIF orientation is one only OpenCV's decoder can read", false);
+    } else if (nvjpegJpegStreamGetExifOrientation(s.parsed.get(), &orientation) != NVJPEG_STATUS_SUCCESS) {
       orientation = NVJPEG_ORIENTATION_UNKNOWN;
     }
 
@@ -498,10 +508,10 @@ int GpuJpegDecoder::lanes() const { return static_cast<int>(impl_->lanes.size())
 int GpuJpegDecoder::device() const { return impl_->device; }
 
 JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
-                                   std::uint64_t max_pixels) {
+                                   std::uint64_t max_pixels, std::optional<ExifOrientation> orientation) {
   std::unique_ptr<Impl::Scratch> scratch = impl_->take_scratch();
   try {
-    const JpegDecoder used = impl_->decode(*scratch, jpeg, allocate, max_pixels);
+    const JpegDecoder used = impl_->decode(*scratch, jpeg, allocate, max_pixels, orientation);
     impl_->give_back(std::move(scratch));
     return used;
   } catch (...) {

@@ -14,11 +14,13 @@
 
 #include "device_resources.hpp"
 #include "engine.hpp"
+#include "image_header.hpp"
 #include "job.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -115,8 +117,11 @@ class GpuJpegDecoder {
   // as OpenCV's imread does. The frame is complete on return. Called from many threads at once: the files
   // that wait together are decoded as one hardware batch. Throws PixelLimitError before allocating for an
   // image of more than `max_pixels` pixels, and GpuJpegRefusal when no GPU decoder takes the file.
+  // The orientation is read by imread's rules (read_image_header), as the CPU decoder reads it; pass the
+  // header's where the caller has read it already. One only OpenCV's reader can resolve is refused before
+  // allocating where this build has OpenCV's decoder to fall back on, and taken from nvJPEG's reading otherwise.
   JpegDecoder decode(std::span<const std::uint8_t> jpeg, const DeviceFrameAllocator& allocate,
-                     std::uint64_t max_pixels);
+                     std::uint64_t max_pixels, std::optional<ExifOrientation> orientation = std::nullopt);
 
  private:
   struct Impl;

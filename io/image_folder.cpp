@@ -155,9 +155,8 @@ std::vector<std::string> ImageFolderSource::read_on_device(const Item& item, con
   };
   if (!looks_like_jpeg(bytes)) return decode_file_bytes(path, bytes, on_host, max_pixels_);
   // A truncated file is refused as the CPU decoder refuses it, not decoded into a partly grey frame.
-  if (const ImageHeader header = read_image_header(bytes); !header.truncated.empty()) {
-    throw IoError(path, header.truncated);
-  }
+  const ImageHeader header = read_image_header(bytes);
+  if (!header.truncated.empty()) throw IoError(path, header.truncated);
 
   DeviceFrame frame;
   try {
@@ -168,7 +167,7 @@ std::vector<std::string> ImageFolderSource::read_on_device(const Item& item, con
           frame = allocate_on_device(size);
           return frame;
         },
-        max_pixels_));
+        max_pixels_, header.orientation));
     return {};
   } catch (const PixelLimitError& e) {
     if (!e.path().empty()) throw;
