@@ -10,7 +10,9 @@
 #include "gpu_jpeg.hpp"
 #include "ppm.hpp"
 #include "signals.hpp"
+#include "image_file.hpp"
 #include "skip_without_device.hpp"
+#include "test_crafted_images.hpp"
 #include "test_io_helpers.hpp"
 
 #include <gtest/gtest.h>
@@ -180,6 +182,50 @@ TEST(GpuJpegDecode, RefusesAnImageOverThePixelLimitBeforeAllocating) {
   EXPECT_THROW(decoder.decode(jpeg, [&](Size) { allocated = true; return DeviceFrame{}; }, 1000),
                io::PixelLimitError);
   EXPECT_FALSE(allocated);
+}
+
+// Where nvJPEG's own reading of the EXIF orientation and imread's differ, the GPU turns the frame as imread
+// does (and so as the CPU decoder does): only the first APP1 segment counts, and the first Orientation entry.
+TEST(GpuJpegDecode, TurnsAFileUprightByImreadsReadingOfItsExif) {
+  SKIP_WITHOUT_GPU_JPEG();
+  io::GpuJpegDecoder decoder({});
+  using testing::exif;
+  using testing::tiff;
+  using testing::with_app1;
+  const std::vector<std::uint8_t> plain = io::read_file(kSamples / "rocket_1080p_q90.jpg");
+  const Decoded upright = decode_on_gpu(decoder, plain);
+  ASSERT_EQ(upright.image.size(), (Size{1920, 1080}));
+
+  const std::string xmp = "http://ns.adobe.com/xap/1.0/";
+  const Decoded xmp_first =
+      decode_on_gpu(decoder, with_app1(with_app1(plain, exif(tiff(true, {{0x0112, 3, 1, 6}}))),
+                                       std::vector<std::uint8_t>(xmp.begin(), xmp.end())));
+  ASSERT_EQ(xmp_first.image.size(), upright.image.size()) << "the Exif segment after an XMP one turned the frame";
+  EXPECT_EQ(difference(xmp_first.image, upright.image).max, 0);
+
+  const Decoded turned = decode_on_gpu(decoder, with_app1(plain, exif(tiff(false, {{0x0112, 3, 1, 3}}))));
+  ASSERT_EQ(turned.image.size(), upright.image.size());
+  const Decoded first_entry =
+      decode_on_gpu(decoder, with_app1(plain, exif(tiff(false, {{0x0112, 3, 1, 3}, {0x0112, 3, 1, 6}}))));
+  ASSERT_EQ(first_entry.image.size(), upright.image.size()) << "the second Orientation entry counted";
+  EXPECT_EQ(difference(first_entry.image, turned.image).max, 0);
+  EXPECT_GT(difference(turned.image, upright.image).max, 0) << "orientation 3 turned nothing";
+
+  // An IFD malformed before its Orientation entry: with OpenCV in the build, the CPU decoder takes the file.
+  const std::vector<std::uint8_t> ambiguous =
+      with_app1(plain, exif(tiff(true, {{0x010E, 2, 64, 900}, {0x0112, 3, 1, 6}})));
+  if (io::has_opencv_codecs()) {
+    bool allocated = false;
+    try {
+      decoder.decode(ambiguous, [&](Size) { allocated = true; return DeviceFrame{}; }, io::kDefaultMaxPixels);
+      FAIL() << "decoded a file whose orientation only OpenCV can read";
+    } catch (const io::GpuJpegRefusal& refusal) {
+      EXPECT_FALSE(refusal.allocated());
+    }
+    EXPECT_FALSE(allocated);
+  } else {
+    EXPECT_NO_THROW(decode_on_gpu(decoder, ambiguous));
+  }
 }
 
 // Encodes OpenCV's decode of a photo on the GPU, decodes the result on the GPU, and compares with the photo.
