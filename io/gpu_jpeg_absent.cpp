@@ -20,7 +20,8 @@ bool GpuJpegDecoder::has_hardware() const { return false; }
 GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const { return {}; }
 int GpuJpegDecoder::lanes() const { return 0; }
 int GpuJpegDecoder::device() const { return 0; }
-JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t>, const DeviceFrameAllocator&, std::uint64_t) {
+JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t>, const DeviceFrameAllocator&, std::uint64_t,
+                                   std::optional<ExifOrientation>) {
   throw std::logic_error("GPU JPEG: " + std::string(kNoNvjpeg));
 }
 
