@@ -12,19 +12,12 @@ After the table, the rows that miss a target (batched within 1.3x of the floor, 
 behind naive or NPP). Needs only Python's standard library.
 """
 import argparse
-import json
 import sys
+
+from bench_json import load
 
 BATCHED_OVER_FLOOR = 1.3
 ONE_FRAME_OVER_FLOOR = 2.0
-
-
-def load(path):
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    if doc.get("schema") != "imgpipe-bench/1":
-        raise SystemExit(f"matrix_table: {path}: not an imgpipe bench JSON (schema {doc.get('schema')!r})")
-    return doc
 
 
 def matrix(doc, exact):
@@ -85,13 +78,13 @@ def main(argv=None):
     parser.add_argument("--before", help="a previous run's JSON: each time shown as before → now")
     args = parser.parse_args(argv)
 
-    doc = load(args.json)
+    doc = load(args.json, "matrix_table")
     table = matrix(doc, args.exact)
     if not any(c.get("optimized") is not None for c in table.values()):
         print(f"matrix_table: {args.json}: no matrix row was measured (imgpipe bench --matrix makes them)",
               file=sys.stderr)
         return 3
-    before = matrix(load(args.before), args.exact) if args.before else {}
+    before = matrix(load(args.before, "matrix_table"), args.exact) if args.before else {}
     sizes = args.sizes.split(",") if args.sizes else None
     batch = next((c["batch"] for c in table.values() if "batch" in c), None)
 

@@ -15,17 +15,10 @@ script says so. Needs matplotlib: Debian's python3-matplotlib (scripts/setup.sh 
 /usr/bin/python3, the interpreter named above; another Python needs its own (pip install matplotlib).
 """
 import argparse
-import json
 import os
 import sys
 
-
-def load(path):
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    if doc.get("schema") != "imgpipe-bench/1":
-        raise SystemExit(f"plot_bench: {path}: not an imgpipe bench JSON (schema {doc.get('schema')!r})")
-    return doc
+from bench_json import load
 
 
 def ok_rows(doc, section):
@@ -199,7 +192,7 @@ def main(argv):
               "after apt-get install python3-matplotlib (Debian), or pip install matplotlib for this Python",
               file=sys.stderr)
         return 3
-    doc = load(args.json)
+    doc = load(args.json, "plot_bench")
     out = args.out or os.path.dirname(os.path.abspath(args.json))
     os.makedirs(out, exist_ok=True)
     written = 0
