@@ -186,25 +186,32 @@ class FfmpegVideoReader final : public FrameReader {
   // frame_ as packed RGB into `target`, of frame_'s size.
   void convert(FrameView target) {
     const auto format = static_cast<AVPixelFormat>(frame_->format);
-    scaler_ = sws_getCachedContext(scaler_, frame_->width, frame_->height, format, frame_->width, frame_->height,
-                                   AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
-    if (scaler_ == nullptr) {
-      const char* name = av_get_pix_fmt_name(format);
-      throw IoError(path_, "frame " + std::to_string(frames_) + ": no conversion to RGB from " +
-                               (name != nullptr ? name : "its pixel format"));
+    const ScalerKey key{format, frame_->width, frame_->height, frame_->colorspace, frame_->color_range};
+    // A context per format and colour description: setting the description rebuilds the conversion's tables
+    // (and sws_getCachedContext, comparing ranges, would make a new context for every frame once it is set).
+    if (scaler_ == nullptr || key != scaler_key_) {
+      sws_freeContext(scaler_);
+      scaler_ = sws_getContext(frame_->width, frame_->height, format, frame_->width, frame_->height, AV_PIX_FMT_RGB24,
+                               SWS_BICUBIC, nullptr, nullptr, nullptr);
+      if (scaler_ == nullptr) {
+        const char* name = av_get_pix_fmt_name(format);
+        throw IoError(path_, "frame " + std::to_string(frames_) + ": no conversion to RGB from " +
+                                 (name != nullptr ? name : "its pixel format"));
+      }
+      scaler_key_ = key;
+      // The colour matrix and range as the ffmpeg command's scale filter takes them from the frame.
+      int* to_rgb = nullptr;
+      int* from_rgb = nullptr;
+      int source_full = 0, target_full = 0, brightness = 0, contrast = 0, saturation = 0;
+      sws_getColorspaceDetails(scaler_, &to_rgb, &source_full, &from_rgb, &target_full, &brightness, &contrast,
+                               &saturation);
+      const AVColorSpace matrix = frame_->colorspace;  // unknown, reserved and YCgCo ones as BT.601, as the filter
+      const int* coefficients = sws_getCoefficients(
+          matrix < 1 || matrix > 10 || matrix == AVCOL_SPC_YCGCO ? static_cast<int>(AVCOL_SPC_BT470BG) : matrix);
+      if (frame_->color_range != AVCOL_RANGE_UNSPECIFIED) source_full = frame_->color_range == AVCOL_RANGE_JPEG;
+      sws_setColorspaceDetails(scaler_, coefficients, source_full, coefficients, target_full, brightness, contrast,
+                               saturation);
     }
-    // The colour matrix and range as the ffmpeg command's scale filter takes them from the frame.
-    int* to_rgb = nullptr;
-    int* from_rgb = nullptr;
-    int source_full = 0, target_full = 0, brightness = 0, contrast = 0, saturation = 0;
-    sws_getColorspaceDetails(scaler_, &to_rgb, &source_full, &from_rgb, &target_full, &brightness, &contrast,
-                             &saturation);
-    const AVColorSpace matrix = frame_->colorspace;  // unknown, reserved and YCgCo ones as BT.601, as the filter
-    const int* coefficients = sws_getCoefficients(
-        matrix < 1 || matrix > 10 || matrix == AVCOL_SPC_YCGCO ? static_cast<int>(AVCOL_SPC_BT470BG) : matrix);
-    if (frame_->color_range != AVCOL_RANGE_UNSPECIFIED) source_full = frame_->color_range == AVCOL_RANGE_JPEG;
-    sws_setColorspaceDetails(scaler_, coefficients, source_full, coefficients, target_full, brightness, contrast,
-                             saturation);
     std::uint8_t* const planes[] = {target.data};
     const int strides[] = {3 * target.size.width};
     sws_scale(scaler_, frame_->data, frame_->linesize, 0, frame_->height, planes, strides);
@@ -215,7 +222,16 @@ class FfmpegVideoReader final : public FrameReader {
   libav::Codec decoder_;
   libav::Frame frame_;
   libav::Packet packet_ = libav::make_packet();
-  SwsContext* scaler_ = nullptr;  // sws_getCachedContext replaces it when the frames' format changes
+  // The frames' format, size and colour description that scaler_ converts.
+  struct ScalerKey {
+    AVPixelFormat format;
+    int width, height;
+    AVColorSpace matrix;
+    AVColorRange range;
+    bool operator==(const ScalerKey&) const = default;
+  };
+  SwsContext* scaler_ = nullptr;
+  ScalerKey scaler_key_{};
   int stream_ = -1;
   int quarter_turns_ = 0;
   double seconds_per_tick_ = 0;
