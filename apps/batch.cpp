@@ -17,7 +17,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <iostream>
 #include <optional>
@@ -214,14 +213,8 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   std::optional<io::GpuJpegDecoders> gpu_decoder;
   std::optional<io::GpuJpegEncoders> gpu_encoder;
   if (decoder == Codec::gpu) {
-    io::GpuJpegDecoder::Options decoder_options;  // EXPERIMENT ONLY: environment overrides for the A/B script
-    if (const char* api = std::getenv("IMGPIPE_JPEG_HARDWARE_API"); api && std::string(api) == "batched") {
-      decoder_options.hardware_api = io::GpuJpegDecoder::HardwareApi::batched;
-    }
-    if (const char* n = std::getenv("IMGPIPE_JPEG_DECODE_THREADS")) decoder_options.decode_threads = std::atoi(n);
-    if (const char* n = std::getenv("IMGPIPE_JPEG_STATES")) decoder_options.states_per_thread = std::atoi(n);
-    gpu_decoder.emplace(engine_options.devices, decoder_options);
-    // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
+    gpu_decoder.emplace(engine_options.devices, io::GpuJpegDecoder::Options{});
+    // Threads that wait for the GPU decoder hold no core; every slot gets one, so files always wait for it.
     workers = std::max(workers, engine->slots());
   }
   start_up.decoder_made = Clock::now();

@@ -45,7 +45,7 @@ struct Options {
   fs::path folder;
   int batch = 128;
   int threads = 64;
-  int decode_threads = 7;
+  int decode_threads = 4;
   int states_per_thread = 2;
   int lanes = 1;
   int max_batch = 64;
