@@ -198,7 +198,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   }
   // A device's ring overlaps upload, chain and download with three frames in flight.
   constexpr int kDefaultDeviceSlots = 3;
-  // More frames in flight where JPEG may be decoded on the GPU (a hardware decoder's batches on each device);
+  // More frames in flight where JPEG may be decoded on the GPU (files waiting for each device's hardware decoder);
   // the engine tells below whether it is.
   const bool gpu_decoding_possible = options.decoder != "cpu" && engine_options.memory != MemoryMode::managed &&
                                      io::gpu_jpeg_unavailable().empty();
