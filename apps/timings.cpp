@@ -41,11 +41,11 @@ std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_second
     std::snprintf(what, sizeof what, "%llu files through nvJPEG's decoupled decoder, its %d threads",
                   static_cast<unsigned long long>(activity.files), activity.threads);
   } else {
-    std::snprintf(what, sizeof what, "%llu batches of %.1f files on average, the %d lane(s)",
-                  static_cast<unsigned long long>(activity.batches),
-                  activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches)
-                                       : 0.0,
-                  activity.threads);
+    std::snprintf(
+        what, sizeof what, "%llu batches of %.1f files on average, the %d lane(s)",
+        static_cast<unsigned long long>(activity.batches),
+        activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0,
+        activity.threads);
   }
   char text[400];
   std::snprintf(text, sizeof text,

@@ -422,8 +422,9 @@ Row imgpipe_decoder(const Files& files, const Options& o, io::GpuJpegDecoder::Ha
   const bool decoupled = api == io::GpuJpegDecoder::HardwareApi::decoupled;
   Row row = best_of(decoupled ? "imgpipe GPU JPEG decoder, decoupled" : "imgpipe GPU JPEG decoder, batched",
                     std::to_string(o.threads) + " calling threads" +
-                        (decoupled ? "" : ", " + std::to_string(o.lanes) + " lanes, batches up to " +
-                                              std::to_string(o.max_batch)),
+                        (decoupled
+                             ? ""
+                             : ", " + std::to_string(o.lanes) + " lanes, batches up to " + std::to_string(o.max_batch)),
                     o.repeats, files.bytes.size(), files.total, [&] {
                       for (auto& count : used) count = 0;
                       over_files(files.bytes.size(), o.threads, [&](std::size_t i, cuda::DeviceBuffer& buffer) {
@@ -521,8 +522,8 @@ int run(const Options& o) {
     for (auto& count : used) count = 0;
     decoder_row[static_cast<int>(api)] = rows.size();
     rows.push_back(imgpipe_decoder(files, o, api, used));
-    rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " +
-                          std::to_string(used[1]) + ", CPU " + std::to_string(used[2]);
+    rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
+                          ", CPU " + std::to_string(used[2]);
   }
   rows.push_back(imgpipe_encoder(files, o, *size));
 

@@ -169,10 +169,10 @@ std::vector<std::string> describe_gpu_jpeg() {
     nvjpegDestroy(probe);
   }
   return {
-      "JPEG decode: " + (hardware == NVJPEG_STATUS_SUCCESS
-                             ? "GPU hardware engines (" + hardware_api + "), then GPU hybrid, then CPU"
-                             : "GPU hybrid (no hardware JPEG decoder: " + std::string(status_name(hardware)) +
-                                   "), then CPU") +
+      "JPEG decode: " +
+          (hardware == NVJPEG_STATUS_SUCCESS
+               ? "GPU hardware engines (" + hardware_api + "), then GPU hybrid, then CPU"
+               : "GPU hybrid (no hardware JPEG decoder: " + std::string(status_name(hardware)) + "), then CPU") +
           " (" + version + ")",
       "JPEG encode: GPU, on the SMs (" + version + ")",
   };
@@ -635,7 +635,7 @@ struct GpuJpegDecoder::Impl {
     JpegDecoder used = JpegDecoder::hardware;
     const Request::Outcome hardware =
         !has_hardware() ? Request::Outcome::refused
-                      : decode_on_hardware(arrival, s, jpeg, planar_chroma(subsampling), destination, stored);
+                        : decode_on_hardware(arrival, s, jpeg, planar_chroma(subsampling), destination, stored);
     if (hardware != Request::Outcome::decoded) {
       used = JpegDecoder::gpu_hybrid;
       if (!decode_hybrid(s, jpeg, destination, stored)) {
