@@ -198,7 +198,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   }
   // A device's ring overlaps upload, chain and download with three frames in flight.
   constexpr int kDefaultDeviceSlots = 3;
-  // More frames in flight where JPEG may be decoded on the GPU (a hardware decoder's batches on each device);
+  // More frames in flight where JPEG may be decoded on the GPU (files waiting for each device's hardware decoder);
   // the engine tells below whether it is.
   const bool gpu_decoding_possible = options.decoder != "cpu" && engine_options.memory != MemoryMode::managed &&
                                      io::gpu_jpeg_unavailable().empty();
@@ -214,7 +214,7 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   std::optional<io::GpuJpegEncoders> gpu_encoder;
   if (decoder == Codec::gpu) {
     gpu_decoder.emplace(engine_options.devices, io::GpuJpegDecoder::Options{});
-    // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
+    // Threads that wait for the GPU decoder hold no core; every slot gets one, so files always wait for it.
     workers = std::max(workers, engine->slots());
   }
   start_up.decoder_made = Clock::now();

@@ -34,18 +34,27 @@ std::string device_label(int device, bool name_it) {
 std::string decoder_timings(const io::GpuJpegDecoder& decoder, double job_seconds, bool name_device) {
   if (!decoder.has_hardware()) return {};
   const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
-  const double files_per_batch =
-      activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0;
-  const double lane_seconds = decoder.lanes() * std::max(job_seconds, 1e-9);
+  const double thread_seconds = activity.threads * std::max(job_seconds, 1e-9);
+  const bool decoupled = activity.api == io::GpuJpegDecoder::HardwareApi::decoupled;
+  char what[160];
+  if (decoupled) {
+    std::snprintf(what, sizeof what, "%llu files through nvJPEG's decoupled decoder, its %d threads",
+                  static_cast<unsigned long long>(activity.files), activity.threads);
+  } else {
+    std::snprintf(
+        what, sizeof what, "%llu batches of %.1f files on average, the %d lane(s)",
+        static_cast<unsigned long long>(activity.batches),
+        activity.batches > 0 ? static_cast<double>(activity.files) / static_cast<double>(activity.batches) : 0.0,
+        activity.threads);
+  }
   char text[400];
   std::snprintf(text, sizeof text,
-                "timings: %shardware JPEG decoding: %llu batches of %.1f files on average, the %d lane(s) busy %.0f%% "
-                "of the job (%.0f%% in nvjpegDecodeBatched, which returns once the engines are nearly done, %.0f%% "
-                "waiting for the GPU work it queued)",
-                device_label(decoder.device(), name_device).c_str(),
-                static_cast<unsigned long long>(activity.batches), files_per_batch, decoder.lanes(),
-                100.0 * activity.busy_seconds() / lane_seconds, 100.0 * activity.host_seconds / lane_seconds,
-                100.0 * activity.waiting_seconds / lane_seconds);
+                "timings: %shardware JPEG decoding: %s busy %.0f%% of the job (%.0f%% in %s, %.0f%% waiting for the "
+                "GPU work queued)",
+                device_label(decoder.device(), name_device).c_str(), what,
+                100.0 * activity.busy_seconds() / thread_seconds, 100.0 * activity.host_seconds / thread_seconds,
+                decoupled ? "nvJPEG's calls" : "nvjpegDecodeBatched, which returns once the engines are nearly done",
+                100.0 * activity.waiting_seconds / thread_seconds);
   return text;
 }
 

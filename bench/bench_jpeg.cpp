@@ -7,7 +7,10 @@
 //                      nvjpegDecodeBatched calls rather than to the wait after them. Then the hybrid backend
 //                      (Huffman decoding on the CPU) from 1, 4, 8 and 16 threads, one file per call, after a
 //                      check that its YCbCr planes are the hardware backend's
-//   imgpipe decoder    io::GpuJpegDecoder called from --threads threads at once (its own batching, fallbacks)
+//   decoupled ceiling  nvJPEG's decoupled hardware decoder on its own: --decode-threads threads, each cycling
+//                      through --states-per-thread decoder states, one file per decode
+//   imgpipe decoder    io::GpuJpegDecoder called from --threads threads at once (its queue, fallbacks), through
+//                      the decoupled decoder and through batches
 //   imgpipe encoder    io::GpuJpegEncoder on the decoded frames resized to --encode-size, --threads threads
 // The whole folder job (files on disk -> JPEG files) is `imgpipe batch`; docs/gpu-jpeg.md has the commands.
 #include "chain.hpp"
@@ -28,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -41,6 +45,8 @@ struct Options {
   fs::path folder;
   int batch = 128;
   int threads = 64;
+  int decode_threads = 4;
+  int states_per_thread = 2;
   int lanes = 1;
   int max_batch = 64;
   int encoder_states = 4;
@@ -295,12 +301,130 @@ void over_files(std::size_t count, int threads, const std::function<void(std::si
   }
 }
 
-Row imgpipe_decoder(const Files& files, const Options& o, std::array<std::atomic<std::size_t>, 3>& used) {
-  io::GpuJpegDecoder decoder({o.lanes, o.max_batch});
+// The hardware engines through nvJPEG's decoupled API, one file per decode and no batches: `threads` threads,
+// each cycling through `slots` decoder states of its own (a state with its stream, pinned and device buffers and
+// parsed stream; a slot's previous file is waited for only when the slot comes round again), YCbCr planes out.
+Row decoupled_hardware_decode(const Files& files, const Options& o, int threads, int slots) {
+  nvjpegHandle_t handle = nullptr;
+  check(nvjpegCreateSimple(&handle), "nvjpegCreateSimple");
+  nvjpegJpegDecoder_t decoder = nullptr;
+  check(nvjpegDecoderCreate(handle, NVJPEG_BACKEND_HARDWARE, &decoder), "nvjpegDecoderCreate(HARDWARE)");
+  struct Slot {
+    nvjpegJpegState_t state = nullptr;
+    nvjpegBufferPinned_t pinned = nullptr;
+    nvjpegBufferDevice_t device = nullptr;
+    nvjpegJpegStream_t parsed = nullptr;
+    cuda::Stream stream = cuda::Stream::create();
+    Planes planes;
+    bool busy = false;
+  };
+  struct Worker {
+    nvjpegDecodeParams_t params = nullptr;
+    std::vector<Slot> slots;
+  };
+  std::vector<Worker> workers(threads);
+  for (Worker& w : workers) {
+    check(nvjpegDecodeParamsCreate(handle, &w.params), "nvjpegDecodeParamsCreate");
+    check(nvjpegDecodeParamsSetOutputFormat(w.params, NVJPEG_OUTPUT_YUV), "nvjpegDecodeParamsSetOutputFormat");
+    w.slots = std::vector<Slot>(slots);
+    for (Slot& slot : w.slots) {
+      check(nvjpegDecoderStateCreate(handle, decoder, &slot.state), "nvjpegDecoderStateCreate");
+      check(nvjpegBufferPinnedCreate(handle, nullptr, &slot.pinned), "nvjpegBufferPinnedCreate");
+      check(nvjpegBufferDeviceCreate(handle, nullptr, &slot.device), "nvjpegBufferDeviceCreate");
+      check(nvjpegStateAttachPinnedBuffer(slot.state, slot.pinned), "nvjpegStateAttachPinnedBuffer");
+      check(nvjpegStateAttachDeviceBuffer(slot.state, slot.device), "nvjpegStateAttachDeviceBuffer");
+      check(nvjpegJpegStreamCreate(handle, &slot.parsed), "nvjpegJpegStreamCreate");
+    }
+  }
+  std::atomic<std::size_t> next = 0, unsupported = 0;
+  std::mutex host_calls_mutex;
+  Clock::duration host_calls{};
+  // One thread's share of a run: the next file into its next slot, until none is left; each thread's time in
+  // nvJPEG's calls is added to host_calls.
+  const auto decode_files = [&](Worker& w) {
+    IMGPIPE_CUDA_CHECK(cudaSetDevice(0));
+    Clock::duration in_calls{};
+    std::size_t turn = 0;
+    for (std::size_t i = next++; i < files.bytes.size(); i = next++) {
+      Slot& slot = w.slots[turn++ % w.slots.size()];
+      if (slot.busy) slot.stream.synchronize();
+      const auto& file = files.bytes[i];
+      const auto call = Clock::now();
+      check(nvjpegJpegStreamParse(handle, file.data(), file.size(), 0, 0, slot.parsed), "nvjpegJpegStreamParse");
+      int supported = 1;
+      check(nvjpegDecoderJpegSupported(decoder, slot.parsed, w.params, &supported), "nvjpegDecoderJpegSupported");
+      if (supported != 0) ++unsupported;
+      point_planes(handle, file, slot.planes);
+      check(nvjpegDecodeJpegHost(handle, decoder, slot.state, w.params, slot.parsed), "nvjpegDecodeJpegHost");
+      check(nvjpegDecodeJpegTransferToDevice(handle, decoder, slot.state, slot.parsed, slot.stream.get()),
+            "nvjpegDecodeJpegTransferToDevice");
+      check(nvjpegDecodeJpegDevice(handle, decoder, slot.state, &slot.planes.image, slot.stream.get()),
+            "nvjpegDecodeJpegDevice");
+      in_calls += Clock::now() - call;
+      slot.busy = true;
+    }
+    for (Slot& slot : w.slots) {
+      if (slot.busy) slot.stream.synchronize();
+      slot.busy = false;
+    }
+    std::lock_guard lock(host_calls_mutex);
+    host_calls += in_calls;
+  };
+  Row row = best_of("nvJPEG hardware decode, decoupled API",
+                    std::to_string(threads) + " threads, " + std::to_string(slots) + " states each, one file a decode",
+                    o.repeats, files.bytes.size(), files.total, [&] {
+                      next = 0;
+                      std::exception_ptr failure;
+                      std::mutex failure_mutex;
+                      std::vector<std::jthread> pool;
+                      for (Worker& w : workers) {
+                        pool.emplace_back([&] {
+                          try {
+                            decode_files(w);
+                          } catch (...) {
+                            std::lock_guard lock(failure_mutex);
+                            if (!failure) failure = std::current_exception();
+                            next = files.bytes.size();  // the other threads stop at their next file
+                          }
+                        });
+                      }
+                      pool.clear();  // joins
+                      if (failure) std::rethrow_exception(failure);
+                    });
+  const double runs = o.repeats + 1.0;
+  char text[160];
+  std::snprintf(text, sizeof text, ", %.0f us of nvJPEG calls per file (all threads), %zu files the decoder refused",
+                std::chrono::duration<double, std::micro>(host_calls).count() / runs / files.bytes.size(),
+                unsupported.load() / static_cast<std::size_t>(runs));
+  row.detail += text;
+  for (Worker& w : workers) {
+    for (Slot& slot : w.slots) {
+      nvjpegJpegStreamDestroy(slot.parsed);
+      nvjpegJpegStateDestroy(slot.state);
+      nvjpegBufferPinnedDestroy(slot.pinned);
+      nvjpegBufferDeviceDestroy(slot.device);
+    }
+    nvjpegDecodeParamsDestroy(w.params);
+  }
+  nvjpegDecoderDestroy(decoder);
+  nvjpegDestroy(handle);
+  return row;
+}
+
+Row imgpipe_decoder(const Files& files, const Options& o, io::GpuJpegDecoder::HardwareApi api,
+                    std::array<std::atomic<std::size_t>, 3>& used) {
+  io::GpuJpegDecoder decoder({.hardware_api = api,
+                              .decode_threads = o.decode_threads,
+                              .states_per_thread = o.states_per_thread,
+                              .lanes = o.lanes,
+                              .max_batch = o.max_batch});
   const cuda::Stream stream = cuda::Stream::create();
-  Row row = best_of("imgpipe GPU JPEG decoder",
-                    std::to_string(o.threads) + " threads, " + std::to_string(o.lanes) + " lanes, batches up to " +
-                        std::to_string(o.max_batch),
+  const bool decoupled = api == io::GpuJpegDecoder::HardwareApi::decoupled;
+  Row row = best_of(decoupled ? "imgpipe GPU JPEG decoder, decoupled" : "imgpipe GPU JPEG decoder, batched",
+                    std::to_string(o.threads) + " calling threads" +
+                        (decoupled
+                             ? ""
+                             : ", " + std::to_string(o.lanes) + " lanes, batches up to " + std::to_string(o.max_batch)),
                     o.repeats, files.bytes.size(), files.total, [&] {
                       for (auto& count : used) count = 0;
                       over_files(files.bytes.size(), o.threads, [&](std::size_t i, cuda::DeviceBuffer& buffer) {
@@ -316,12 +440,22 @@ Row imgpipe_decoder(const Files& files, const Options& o, std::array<std::atomic
                     });
   // Over every run, the warm-up included.
   const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
-  char text[160];
-  std::snprintf(text, sizeof text,
-                ", %.1f files per batch, lanes' time %.0f%% in nvjpegDecodeBatched and %.0f%% waiting after it",
-                activity.batches ? double(activity.files) / activity.batches : 0.0,
-                100 * activity.host_seconds / std::max(activity.busy_seconds(), 1e-9),
-                100 * activity.waiting_seconds / std::max(activity.busy_seconds(), 1e-9));
+  char text[200];
+  if (activity.api == io::GpuJpegDecoder::HardwareApi::decoupled) {
+    std::snprintf(text, sizeof text,
+                  ", decoupled decoder, %d threads x %d states, threads' time %.0f%% in nvJPEG's calls and %.0f%% "
+                  "waiting for the engines",
+                  activity.threads, o.states_per_thread,
+                  100 * activity.host_seconds / std::max(activity.busy_seconds(), 1e-9),
+                  100 * activity.waiting_seconds / std::max(activity.busy_seconds(), 1e-9));
+  } else {
+    std::snprintf(text, sizeof text,
+                  ", batched, %.1f files per batch, lanes' time %.0f%% in nvjpegDecodeBatched and %.0f%% waiting "
+                  "after it",
+                  activity.batches ? double(activity.files) / activity.batches : 0.0,
+                  100 * activity.host_seconds / std::max(activity.busy_seconds(), 1e-9),
+                  100 * activity.waiting_seconds / std::max(activity.busy_seconds(), 1e-9));
+  }
   row.detail += text;
   return row;
 }
@@ -380,10 +514,17 @@ int run(const Options& o) {
   rows.push_back(batched_decode(files, o, NVJPEG_BACKEND_GPU_HYBRID, Input::pageable, o.batch));
   compare_planes(files);
   for (int threads : {1, 4, 8, 16}) rows.push_back(threaded_decode(files, o, threads));
-  const std::size_t decoder_row = rows.size();
-  rows.push_back(imgpipe_decoder(files, o, used));
-  rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
-                        ", CPU " + std::to_string(used[2]);
+  const std::size_t decoupled_ceiling_row = rows.size();
+  rows.push_back(decoupled_hardware_decode(files, o, o.decode_threads, o.states_per_thread));
+  rows.back().name += " (ceiling)";
+  std::size_t decoder_row[2] = {};
+  for (const auto api : {io::GpuJpegDecoder::HardwareApi::decoupled, io::GpuJpegDecoder::HardwareApi::batched}) {
+    for (auto& count : used) count = 0;
+    decoder_row[static_cast<int>(api)] = rows.size();
+    rows.push_back(imgpipe_decoder(files, o, api, used));
+    rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
+                          ", CPU " + std::to_string(used[2]);
+  }
   rows.push_back(imgpipe_encoder(files, o, *size));
 
   std::printf("%-42s %10s %9s  %s\n", "row", "images/s", "MB/s", "detail");
@@ -393,8 +534,14 @@ int run(const Options& o) {
     report["rows"].push_back(
         {{"name", r.name}, {"detail", r.detail}, {"images_per_s", r.images_per_s}, {"megabytes_per_s", r.megabytes_per_s}});
   }
-  std::printf("imgpipe decoder / hardware ceiling at the same batch size: %.1f%%\n",
-              100 * rows[decoder_row].images_per_s / rows[0].images_per_s);
+  const Row& decoupled = rows[decoder_row[0]];
+  const Row& batched = rows[decoder_row[1]];
+  std::printf("imgpipe decoder, decoupled / nvJPEG's decoupled decoder with the same threads and states: %.1f%%\n",
+              100 * decoupled.images_per_s / rows[decoupled_ceiling_row].images_per_s);
+  std::printf("imgpipe decoder, decoupled / batched hardware ceiling: %.1f%%\n",
+              100 * decoupled.images_per_s / rows[0].images_per_s);
+  std::printf("imgpipe decoder, batched / batched hardware ceiling at the same batch size: %.1f%%\n",
+              100 * batched.images_per_s / rows[0].images_per_s);
   if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
   return 0;
 }
@@ -412,10 +559,16 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "Threads calling imgpipe's decoder and encoder at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--lanes", o.lanes, "imgpipe decoder: hardware batches in flight at once")
+  app.add_option("--decode-threads", o.decode_threads, "Decoupled decoding (imgpipe's and nvJPEG's own row): threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--states-per-thread", o.states_per_thread, "Decoupled decoding: decoder states per thread")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
-  app.add_option("--max-batch", o.max_batch, "imgpipe decoder: files per hardware batch at most")
+  app.add_option("--lanes", o.lanes, "imgpipe decoder, batched: hardware batches in flight at once")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  app.add_option("--max-batch", o.max_batch, "imgpipe decoder, batched: files per hardware batch at most")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--encoder-states", o.encoder_states, "Encodes in flight at once")->check(CLI::Range(1, 64))->capture_default_str();

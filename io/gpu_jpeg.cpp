@@ -20,6 +20,7 @@
 #include <optional>
 #include <semaphore>
 #include <thread>
+#include <utility>
 
 namespace imgpipe::io {
 namespace {
@@ -56,11 +57,19 @@ void destroy_state(nvjpegJpegState_t s) noexcept { nvjpegJpegStateDestroy(s); }
 void destroy_jpeg_stream(nvjpegJpegStream_t s) noexcept { nvjpegJpegStreamDestroy(s); }
 void destroy_encoder_state(nvjpegEncoderState_t s) noexcept { nvjpegEncoderStateDestroy(s); }
 void destroy_encoder_params(nvjpegEncoderParams_t p) noexcept { nvjpegEncoderParamsDestroy(p); }
+void destroy_decoder(nvjpegJpegDecoder_t d) noexcept { nvjpegDecoderDestroy(d); }
+void destroy_pinned_buffer(nvjpegBufferPinned_t b) noexcept { nvjpegBufferPinnedDestroy(b); }
+void destroy_device_buffer(nvjpegBufferDevice_t b) noexcept { nvjpegBufferDeviceDestroy(b); }
+void destroy_decode_params(nvjpegDecodeParams_t p) noexcept { nvjpegDecodeParamsDestroy(p); }
 using Handle = UniqueHandle<nvjpegHandle_t, destroy_handle>;
 using State = UniqueHandle<nvjpegJpegState_t, destroy_state>;
 using JpegStream = UniqueHandle<nvjpegJpegStream_t, destroy_jpeg_stream>;
 using EncoderState = UniqueHandle<nvjpegEncoderState_t, destroy_encoder_state>;
 using EncoderParams = UniqueHandle<nvjpegEncoderParams_t, destroy_encoder_params>;
+using Decoder = UniqueHandle<nvjpegJpegDecoder_t, destroy_decoder>;
+using PinnedBuffer = UniqueHandle<nvjpegBufferPinned_t, destroy_pinned_buffer>;
+using NvjpegDeviceBuffer = UniqueHandle<nvjpegBufferDevice_t, destroy_device_buffer>;
+using DecodeParams = UniqueHandle<nvjpegDecodeParams_t, destroy_decode_params>;
 
 Handle create_handle(nvjpegBackend_t backend) {
   nvjpegHandle_t handle = nullptr;
@@ -150,12 +159,20 @@ std::vector<std::string> describe_gpu_jpeg() {
                               std::to_string(patch);
   nvjpegHandle_t probe = nullptr;
   const nvjpegStatus_t hardware = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &probe);
-  if (hardware == NVJPEG_STATUS_SUCCESS) nvjpegDestroy(probe);
+  std::string hardware_api = "batched";
+  if (hardware == NVJPEG_STATUS_SUCCESS) {
+    nvjpegJpegDecoder_t decoupled = nullptr;
+    if (nvjpegDecoderCreate(probe, NVJPEG_BACKEND_HARDWARE, &decoupled) == NVJPEG_STATUS_SUCCESS) {
+      hardware_api = "decoupled decoder";
+      nvjpegDecoderDestroy(decoupled);
+    }
+    nvjpegDestroy(probe);
+  }
   return {
-      "JPEG decode: " + std::string(hardware == NVJPEG_STATUS_SUCCESS
-                                        ? "GPU hardware engines (batched), then GPU hybrid, then CPU"
-                                        : "GPU hybrid (no hardware JPEG decoder: " +
-                                              std::string(status_name(hardware)) + "), then CPU") +
+      "JPEG decode: " +
+          (hardware == NVJPEG_STATUS_SUCCESS
+               ? "GPU hardware engines (" + hardware_api + "), then GPU hybrid, then CPU"
+               : "GPU hybrid (no hardware JPEG decoder: " + std::string(status_name(hardware)) + "), then CPU") +
           " (" + version + ")",
       "JPEG encode: GPU, on the SMs (" + version + ")",
   };
@@ -165,16 +182,32 @@ std::vector<std::string> describe_gpu_jpeg() {
 // Decoder
 
 struct GpuJpegDecoder::Impl {
-  // One file waiting for a hardware batch; a lane fills in the outcome.
+  // One file waiting for the hardware engines; a lane or a decode thread fills in the outcome.
   struct Request {
     enum class Outcome { decoded, refused, failed };  // refused: the hardware backend does not take the file
     const unsigned char* data = nullptr;
     std::size_t length = 0;
-    nvjpegJpegStream_t parsed = nullptr;  // the caller's parse, for the lane's support check
+    nvjpegJpegStream_t parsed = nullptr;  // the caller's parse: the support check and the decoupled decode read it
     nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;  // NVJPEG_OUTPUT_YUV: the caller converts the planes
     nvjpegImage_t image{};                             // where the decoded image goes, as `format` lays it out
     Outcome outcome = Outcome::failed;
-    std::binary_semaphore finished{0};  // released by the lane once `outcome` is set
+    std::binary_semaphore finished{0};  // released once `outcome` is set
+  };
+
+  // One decoder state of a decode thread, with its own buffers, parameters and stream, and the file it is
+  // decoding. A thread's states take files in turn, so that its next file's host stage runs while the engines
+  // decode the last; a state's file is waited for when its turn comes round again, or when no file waits.
+  struct DecoupledSlot {
+    PinnedBuffer pinned;
+    NvjpegDeviceBuffer buffer;
+    DecodeParams params;
+    State state;  // made again after a failed decode, which can leave it unusable
+    DeviceStream stream = DeviceStream::create();
+    Request* request = nullptr;
+  };
+  struct DecodeThread {
+    std::vector<std::unique_ptr<DecoupledSlot>> slots;
+    std::jthread thread;
   };
 
   // A hardware decode lane: its own handle (lanes never share a hardware handle across threads), one state
@@ -201,6 +234,8 @@ struct GpuJpegDecoder::Impl {
   int device = current_device();
   Handle hybrid = create_handle(NVJPEG_BACKEND_GPU_HYBRID);
   std::vector<std::unique_ptr<Lane>> lanes;
+  Decoder hardware_decoder;  // the decoupled API's, with HardwareApi::decoupled where nvJPEG has it
+  std::vector<std::unique_ptr<DecodeThread>> decode_threads;
 
   std::mutex scratch_mutex;
   std::vector<std::unique_ptr<Scratch>> idle_scratch;
@@ -211,10 +246,27 @@ struct GpuJpegDecoder::Impl {
   std::size_t arriving = 0;  // callers parsing a file they will queue
   bool stopping = false;
 
-  std::atomic<std::uint64_t> batches = 0, batched_files = 0;
+  std::atomic<std::uint64_t> batches = 0, hardware_files = 0;
   std::atomic<std::int64_t> host_ns = 0, waiting_ns = 0;
 
   explicit Impl(const Options& o) : options(o) {
+    if (options.hardware_api == HardwareApi::decoupled) start_decode_threads();
+    if (decode_threads.empty()) start_lanes();
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(queue_mutex);
+      stopping = true;
+    }
+    queued.notify_all();
+    for (auto& lane : lanes) lane->thread = {};  // joins
+    for (auto& thread : decode_threads) thread->thread = {};
+  }
+
+  bool has_hardware() const { return !lanes.empty() || !decode_threads.empty(); }
+
+  void start_lanes() {
     for (int i = 0; i < std::max(1, options.lanes); ++i) {
       nvjpegHandle_t handle = nullptr;
       if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) break;
@@ -226,13 +278,48 @@ struct GpuJpegDecoder::Impl {
     for (auto& lane : lanes) lane->thread = std::jthread([this, l = lane.get()] { run_lane(*l); });
   }
 
-  ~Impl() {
-    {
-      std::lock_guard lock(queue_mutex);
-      stopping = true;
+  // The decoupled hardware decoder and its threads, every state made now (states made while decoding would hold
+  // up the files behind them); none where nvJPEG cannot make them, and the batched lanes decode instead.
+  void start_decode_threads() {
+    nvjpegJpegDecoder_t decoder = nullptr;
+    if (nvjpegDecoderCreate(hybrid.get(), NVJPEG_BACKEND_HARDWARE, &decoder) != NVJPEG_STATUS_SUCCESS) return;
+    hardware_decoder = Decoder(decoder);
+    for (int t = 0; t < std::max(1, options.decode_threads); ++t) {
+      auto thread = std::make_unique<DecodeThread>();
+      for (int i = 0; i < std::max(1, options.states_per_thread); ++i) {
+        auto slot = std::make_unique<DecoupledSlot>();
+        nvjpegBufferPinned_t pinned = nullptr;
+        nvjpegBufferDevice_t buffer = nullptr;
+        nvjpegDecodeParams_t params = nullptr;
+        if (nvjpegBufferPinnedCreate(hybrid.get(), nullptr, &pinned) != NVJPEG_STATUS_SUCCESS) break;
+        slot->pinned = PinnedBuffer(pinned);
+        if (nvjpegBufferDeviceCreate(hybrid.get(), nullptr, &buffer) != NVJPEG_STATUS_SUCCESS) break;
+        slot->buffer = NvjpegDeviceBuffer(buffer);
+        if (nvjpegDecodeParamsCreate(hybrid.get(), &params) != NVJPEG_STATUS_SUCCESS) break;
+        slot->params = DecodeParams(params);
+        if (!make_decoder_state(*slot)) break;
+        thread->slots.push_back(std::move(slot));
+      }
+      if (thread->slots.size() != static_cast<std::size_t>(std::max(1, options.states_per_thread))) {
+        decode_threads.clear();
+        hardware_decoder.reset();
+        return;
+      }
+      decode_threads.push_back(std::move(thread));
     }
-    queued.notify_all();
-    for (auto& lane : lanes) lane->thread = {};  // joins
+    for (auto& thread : decode_threads) {
+      thread->thread = std::jthread([this, t = thread.get()] { run_decode_thread(*t); });
+    }
+  }
+
+  bool make_decoder_state(DecoupledSlot& slot) const {
+    nvjpegJpegState_t state = nullptr;
+    if (nvjpegDecoderStateCreate(hybrid.get(), hardware_decoder.get(), &state) != NVJPEG_STATUS_SUCCESS) {
+      return false;
+    }
+    slot.state = State(state);
+    return nvjpegStateAttachPinnedBuffer(state, slot.pinned.get()) == NVJPEG_STATUS_SUCCESS &&
+           nvjpegStateAttachDeviceBuffer(state, slot.buffer.get()) == NVJPEG_STATUS_SUCCESS;
   }
 
   std::unique_ptr<Scratch> take_scratch() {
@@ -317,6 +404,83 @@ struct GpuJpegDecoder::Impl {
     return true;
   }
 
+  // The next waiting file, or nullptr: with `wait`, once the decoder is stopping and none wait; without, at
+  // once when none waits.
+  Request* take_one(bool wait) {
+    std::unique_lock lock(queue_mutex);
+    if (wait) queued.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty()) return nullptr;
+    Request* request = queue.front();
+    queue.pop_front();
+    return request;
+  }
+
+  // Takes files one at a time into its states in turn and decodes each through the decoupled API. When no file
+  // waits, it finishes the files in flight rather than leave their callers waiting for more files to come.
+  void run_decode_thread(DecodeThread& thread) {
+    const bool usable = cudaSetDevice(device) == cudaSuccess;  // the hardware backend needs the device current
+    const std::size_t states = thread.slots.size();
+    std::size_t turn = 0;
+    for (;;) {
+      const bool in_flight = std::ranges::any_of(thread.slots, [](const auto& slot) { return slot->request; });
+      Request* request = take_one(!in_flight);
+      if (!request) {
+        if (!in_flight) return;
+        for (std::size_t i = 0; i < states; ++i) complete(*thread.slots[(turn + i) % states]);
+        continue;
+      }
+      DecoupledSlot& slot = *thread.slots[turn++ % states];
+      complete(slot);
+      if (usable) {
+        submit(slot, *request);
+      } else {
+        finish(*request, Request::Outcome::refused);
+      }
+    }
+  }
+
+  // Hands one file to the engines in `slot`, or finishes it at once when the hardware does not take it or a call
+  // fails.
+  void submit(DecoupledSlot& slot, Request& request) {
+    nvjpegDecodeParams_t params = slot.params.get();
+    int unsupported = 1;  // nvJPEG answers 0 for a file it supports
+    if (nvjpegDecodeParamsSetOutputFormat(params, request.format) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegDecoderJpegSupported(hardware_decoder.get(), request.parsed, params, &unsupported) !=
+            NVJPEG_STATUS_SUCCESS ||
+        unsupported != 0) {
+      finish(request, Request::Outcome::refused);
+      return;
+    }
+    if (!slot.state && !make_decoder_state(slot)) {
+      finish(request, Request::Outcome::failed);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    nvjpegImage_t image = request.image;
+    const bool submitted =
+        nvjpegDecodeJpegHost(hybrid.get(), hardware_decoder.get(), slot.state.get(), params, request.parsed) ==
+            NVJPEG_STATUS_SUCCESS &&
+        nvjpegDecodeJpegTransferToDevice(hybrid.get(), hardware_decoder.get(), slot.state.get(), request.parsed,
+                                         slot.stream.get()) == NVJPEG_STATUS_SUCCESS &&
+        nvjpegDecodeJpegDevice(hybrid.get(), hardware_decoder.get(), slot.state.get(), &image, slot.stream.get()) ==
+            NVJPEG_STATUS_SUCCESS;
+    host_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+    slot.request = &request;
+    if (!submitted) complete(slot, false);
+  }
+
+  // Waits for the file in flight in `slot`, if any, and finishes it: decoded when its GPU work finished cleanly
+  // and `submitted`. A failure leaves the slot's state to be made again.
+  void complete(DecoupledSlot& slot, bool submitted = true) {
+    if (!slot.request) return;
+    const auto start = std::chrono::steady_clock::now();
+    const bool decoded = finished_cleanly(slot.stream.get()) && submitted;
+    waiting_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+    hardware_files.fetch_add(1, std::memory_order_relaxed);
+    if (!decoded) slot.state.reset();
+    finish(*std::exchange(slot.request, nullptr), decoded ? Request::Outcome::decoded : Request::Outcome::failed);
+  }
+
   // Takes batches from the queue and decodes them: the files the hardware backend does not take go back to
   // their threads at once, a batch's files once it is decoded. nvjpegDecodeBatched returns only once the engines
   // are nearly done (on the H200 the call took 99% of the time of a loop of batches), so a second batch launched
@@ -333,7 +497,7 @@ struct GpuJpegDecoder::Impl {
       if (batch.empty()) continue;
       const bool decoded = decode_batch(lane, batch);
       batches.fetch_add(1, std::memory_order_relaxed);
-      batched_files.fetch_add(batch.size(), std::memory_order_relaxed);
+      hardware_files.fetch_add(batch.size(), std::memory_order_relaxed);
       for (Request* r : batch) finish(*r, decoded ? Request::Outcome::decoded : Request::Outcome::failed);
     }
   }
@@ -382,7 +546,7 @@ struct GpuJpegDecoder::Impl {
            unsupported == 0;
   }
 
-  // Queues one file for a hardware batch and waits until a lane has decoded it, refused it or failed on it. The
+  // Queues one file for the hardware engines and waits until it is decoded, refused or failed. The
   // image goes to `destination` as RGB, or, for a layout in `planar`, to s.planes and then by libjpeg's rules
   // into `destination`, queued on s.stream.
   Request::Outcome decode_on_hardware(Arrival& arrival, Scratch& s, std::span<const std::uint8_t> jpeg,
@@ -470,8 +634,8 @@ struct GpuJpegDecoder::Impl {
     // The hardware reads the bytes where they are: staging them in pinned or device memory measured no faster.
     JpegDecoder used = JpegDecoder::hardware;
     const Request::Outcome hardware =
-        lanes.empty() ? Request::Outcome::refused
-                      : decode_on_hardware(arrival, s, jpeg, planar_chroma(subsampling), destination, stored);
+        !has_hardware() ? Request::Outcome::refused
+                        : decode_on_hardware(arrival, s, jpeg, planar_chroma(subsampling), destination, stored);
     if (hardware != Request::Outcome::decoded) {
       used = JpegDecoder::gpu_hybrid;
       if (!decode_hybrid(s, jpeg, destination, stored)) {
@@ -496,14 +660,17 @@ GpuJpegDecoder::GpuJpegDecoder(const Options& options) {
 
 GpuJpegDecoder::~GpuJpegDecoder() = default;
 
-bool GpuJpegDecoder::has_hardware() const { return !impl_->lanes.empty(); }
+bool GpuJpegDecoder::has_hardware() const { return impl_->has_hardware(); }
 
 GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const {
-  return {impl_->batches.load(), impl_->batched_files.load(), impl_->host_ns.load() * 1e-9,
-          impl_->waiting_ns.load() * 1e-9};
+  const bool decoupled = !impl_->decode_threads.empty();
+  return {.api = decoupled ? HardwareApi::decoupled : HardwareApi::batched,
+          .threads = static_cast<int>(decoupled ? impl_->decode_threads.size() : impl_->lanes.size()),
+          .files = impl_->hardware_files.load(),
+          .batches = impl_->batches.load(),
+          .host_seconds = impl_->host_ns.load() * 1e-9,
+          .waiting_seconds = impl_->waiting_ns.load() * 1e-9};
 }
-
-int GpuJpegDecoder::lanes() const { return static_cast<int>(impl_->lanes.size()); }
 
 int GpuJpegDecoder::device() const { return impl_->device; }
 

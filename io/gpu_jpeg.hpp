@@ -63,8 +63,8 @@ inline bool gpu_jpeg_chosen(std::string_view choice, const Engine& engine) {
   return why_not.empty();
 }
 
-// Frames in flight by default when JPEG is decoded on the GPU: the files waiting together form the hardware
-// decoder's batches, and nvJPEG's hardware backend needs batches of tens of files to reach its rate.
+// Frames in flight by default when JPEG is decoded on the GPU: enough that files always wait for the hardware
+// decoder (in the H200's folder job 128 measured no faster than 64).
 constexpr int kGpuJpegSlots = 64;
 
 // What nvJPEG offers on this machine, one line per codec, for `imgpipe backends`.
@@ -83,11 +83,22 @@ class GpuJpegRefusal : public std::runtime_error {
 
 class GpuJpegDecoder {
  public:
-  // On the H200 (imgpipe_bench_jpeg, docs/gpu-jpeg.md) one lane with batches of up to 64 decoded fastest;
-  // a second lane sharing the engines, or batches of 128, measured slower.
+  // How files reach the hardware JPEG engines. decoupled: nvJPEG's decoupled decoder (nvjpegDecoderCreate with
+  // the hardware backend), one file per call from a few decode threads, each cycling through decoder states of
+  // its own, so the engines get the next file while they finish the last. batched: the files waiting together
+  // as one nvjpegDecodeBatched call per lane, which returns only once the engines are nearly done, so they idle
+  // between batches. Where nvJPEG has no decoupled hardware decoder, batched is used.
+  enum class HardwareApi { decoupled, batched };
   struct Options {
-    int lanes = 1;       // hardware decode threads, each with its own nvJPEG handle and stream
-    int max_batch = 64;  // files per hardware batch at most
+    // decoupled: in the H200's folder job 3 or 4 threads of 2 states measured fastest; 7 (one per JPEG engine)
+    // decoded faster alone but slowed the job's other GPU work more (docs/gpu-jpeg.md).
+    HardwareApi hardware_api = HardwareApi::decoupled;
+    int decode_threads = 4;
+    int states_per_thread = 2;
+    // batched: on the H200 one lane with batches of up to 64 decoded fastest; a second lane sharing the
+    // engines, or batches of 128, measured slower (docs/gpu-jpeg.md).
+    int lanes = 1;       // threads, each with its own nvJPEG handle and stream
+    int max_batch = 64;  // files per batch at most
   };
   // Throws std::runtime_error when nvJPEG or a CUDA device is missing. Without hardware JPEG engines every
   // file goes to the GPU-hybrid backend.
@@ -99,23 +110,24 @@ class GpuJpegDecoder {
   bool has_hardware() const;
   int device() const;  // the CUDA device it was made on (current at construction), which it decodes on
 
-  // What the hardware lanes have done so far: batches decoded, the files in them, and the seconds the lanes'
-  // threads spent in nvJPEG's calls (which return only once the engines are nearly done) and then waiting for
-  // the GPU work those calls queued, summed over lanes. Busy seconds over a job's time near the lane count
-  // means the hardware decoder bounds the job.
+  // What the hardware decoding has done so far: the API it runs through and its threads (decode threads or
+  // lanes), the files handed to the engines and, batched, the batches they came in; and the seconds the
+  // threads spent in nvJPEG's calls and then waiting for the GPU work those calls queued, summed over threads.
+  // Busy seconds over a job's time near the thread count means the hardware decoder bounds the job.
   struct HardwareActivity {
-    std::uint64_t batches = 0;
+    HardwareApi api = HardwareApi::batched;
+    int threads = 0;
     std::uint64_t files = 0;
+    std::uint64_t batches = 0;
     double host_seconds = 0;
     double waiting_seconds = 0;
     double busy_seconds() const { return host_seconds + waiting_seconds; }
   };
   HardwareActivity hardware_activity() const;
-  int lanes() const;
 
   // Decodes a whole JPEG file into allocate(size), RGB with EXIF orientation applied and grayscale expanded,
-  // as OpenCV's imread does. The frame is complete on return. Called from many threads at once: the files
-  // that wait together are decoded as one hardware batch. Throws PixelLimitError before allocating for an
+  // as OpenCV's imread does. The frame is complete on return. Called from many threads at once: the hardware
+  // decoding takes the files in the order they arrive. Throws PixelLimitError before allocating for an
   // image of more than `max_pixels` pixels, and GpuJpegRefusal when no GPU decoder takes the file.
   // The orientation is read by imread's rules (read_image_header), as the CPU decoder reads it; pass the
   // header's where the caller has read it already. One only OpenCV's reader can resolve is refused before

@@ -18,7 +18,6 @@ GpuJpegDecoder::GpuJpegDecoder(const Options&) { throw std::runtime_error(std::s
 GpuJpegDecoder::~GpuJpegDecoder() = default;
 bool GpuJpegDecoder::has_hardware() const { return false; }
 GpuJpegDecoder::HardwareActivity GpuJpegDecoder::hardware_activity() const { return {}; }
-int GpuJpegDecoder::lanes() const { return 0; }
 int GpuJpegDecoder::device() const { return 0; }
 JpegDecoder GpuJpegDecoder::decode(std::span<const std::uint8_t>, const DeviceFrameAllocator&, std::uint64_t,
                                    std::optional<ExifOrientation>) {

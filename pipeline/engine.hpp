@@ -42,7 +42,7 @@ struct EngineOptions {
   // The CUDA devices the GPU ring spreads its slots over, each slot on one of them; empty: the current device.
   std::vector<int> devices;
 };
-constexpr int kMaxSlots = 128;  // a GPU JPEG decoder batches as many files as there are frames in flight
+constexpr int kMaxSlots = 128;  // a GPU JPEG decoder has as many files waiting as there are frames in flight
 // "0,2": devices as --devices names them.
 std::string device_list_text(const std::vector<int>& devices);
 

@@ -107,9 +107,23 @@ bool converted_from_planes(const std::string& name, io::JpegDecoder decoder) {
   return decoder == io::JpegDecoder::hardware && name.find("_422") == std::string::npos;
 }
 
-TEST(GpuJpegDecode, HardwareDecodesEqualOpenCvAndTheRestStayWithinTheDocumentedTolerance) {
+// Each test below runs with the files handed to the engines both ways: the decoupled decoder's threads and the
+// batched lanes.
+class GpuJpegDecodeThrough : public ::testing::TestWithParam<io::GpuJpegDecoder::HardwareApi> {
+ protected:
+  static io::GpuJpegDecoder::Options options() { return {.hardware_api = GetParam()}; }
+};
+
+INSTANTIATE_TEST_SUITE_P(HardwareApis, GpuJpegDecodeThrough,
+                         ::testing::Values(io::GpuJpegDecoder::HardwareApi::decoupled,
+                                           io::GpuJpegDecoder::HardwareApi::batched),
+                         [](const auto& info) {
+                           return info.param == io::GpuJpegDecoder::HardwareApi::decoupled ? "Decoupled" : "Batched";
+                         });
+
+TEST_P(GpuJpegDecodeThrough, HardwareDecodesEqualOpenCvAndTheRestStayWithinTheDocumentedTolerance) {
   SKIP_WITHOUT_GPU_JPEG();
-  io::GpuJpegDecoder decoder({});
+  io::GpuJpegDecoder decoder(options());
   std::printf("%-24s %-11s %-13s %4s %6s %7s\n", "sample", "size", "decoder", "max", "mean", "PSNR dB");
   for (const std::string& name : sample_names()) {
     SCOPED_TRACE(name);
@@ -133,18 +147,28 @@ TEST(GpuJpegDecode, HardwareDecodesEqualOpenCvAndTheRestStayWithinTheDocumentedT
       EXPECT_EQ(got.decoder, io::JpegDecoder::hardware) << "a baseline photo belongs on the hardware";
     }
   }
+  if (decoder.has_hardware()) {
+    const io::GpuJpegDecoder::HardwareActivity activity = decoder.hardware_activity();
+    EXPECT_GT(activity.files, 0u);
+    if (GetParam() == io::GpuJpegDecoder::HardwareApi::batched) {
+      EXPECT_EQ(activity.api, io::GpuJpegDecoder::HardwareApi::batched);
+    }
+    std::printf("hardware files went through the %s API\n",
+                activity.api == io::GpuJpegDecoder::HardwareApi::decoupled ? "decoupled" : "batched");
+  }
 }
 
-TEST(GpuJpegDecode, FilesDecodedTogetherInHardwareBatchesEqualEachDecodedAlone) {
+TEST_P(GpuJpegDecodeThrough, FilesDecodedTogetherEqualEachDecodedAlone) {
   SKIP_WITHOUT_GPU_JPEG();
-  io::GpuJpegDecoder decoder({});
+  io::GpuJpegDecoder decoder(options());
   std::vector<std::vector<std::uint8_t>> files;
   std::vector<Image> alone;
   for (const std::string& name : sample_names()) {
     files.push_back(io::read_file(kSamples / (name + ".jpg")));
     alone.push_back(decode_on_gpu(decoder, files.back()).image);
   }
-  // Many threads at once, each file several times: the decoder batches whatever waits together.
+  // Many threads at once, each file several times: the batched lanes batch whatever waits together, the
+  // decoupled decoder's threads take the files in turn into their states.
   constexpr int kRounds = 4;
   std::vector<std::future<Image>> together;
   for (int round = 0; round < kRounds; ++round) {
