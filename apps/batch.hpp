@@ -3,6 +3,7 @@
 
 #include "backend_choice.hpp"
 #include "engine.hpp"
+#include "gpu_jpeg.hpp"
 #include "ppm.hpp"
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct BatchOptions {
   std::string decoder = "auto";   // JPEG decoding: auto | gpu | cpu
   std::string encoder = "auto";   // JPEG encoding: auto | gpu | cpu
   bool full_chroma = false;       // GPU JPEG encoding in 4:4:4 instead of 4:2:0
+  int gpu_decode_threads = io::GpuJpegDecoder::Options{}.decode_threads;  // feeding the hardware JPEG decoder
   bool exact = true;              // GPU backends round as OpenCV does (Arithmetic::exact); --fast clears it
   bool timings = false;           // after the summary, where the time went (start-up, the job's stages, codecs)
 };

@@ -230,6 +230,17 @@ TEST(CliUsage, BadChainIsAUsageErrorNamingTheToken) {
   EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 
+TEST(CliUsage, GpuDecodeThreadsOutsideOneTo64IsAUsageError) {
+  TempDir dir;
+  for (const char* threads : {"0", "65", "four"}) {
+    const CommandResult run = imgpipe("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") +
+                                      " --ops flip=h --gpu-decode-threads " + threads);
+    EXPECT_EQ(run.exit_code, 2) << threads << ": " << run.output;
+    EXPECT_TRUE(contains(run.output, "--gpu-decode-threads")) << run.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "out"));
+  }
+}
+
 TEST(CliUsage, MissingInputFolderIsAUsageError) {
   TempDir dir;
   const CommandResult run = imgpipe("batch " + quoted(dir.path() / "nope") + " " + quoted(dir.path() / "out") + " --ops flip=h");
