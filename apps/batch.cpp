@@ -213,7 +213,8 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   std::optional<io::GpuJpegDecoders> gpu_decoder;
   std::optional<io::GpuJpegEncoders> gpu_encoder;
   if (decoder == Codec::gpu) {
-    gpu_decoder.emplace(engine_options.devices, io::GpuJpegDecoder::Options{.decode_threads = options.gpu_decode_threads});
+    gpu_decoder.emplace(engine_options.devices,
+                        io::GpuJpegDecoder::Options{.decode_threads = options.gpu_decode_threads});
     // Threads that wait for the GPU decoder hold no core; every slot gets one, so files always wait for it.
     workers = std::max(workers, engine->slots());
   }
