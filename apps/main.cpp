@@ -168,10 +168,9 @@ int main(int argc, char** argv) {
                             "JPEG encoding: gpu (nvJPEG, on the SMs), cpu, or auto (gpu on the optimized backend with nvJPEG)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
-  batch_command
-      ->add_option("--gpu-decode-threads", batch.gpu_decode_threads,
-                   "Threads handing JPEG files to the GPU's hardware JPEG decoder, two files in flight each "
-                   "(the default was fastest in the folder job on an H200, whose decoder has 7 engines)")
+  batch_command->add_option("--gpu-decode-threads", batch.gpu_decode_threads,
+                            "Threads handing JPEG files to the GPU's hardware JPEG decoder, two files in flight each "
+                            "(the default was fastest in the folder job on an H200, whose decoder has 7 engines)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   batch_command->add_flag("--full-chroma", batch.full_chroma,
