@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build (the gpu preset, into build-gpu/), test, sanitize and benchmark on a machine with a CUDA GPU: the GPU
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
-#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg]...   (no argument: the first four, in that order)
+#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg|jpeg-threads]...   (no argument: the first four, in that order)
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
 # Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
 # previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
-# OpenCV and NumPy.
+# OpenCV and NumPy. jpeg-threads: the same folder job at each `--gpu-decode-threads` of JPEG_THREADS (default
+# "2 3 4 5 6 7"), two rounds alternating, into $OUT/jpeg-threads.txt (the folder in JPEG_WORK, default /dev/shm/jb).
 # A machine without CLI11, TBB or nlohmann-json (and without a network to install them) can be handed
 # Debian's packages, unpacked on a machine that has apt into the git-ignored .deps/prefix:
 #   mkdir -p .deps && cd .deps && apt-get download libcli11-dev libtbb-dev libtbb12 libtbbmalloc2 \
@@ -114,7 +115,23 @@ for step in "${steps[@]}"; do
         --files "${JPEG_FILES:-4000}" --json "$OUT/jpeg-folder.json" > "$OUT/jpeg-folder.txt" 2>&1 || status=1
       tail -6 "$OUT/jpeg-folder.txt"
       ;;
-    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, jpeg)"; exit 2 ;;
+    jpeg-threads)
+      folder=${JPEG_WORK:-/dev/shm/jb}/in
+      python3 -c "import sys, pathlib; sys.path.insert(0, 'tools'); import jpeg_folder_bench as j; \
+j.make_folder(pathlib.Path('$folder'), ${JPEG_FILES:-4000})" || { status=1; continue; }
+      : > "$OUT/jpeg-threads.txt"
+      for round in 1 2; do
+        for threads in ${JPEG_THREADS:-2 3 4 5 6 7}; do
+          "$BUILD"/apps/imgpipe batch "$folder" "${folder%/in}/out-threads" --ops resize=1280x720,gaussian=5:1.0 \
+            --format jpg --quality 90 --overwrite --gpu-decode-threads "$threads" --timings \
+            > "$OUT/jpeg-threads-$threads-$round.log" 2>&1 || status=1
+          echo "--gpu-decode-threads $threads, round $round: $(grep -oE '[0-9.]+ images/s' \
+            "$OUT/jpeg-threads-$threads-$round.log"); $(grep -oE 'its [0-9]+ threads busy.*' \
+            "$OUT/jpeg-threads-$threads-$round.log")" | tee -a "$OUT/jpeg-threads.txt"
+        done
+      done
+      ;;
+    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, jpeg, jpeg-threads)"; exit 2 ;;
   esac
 done
 exit $status
