@@ -481,12 +481,13 @@ io::ExistingOutputs existing_outputs(bool overwrite, bool skip_existing) {
                    : (skip_existing ? io::ExistingOutputs::skip : io::ExistingOutputs::refuse);
 }
 
-// Where a folder job decodes and encodes JPEG: decoder= and encoder= of run_folder and run_files, as the
-// command's --decoder and --encoder.
+// Where a folder job decodes and encodes JPEG: decoder=, encoder=, full_chroma= and gpu_decode_threads= of
+// run_folder and run_files, as the command's --decoder, --encoder, --full-chroma and --gpu-decode-threads.
 struct JpegCodecs {
   std::string decoder = "auto";
   std::string encoder = "auto";
   bool full_chroma = false;
+  int gpu_decode_threads = io::GpuJpegDecoder::Options{}.decode_threads;
 };
 
 void check_codec_choice(const char* option, const std::string& choice) {
@@ -503,6 +504,10 @@ bool gpu_jpeg_possible(const Pipeline& pipeline, const std::string& choice) {
 void check_output_options(const Pipeline& pipeline, const std::string& format, int quality, const JpegCodecs& codecs) {
   check_codec_choice("decoder", codecs.decoder);
   check_codec_choice("encoder", codecs.encoder);
+  if (codecs.gpu_decode_threads < 1 || codecs.gpu_decode_threads > 64) {
+    throw nb::value_error(
+        ("gpu_decode_threads " + std::to_string(codecs.gpu_decode_threads) + ": from 1 to 64").c_str());
+  }
   if (!io::is_output_format(format)) {
     throw nb::value_error(("format '" + format + "': same, or an image extension without its dot (" +
                            io::image_extensions_text() + ")")
@@ -541,7 +546,7 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
   std::vector<std::pair<std::string, std::string>> failures;
   {
     nb::gil_scoped_release released;
-    // More frames in flight where JPEG may be decoded on the GPU: the files waiting together form its batches.
+    // More frames in flight where JPEG may be decoded on the GPU, so that files always wait for its decoder.
     const int slots = gpu_jpeg_possible(pipeline, codecs.decoder) ? std::max(io::kGpuJpegSlots, job_slots(workers))
                                                                    : job_slots(workers);
     const std::vector<int> devices = pipeline.engine_devices();
@@ -550,8 +555,8 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
     std::optional<io::GpuJpegDecoders> decoder;
     std::optional<io::GpuJpegEncoders> encoder;
     if (uses_gpu_jpeg("decoder", codecs.decoder, *engine)) {
-      decoder.emplace(devices, io::GpuJpegDecoder::Options{});
-      // Threads that wait for the GPU decoder hold no core; every slot gets one, so batches can fill.
+      decoder.emplace(devices, io::GpuJpegDecoder::Options{.decode_threads = codecs.gpu_decode_threads});
+      // Threads that wait for the GPU decoder hold no core; every slot gets one, so files always wait for it.
       workers = std::max(workers, engine->slots());
     }
     if (uses_gpu_jpeg("encoder", codecs.encoder, *engine)) {
@@ -609,9 +614,9 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
 nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std::string& output_dir,
                     const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
                     std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard,
-                    const std::string& decoder, const std::string& encoder, bool full_chroma) {
+                    const std::string& decoder, const std::string& encoder, bool full_chroma, int gpu_decode_threads) {
   const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
-  const JpegCodecs codecs{decoder, encoder, full_chroma};
+  const JpegCodecs codecs{decoder, encoder, full_chroma, gpu_decode_threads};
   check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
   io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
@@ -622,10 +627,10 @@ nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std:
 // The batch job on chosen files of a folder (paths relative to it, as list_images gives them).
 nb::dict run_files(Pipeline& pipeline, const std::string& input_dir, const std::vector<std::string>& files,
                    const std::string& output_dir, const std::string& format, int quality, int jobs, bool overwrite,
-                   bool skip_existing, std::uint64_t max_pixels, const std::string& decoder,
-                   const std::string& encoder, bool full_chroma) {
+                   bool skip_existing, std::uint64_t max_pixels, const std::string& decoder, const std::string& encoder,
+                   bool full_chroma, int gpu_decode_threads) {
   const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
-  const JpegCodecs codecs{decoder, encoder, full_chroma};
+  const JpegCodecs codecs{decoder, encoder, full_chroma, gpu_decode_threads};
   check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
   const std::vector<std::filesystem::path> relative(files.begin(), files.end());
@@ -863,7 +868,7 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0, nb::arg("overwrite") = false,
            nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,
            nb::arg("shard") = nb::none(), nb::arg("decoder") = "auto", nb::arg("encoder") = "auto",
-           nb::arg("full_chroma") = false,
+           nb::arg("full_chroma") = false, nb::arg("gpu_decode_threads") = io::GpuJpegDecoder::Options{}.decode_threads,
            "Every image under input_dir through the chain into output_dir, as `imgpipe batch` does. Returns "
            "{'done', 'failed', 'skipped', 'files', 'unsupported', 'seconds', 'stage_seconds', 'decoder', "
            "'encoder', 'jpeg_decoded_by', 'gpu_encoded', 'errors': [(path, message)], 'device_failure'}; a bad "
@@ -873,12 +878,13 @@ NB_MODULE(_imgpipe, m) {
            "--decoder and --encoder: auto takes nvJPEG on the optimized backend where it runs, gpu insists (ValueError "
            "saying why it cannot); 'decoder' and 'encoder' in the result say which ran, 'jpeg_decoded_by' how "
            "many JPEG files each GPU-side decoder took ({'hardware', 'gpu_hybrid', 'cpu'}; None when decoding on "
-           "the CPU). full_chroma: GPU-encoded JPEG in 4:4:4 instead of 4:2:0.")
+           "the CPU). full_chroma: GPU-encoded JPEG in 4:4:4 instead of 4:2:0. gpu_decode_threads (1 to 64): the "
+           "threads that hand files to the GPU's hardware JPEG decoder, as --gpu-decode-threads.")
       .def("run_files", &imgpipe::python::run_files, nb::arg("input_dir"), nb::arg("files"), nb::arg("output_dir"),
            nb::kw_only(), nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0,
            nb::arg("overwrite") = false, nb::arg("skip_existing") = false,
            nb::arg("max_pixels") = io::kDefaultMaxPixels, nb::arg("decoder") = "auto", nb::arg("encoder") = "auto",
-           nb::arg("full_chroma") = false,
+           nb::arg("full_chroma") = false, nb::arg("gpu_decode_threads") = io::GpuJpegDecoder::Options{}.decode_threads,
            "run_folder on chosen files of input_dir, given relative to it (as imgpipe.list_images lists them): "
            "one batch of a distributed job whose driver listed the folder once. Same result dict.");
   nb::class_<imgpipe::python::VideoReader>(

@@ -120,6 +120,9 @@ def test_run_folder_checks_and_reports_its_jpeg_codecs(tmp_path):
     for option in ("decoder", "encoder"):
         with pytest.raises(ValueError, match=f"{option} 'hardware': auto, gpu or cpu"):
             p.run_folder(str(source), str(tmp_path / "refused"), **{option: "hardware"})
+    for threads in (0, 65):
+        with pytest.raises(ValueError, match=f"gpu_decode_threads {threads}: from 1 to 64"):
+            p.run_folder(str(source), str(tmp_path / "refused"), gpu_decode_threads=threads)
     summary = p.run_folder(str(source), str(tmp_path / "out"), decoder="cpu", encoder="cpu")
     assert (summary["done"], summary["decoder"], summary["encoder"]) == (1, "cpu", "cpu")
     assert summary["jpeg_decoded_by"] is None and summary["gpu_encoded"] == 0
