@@ -14,7 +14,7 @@ std::string stage_timings(const JobSummary& summary, std::string_view unit) {
   const double per_item_ms = 1e3 / static_cast<double>(summary.items);
   char text[320];
   std::snprintf(text, sizeof text,
-                "timings: per %.*s, on average: reading and decoding %.2f ms, submitting in order %.2f ms, "
+                "timings: per %.*s, on average: reading and decoding %.2f ms, submitting %.2f ms, "
                 "the chain until complete %.2f ms, encoding and writing %.2f ms",
                 static_cast<int>(unit.size()), unit.data(), summary.stages.read * per_item_ms,
                 summary.stages.submit * per_item_ms, summary.stages.complete * per_item_ms,

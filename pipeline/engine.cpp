@@ -103,7 +103,7 @@ void Engine::submit(FrameSlot& slot) {
     start(slot);
   } catch (...) {
     std::lock_guard lock(mutex_);  // never started: nobody may wait for it; the caller still holds the slot
-    submitted_.pop_back();
+    submitted_.erase(std::find(submitted_.begin(), submitted_.end(), slot.index));
     throw;
   }
 }
@@ -121,6 +121,19 @@ FrameSlot* Engine::next_completed() {
     wait(slots_[index]);
   }
   return &slots_[index];
+}
+
+void Engine::wait_until_done(FrameSlot& slot) {
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = std::find(submitted_.begin(), submitted_.end(), slot.index);
+    if (found == submitted_.end()) {
+      throw std::logic_error("engine: slot " + std::to_string(slot.index) + " is not in flight");
+    }
+    submitted_.erase(found);
+  }
+  const cuda::NvtxRange range(FrameRangeName(slot.sequence, "wait until done").text);
+  wait(slot);
 }
 
 void Engine::release(FrameSlot& slot) {

@@ -1,8 +1,10 @@
 // The engine: a ring of frame slots, so reading, uploading, computing, downloading and writing of different
 // frames overlap. The caller lends its threads: it fills a slot's input (decoding straight into the engine's
-// buffer, pinned when the engine has pinned memory), submits it, and takes outputs back in submit order.
+// buffer, pinned when the engine has pinned memory), submits it, and takes outputs back, in submit order
+// (next_completed) or each as soon as it is done (wait_until_done).
 //
 //   acquire(size) -> write slot.input -> submit(slot) ... next_completed() -> read slot.output -> release(slot)
+//                                                      ... wait_until_done(slot) ->
 //
 // At most slots() frames exist at once: acquire() blocks while all are in use, so a slow writer slows the
 // reader and memory stays bounded. Nothing is dropped.
@@ -68,7 +70,7 @@ struct FrameSlot {
   std::uint64_t sequence = 0;  // submit order, from 0
   Placement placement;         // as acquire() was asked
   // Host input and output, where the placement says host; input valid from acquire() to submit(), output
-  // from next_completed() to release().
+  // from next_completed() or wait_until_done() to release().
   FrameView input;
   FrameView output;
   // Device input and output, where the placement says device, for the same spans. The input must be written
@@ -98,11 +100,13 @@ class Engine {
   // sizes it. A slot whose fit() threw is still held: release() it.
   FrameSlot& take();
   void fit(FrameSlot& slot, Size in_size, Placement placement = {});
-  // Starts the chain on the slot's input. GPU engines return at once; frames complete in submit order.
-  // One thread submits at a time.
+  // Starts the chain on the slot's input. GPU engines return at once. One thread submits at a time.
   void submit(FrameSlot& slot);
   // The oldest submitted frame once its output is complete; nullptr when none is in flight.
   FrameSlot* next_completed();
+  // Returns once the output of `slot`, submitted and not yet completed, is complete, whatever frames were
+  // submitted before it: for callers that need no order. Throws std::logic_error for a slot not in flight.
+  void wait_until_done(FrameSlot& slot);
   void release(FrameSlot& slot);
   int in_flight() const;
 

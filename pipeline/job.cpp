@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <semaphore>
 #include <stdexcept>
@@ -108,12 +109,12 @@ class JobRun {
         sink_(sink),
         options_(options),
         on_result_(on_result),
+        in_order_(!sink.concurrent_writes()),
         tokens_(engine.slots()),
         cpu_work_(std::clamp(options.workers, 1, engine.slots())),
         submitting_(yield_window(engine.slots()), engine.slots()),
         completing_(yield_window(engine.slots()), engine.slots()),
-        writing_(yield_window(engine.slots()), engine.slots()),
-        reporting_(yield_window(engine.slots()), engine.slots()) {}
+        writing_(yield_window(engine.slots()), engine.slots()) {}
 
   JobSummary run() {
     const auto start = std::chrono::steady_clock::now();
@@ -152,9 +153,15 @@ class JobRun {
   }
 
   // The next item from the source, with its ticket; a serial source's item is read here too, so items are
-  // read one after another. nullopt once the job is ending.
+  // read one after another. nullopt once the job is ending. Waits while kMaxUnreported items are unreported.
   std::optional<InFlight> admit() {
     std::lock_guard lock(admission_);
+    {
+      std::unique_lock reporting(reporting_);
+      report_room_.wait(reporting, [&] {
+        return stopping_ || next_ticket_ - next_report_ < static_cast<std::uint64_t>(kMaxUnreported);
+      });
+    }
     if (stopping_) return std::nullopt;
     if (options_.stop_requested && options_.stop_requested()) {
       summary_.stopped = true;
@@ -227,10 +234,21 @@ class JobRun {
     }
   }
 
-  // In ticket order, so completions come back in ticket order too.
+  // For a sink that writes in item order, submission and completion go in ticket order too, so that frames
+  // come out of the engine in the order the sink takes them. Otherwise each item is submitted as soon as it is
+  // read and taken back as soon as its frame is done, so a slow read or frame holds up no other item.
   void submit(InFlight& item) {
     const StageTimer timer(submit_ns_);
-    const InOrder::Turn turn = submitting_.wait(item.ticket);
+    if (in_order_) {
+      const InOrder::Turn turn = submitting_.wait(item.ticket);
+      submit_now(item);
+    } else {
+      std::lock_guard lock(submission_);
+      submit_now(item);
+    }
+  }
+
+  void submit_now(InFlight& item) {
     if (!item.pending()) return;
     if (device_failed_) {
       abandon(item);
@@ -245,11 +263,23 @@ class JobRun {
 
   void complete(InFlight& item) {
     const StageTimer timer(complete_ns_);
-    const InOrder::Turn turn = completing_.wait(item.ticket);
+    if (in_order_) {
+      const InOrder::Turn turn = completing_.wait(item.ticket);
+      complete_now(item);
+    } else {
+      complete_now(item);
+    }
+  }
+
+  void complete_now(InFlight& item) {
     if (!item.pending()) return;
     const bool device_failed_before = device_failed_;
     try {
-      if (engine_.next_completed() != item.slot) throw std::logic_error("job: the engine completed out of order");
+      if (!in_order_) {
+        engine_.wait_until_done(*item.slot);
+      } else if (engine_.next_completed() != item.slot) {
+        throw std::logic_error("job: the engine completed out of order");
+      }
     } catch (...) {
       fail(item, Stage::process, std::current_exception());
       return;
@@ -286,9 +316,20 @@ class JobRun {
     release(item);
   }
 
+  // In ticket order, without keeping the item's thread: a finished item leaves its result here, and the thread
+  // whose item completes a run of consecutive tickets reports that run.
   void report(InFlight& item) {
-    const InOrder::Turn turn = reporting_.wait(item.ticket);
-    const ItemResult& result = item.result;
+    std::lock_guard lock(reporting_);
+    unreported_.emplace(item.ticket, std::move(item.result));
+    while (!unreported_.empty() && unreported_.begin()->first == next_report_) {
+      report_now(unreported_.begin()->second);
+      unreported_.erase(unreported_.begin());
+      ++next_report_;
+    }
+    report_room_.notify_all();
+  }
+
+  void report_now(const ItemResult& result) {
     ++summary_.items;
     switch (result.status) {
       case Status::done: ++summary_.done; break;
@@ -304,7 +345,6 @@ class JobRun {
     try {
       on_result_(result);
     } catch (...) {  // the caller's failure ends the job; run() rethrows it once every item is accounted for
-      std::lock_guard lock(admission_);
       if (!unexpected_) unexpected_ = std::current_exception();
       stopping_ = true;
     }
@@ -345,16 +385,22 @@ class JobRun {
   const JobOptions& options_;
   const std::function<void(const ItemResult&)>& on_result_;
 
+  const bool in_order_;                          // the sink writes in item order
   std::counting_semaphore<kMaxSlots> tokens_;    // items in flight, at most one per engine slot
   std::counting_semaphore<kMaxSlots> cpu_work_;  // concurrent reads and writes, at most options.workers
   std::mutex admission_;                         // next(), and a serial source's read()
+  std::mutex submission_;                        // one submit at a time, where tickets need not take turns
   std::uint64_t next_ticket_ = 0;
   std::atomic<bool> stopping_ = false;
   std::atomic<bool> device_failed_ = false;
   std::mutex device_mutex_;
-  InOrder submitting_, completing_, writing_, reporting_;
+  InOrder submitting_, completing_, writing_;
   std::atomic<std::int64_t> read_ns_ = 0, submit_ns_ = 0, complete_ns_ = 0, write_ns_ = 0;
-  JobSummary summary_;  // written in report(), in ticket order
+  std::mutex reporting_;                            // unreported_, next_report_, summary_'s counts and unexpected_
+  std::condition_variable report_room_;             // a report made room under kMaxUnreported
+  std::map<std::uint64_t, ItemResult> unreported_;  // finished items behind an unreported one, by ticket
+  std::uint64_t next_report_ = 0;
+  JobSummary summary_;  // counted in report_now(), in ticket order
   std::exception_ptr unexpected_;
 };
 

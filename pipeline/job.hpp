@@ -3,10 +3,11 @@
 // stream source and sink), the benchmark's end-to-end rows and the Python API.
 //
 // Each item goes read -> submit -> complete -> write -> report. Reads and writes of different items run on
-// several threads at once where the source and sink allow it; submission, completion and reporting happen in
-// item order, so outputs come back in input order. Every item in flight holds one engine slot from its read to
-// its write, and no more items are started than the engine has slots: memory stays bounded, and a slow sink
-// slows the source instead of piling frames up.
+// several threads at once where the source and sink allow it. Where the sink writes in item order (a stream),
+// submission and completion happen in item order too; otherwise an item is submitted as soon as it is read and
+// written as soon as it is done, so a slow item holds up no other. Reports always come in item order. Every
+// item in flight holds one engine slot from its read to its write, and no more items are started than the
+// engine has slots: memory stays bounded, and a slow sink slows the source instead of piling frames up.
 #pragma once
 
 #include "engine.hpp"
@@ -71,6 +72,12 @@ class Sink {
   virtual bool concurrent_writes() const { return false; }
 };
 
+// Items started and not yet reported, at most: a finished item's result waits for the reports of the items
+// before it, and one slow item must not make those waiting results grow without bound. Above kMaxSlots, so
+// that it never keeps an engine slot idle.
+constexpr int kMaxUnreported = 1024;
+static_assert(kMaxUnreported > kMaxSlots);
+
 struct JobOptions {
   int workers = 1;                    // reads and writes at once, where the source or sink allows (>= 1)
   bool stop_at_first_failure = false;  // a stream: a bad frame ends it (the frames before it still come out)
@@ -92,7 +99,7 @@ struct ItemResult {
     skipped,    // Item::skip
     refused,    // Item::refusal
     failed,     // `error` says why, at `stage`
-    abandoned,  // not processed: the GPU failed on an earlier item (its output could not be trusted)
+    abandoned,  // not processed: the GPU had failed before its frame was done (its output could not be trusted)
   };
   Item item;
   Status status = Status::done;
@@ -103,9 +110,9 @@ struct ItemResult {
 };
 
 // Where the items' time went, in seconds summed over items (items overlap, so a sum can exceed the job's time):
-// reading (for a GPU decoder, the wait for its batch too), waiting for the turn to submit and submitting,
-// waiting until the engine had completed the item, and writing (encoding included). Divided by the items, each
-// is the mean time an item spent there; by the job's time, the mean number of items there at once.
+// reading (for a GPU decoder, the wait for its batch too), waiting for the turn or the lock to submit and
+// submitting, waiting until the engine had completed the item, and writing (encoding included). Divided by the
+// items, each is the mean time an item spent there; by the job's time, the mean number of items there at once.
 struct StageSeconds {
   double read = 0;
   double submit = 0;

@@ -109,6 +109,24 @@ TEST(Engine, AcquireBlocksUntilAReleaseFreesASlot) {
   EXPECT_TRUE(got_second);
 }
 
+TEST(Engine, AFrameCanBeTakenBackBeforeTheFramesSubmittedEarlier) {
+  auto engine = make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), 3);
+  std::vector<FrameSlot*> slots;
+  for (int i = 0; i < 3; ++i) {
+    slots.push_back(&engine->acquire({2, 1}));
+    std::memset(slots.back()->input.data, 10 * i, slots.back()->input.size.rgb_bytes());
+    engine->submit(*slots.back());
+  }
+  engine->wait_until_done(*slots[1]);
+  EXPECT_EQ(slots[1]->output.data[0], 255 - 10);
+  EXPECT_EQ(engine->in_flight(), 2);
+  EXPECT_THROW(engine->wait_until_done(*slots[1]), std::logic_error) << "a frame was taken back twice";
+  EXPECT_EQ(engine->next_completed(), slots[0]) << "the frames left did not keep their submit order";
+  EXPECT_EQ(engine->next_completed(), slots[2]);
+  EXPECT_EQ(engine->next_completed(), nullptr);
+  for (FrameSlot* slot : slots) engine->release(*slot);
+}
+
 TEST(Engine, RejectsSlotCountsOutOfRange) {
   EXPECT_THROW(make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), 0), std::invalid_argument);
   EXPECT_THROW(make_backend_engine(std::make_unique<InvertBackend>(), parse_chain("gray"), kMaxSlots + 1),

@@ -1,7 +1,7 @@
 // The job that runs every mode: items come back in order whatever order their reads and writes finish in,
-// a failure stays with its item (or ends a stream), memory stays within the engine's slots, a stop request
-// finishes what is in flight, and a sticky GPU error stops the job. Runs everywhere: the engine here is a
-// plain CPU one.
+// a slow item holds up no other where the sink takes any order, a failure stays with its item (or ends a
+// stream), memory stays within the engine's slots, a stop request finishes what is in flight, and a sticky GPU
+// error stops the job. Runs everywhere: the engine here is a plain CPU one.
 #include "cuda_check.hpp"
 #include "engine.hpp"
 #include "job.hpp"
@@ -321,9 +321,11 @@ class StickyEngine final : public Engine {
   std::vector<std::vector<std::uint8_t>> buffers_;
 };
 
+// A stream's sink takes frames in order, so frames complete in submit order and the items behind the first
+// that fails are abandoned or fail.
 TEST(Job, AStickyGpuErrorStopsTheJobAndAbandonsWhatFollows) {
   TestSource source(12, true);
-  TestSink sink(source, true);
+  TestSink sink(source, false);
   StickyEngine engine(3, 2);
   std::vector<ItemResult> results;
   const JobSummary summary =
@@ -338,6 +340,104 @@ TEST(Job, AStickyGpuErrorStopsTheJobAndAbandonsWhatFollows) {
   }
   EXPECT_LE(summary.items, 2u + 1 + 3) << "items were started after the GPU failed";
   EXPECT_EQ(sink.written.size(), 2u);
+}
+
+// Where frames complete in any order, the frames done after the error are not trusted either: the two frames
+// submitted first are written, nothing else is, and the job starts no more than the items already in flight.
+TEST(Job, AStickyGpuErrorWithFramesCompletingInAnyOrderWritesNoFrameDoneAfterIt) {
+  TestSource source(12, true);
+  TestSink sink(source, true);
+  StickyEngine engine(3, 2);
+  std::vector<ItemResult> results;
+  const JobSummary summary =
+      run_job(source, engine, sink, {}, [&](const ItemResult& result) { results.push_back(result); });
+  EXPECT_EQ(summary.device_failure, "cudaEventSynchronize failed: cudaErrorIllegalAddress");
+  EXPECT_LE(summary.done, 2u);
+  EXPECT_EQ(sink.written.size(), summary.done);
+  int failed_in_process = 0;
+  for (const ItemResult& result : results) {
+    if (result.status == Status::failed) {
+      EXPECT_EQ(result.stage, Stage::process) << result.item.name;
+      ++failed_in_process;
+    } else if (result.status != Status::abandoned) {
+      EXPECT_EQ(result.status, Status::done) << result.item.name;
+      EXPECT_TRUE(sink.written.count(result.item.index)) << result.item.name;
+    }
+  }
+  EXPECT_GE(failed_in_process, 1);
+  EXPECT_LE(summary.items, 2u + 3 + 1) << "items were started after the GPU failed";
+}
+
+// Item 0's read waits until the sink has written `wait_for` other items (or `give_up` passes) and keeps
+// what it saw; the other items read at once.
+class HeldFirstSource final : public Source {
+ public:
+  HeldFirstSource(int count, const std::atomic<int>& written, int wait_for, std::chrono::milliseconds give_up)
+      : count_(count), written_(written), wait_for_(wait_for), give_up_(give_up) {}
+  std::optional<Item> next() override {
+    if (next_ == static_cast<std::uint64_t>(count_)) return std::nullopt;
+    const std::uint64_t index = next_++;
+    ++admitted;
+    return Item{index, "item " + std::to_string(index), {}, false, std::nullopt};
+  }
+  std::vector<std::string> read(const Item& item, const FrameAllocator& allocate) override {
+    if (item.index == 0) {
+      const auto give_up = std::chrono::steady_clock::now() + give_up_;
+      while (written_ < wait_for_ && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for any item admitted past the limit
+      written_while_held = written_.load();
+      admitted_while_held = admitted.load();
+    }
+    const FrameView frame = allocate({1, 1});
+    std::memset(frame.data, static_cast<int>(item.index % 251), frame.size.rgb_bytes());
+    return {};
+  }
+  bool concurrent_reads() const override { return true; }
+
+  std::atomic<int> admitted = 0, written_while_held = 0, admitted_while_held = 0;
+
+ private:
+  int count_;
+  const std::atomic<int>& written_;
+  int wait_for_;
+  std::chrono::milliseconds give_up_;
+  std::uint64_t next_ = 0;
+};
+
+class CountingSink final : public Sink {
+ public:
+  void write(const Item&, ConstFrameView) override { ++written; }
+  bool concurrent_writes() const override { return true; }
+  std::atomic<int> written = 0;
+};
+
+TEST(Job, WhereTheSinkTakesAnyOrderASlowReadHoldsUpNoOtherItem) {
+  CountingSink sink;
+  HeldFirstSource source(40, sink.written, 30, std::chrono::seconds(10));
+  auto engine = invert_engine(4);
+  JobOptions options;
+  options.workers = 4;
+  std::vector<std::uint64_t> reported;
+  const JobSummary summary =
+      run_job(source, *engine, sink, options, [&](const ItemResult& result) { reported.push_back(result.item.index); });
+  EXPECT_GE(source.written_while_held, 30) << "items behind a slow read waited for it";
+  EXPECT_EQ(summary.done, 40u);
+  ASSERT_EQ(reported.size(), 40u);
+  for (std::uint64_t i = 0; i < 40; ++i) EXPECT_EQ(reported[i], i) << "reports out of item order";
+}
+
+TEST(Job, ItemsBehindAnUnreportedOneAreStartedUpToTheLimit) {
+  CountingSink sink;
+  HeldFirstSource source(kMaxUnreported + 200, sink.written, kMaxUnreported - 1, std::chrono::seconds(20));
+  auto engine = invert_engine(8);
+  JobOptions options;
+  options.workers = 8;
+  const JobSummary summary = run_job(source, *engine, sink, options);
+  EXPECT_EQ(source.written_while_held, kMaxUnreported - 1) << "items behind the held read did not all finish";
+  EXPECT_EQ(source.admitted_while_held, kMaxUnreported) << "the job started items past its limit";
+  EXPECT_EQ(summary.done, static_cast<std::uint64_t>(kMaxUnreported + 200));
 }
 
 // An engine that keeps "device" frames in host memory, so the job's placements run without a GPU: each slot
