@@ -517,14 +517,16 @@ int run(const Options& o) {
   const std::size_t decoupled_ceiling_row = rows.size();
   rows.push_back(decoupled_hardware_decode(files, o, o.decode_threads, o.states_per_thread));
   rows.back().name += " (ceiling)";
-  std::size_t decoder_row[2] = {};
-  for (const auto api : {io::GpuJpegDecoder::HardwareApi::decoupled, io::GpuJpegDecoder::HardwareApi::batched}) {
+  // imgpipe's decoder through one hardware API; returns the row's index.
+  const auto decoder_row = [&](io::GpuJpegDecoder::HardwareApi api) {
     for (auto& count : used) count = 0;
-    decoder_row[static_cast<int>(api)] = rows.size();
     rows.push_back(imgpipe_decoder(files, o, api, used));
     rows.back().detail += ", decoded by hardware " + std::to_string(used[0]) + ", hybrid " + std::to_string(used[1]) +
                           ", CPU " + std::to_string(used[2]);
-  }
+    return rows.size() - 1;
+  };
+  const std::size_t decoupled_row = decoder_row(io::GpuJpegDecoder::HardwareApi::decoupled);
+  const std::size_t batched_row = decoder_row(io::GpuJpegDecoder::HardwareApi::batched);
   rows.push_back(imgpipe_encoder(files, o, *size));
 
   std::printf("%-42s %10s %9s  %s\n", "row", "images/s", "MB/s", "detail");
@@ -534,8 +536,8 @@ int run(const Options& o) {
     report["rows"].push_back(
         {{"name", r.name}, {"detail", r.detail}, {"images_per_s", r.images_per_s}, {"megabytes_per_s", r.megabytes_per_s}});
   }
-  const Row& decoupled = rows[decoder_row[0]];
-  const Row& batched = rows[decoder_row[1]];
+  const Row& decoupled = rows[decoupled_row];
+  const Row& batched = rows[batched_row];
   std::printf("imgpipe decoder, decoupled / nvJPEG's decoupled decoder with the same threads and states: %.1f%%\n",
               100 * decoupled.images_per_s / rows[decoupled_ceiling_row].images_per_s);
   std::printf("imgpipe decoder, decoupled / batched hardware ceiling: %.1f%%\n",
