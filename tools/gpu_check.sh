@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build (the gpu preset, into build-gpu/), test, sanitize and benchmark on a machine with a CUDA GPU: the GPU
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
-#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg|jpeg-threads]...   (no argument: the first four, in that order)
+#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg|jpeg-threads|jpeg-timeline]...
+#   (no argument: the first four, in that order)
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
 # Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
@@ -9,6 +10,9 @@
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
 # OpenCV and NumPy. jpeg-threads: the same folder job at each `--gpu-decode-threads` of JPEG_THREADS (default
 # "2 3 4 5 6 7"), two rounds alternating, into $OUT/jpeg-threads.txt (the folder in JPEG_WORK, default /dev/shm/jb).
+# jpeg-timeline: the same folder job once, recorded by bench/cuda_timeline.cpp into $OUT/jpeg-job.timeline.xz, and
+# tools/timeline_summary.py's summary of it (how busy the SMs, the copy engines and the JPEG_ENGINES hardware
+# JPEG decoders were, default 7) into $OUT/jpeg-timeline.txt.
 # A machine without CLI11, TBB or nlohmann-json (and without a network to install them) can be handed
 # Debian's packages, unpacked on a machine that has apt into the git-ignored .deps/prefix:
 #   mkdir -p .deps && cd .deps && apt-get download libcli11-dev libtbb-dev libtbb12 libtbbmalloc2 \
@@ -35,6 +39,14 @@ if [ -d .deps/prefix/usr ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/prefix/usr")
   export LD_LIBRARY_PATH="$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+
+# The folder of the JPEG steps: JPEG_FILES 1080p photos (tools/jpeg_folder_bench.py), made once.
+jpeg_folder=${JPEG_WORK:-/dev/shm/jb}/in
+make_jpeg_folder() {
+  python3 -c "import sys, pathlib; sys.path.insert(0, 'tools'); import jpeg_folder_bench as j; \
+j.make_folder(pathlib.Path('$jpeg_folder'), ${JPEG_FILES:-4000})"
+}
+jpeg_job=(--ops resize=1280x720,gaussian=5:1.0 --format jpg --quality 90 --overwrite --timings)
 
 status=0
 for step in "${steps[@]}"; do
@@ -116,22 +128,33 @@ for step in "${steps[@]}"; do
       tail -6 "$OUT/jpeg-folder.txt"
       ;;
     jpeg-threads)
-      folder=${JPEG_WORK:-/dev/shm/jb}/in
-      python3 -c "import sys, pathlib; sys.path.insert(0, 'tools'); import jpeg_folder_bench as j; \
-j.make_folder(pathlib.Path('$folder'), ${JPEG_FILES:-4000})" || { status=1; continue; }
+      make_jpeg_folder || { status=1; continue; }
       : > "$OUT/jpeg-threads.txt"
       for round in 1 2; do
         for threads in ${JPEG_THREADS:-2 3 4 5 6 7}; do
-          "$BUILD"/apps/imgpipe batch "$folder" "${folder%/in}/out-threads" --ops resize=1280x720,gaussian=5:1.0 \
-            --format jpg --quality 90 --overwrite --gpu-decode-threads "$threads" --timings \
-            > "$OUT/jpeg-threads-$threads-$round.log" 2>&1 || status=1
+          "$BUILD"/apps/imgpipe batch "$jpeg_folder" "${jpeg_folder%/in}/out-threads" "${jpeg_job[@]}" \
+            --gpu-decode-threads "$threads" > "$OUT/jpeg-threads-$threads-$round.log" 2>&1 || status=1
           echo "--gpu-decode-threads $threads, round $round: $(grep -oE '[0-9.]+ images/s' \
             "$OUT/jpeg-threads-$threads-$round.log"); $(grep -oE 'its [0-9]+ threads busy.*' \
             "$OUT/jpeg-threads-$threads-$round.log")" | tee -a "$OUT/jpeg-threads.txt"
         done
       done
       ;;
-    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, jpeg, jpeg-threads)"; exit 2 ;;
+    jpeg-timeline)
+      make_jpeg_folder || { status=1; continue; }
+      recorder=$PWD/$BUILD/bench/libimgpipe_cuda_timeline.so
+      [ -f "$recorder" ] || { echo "jpeg-timeline: $recorder was not built (the toolkit has no CUPTI)"; status=1; continue; }
+      rm -f "$OUT/jpeg-job.timeline" "$OUT/jpeg-job.timeline.xz"
+      CUDA_INJECTION64_PATH=$recorder IMGPIPE_TIMELINE=$OUT/jpeg-job.timeline "$BUILD"/apps/imgpipe batch \
+        "$jpeg_folder" "${jpeg_folder%/in}/out-timeline" "${jpeg_job[@]}" > "$OUT/jpeg-timeline-job.log" 2>&1 || status=1
+      grep -E "images/s|per image|busy" "$OUT/jpeg-timeline-job.log"
+      [ -s "$OUT/jpeg-job.timeline" ] || { echo "jpeg-timeline: no timeline was written (jpeg-timeline-job.log)"; status=1; continue; }
+      python3 tools/timeline_summary.py "$OUT/jpeg-job.timeline" --window-kernel imgpipe --top 14 \
+        --jpeg-engines "${JPEG_ENGINES:-7}" > "$OUT/jpeg-timeline.txt" || status=1
+      cat "$OUT/jpeg-timeline.txt"
+      xz -T0 "$OUT/jpeg-job.timeline"
+      ;;
+    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, jpeg, jpeg-threads, jpeg-timeline)"; exit 2 ;;
   esac
 done
 exit $status

@@ -2,7 +2,7 @@
 """How busy the GPU was, from a timeline that libimgpipe_cuda_timeline.so wrote (bench/cuda_timeline.cpp).
 
 Usage: timeline_summary.py RUN.timeline[.xz] [--window-kernel TEXT] [--top N] [--chrome-trace FILE]
-                           [--decode-batches]
+                           [--decode-batches] [--jpeg-engines N]
 
 The window: from the start of the first to the end of the last kernel whose name holds TEXT (default: every
 record), so that start-up and shutdown stay out. Over the window it prints:
@@ -15,10 +15,17 @@ trace-event JSON, one track per CUDA stream, for Perfetto (ui.perfetto.dev: Open
 
 --decode-batches, for a GPU JPEG job: inside each batched call nvJPEG's hardware decoder copies the files' bytes
 to the device one after another (a host to device copy of each file's size), the pace at which the JPEG engines
-get them, and copies the decoded planes out (device to device) as the engines finish. The file copies, split where more than 0.6 ms passes between two,
-mark its batches. It says how the time from the first file copy to the last divides: handing a batch's files
+get them, and copies the decoded planes out (device to device) as the engines finish. The file copies, split
+where more than 0.6 ms passes between two, mark its batches. It says how the time from the first file copy to the last divides: handing a batch's files
 over, then from the batch's last file copy to its last planes copy (the engines finishing the batch), then
-until the next batch's first file copy (between batches, the engines have nothing)."""
+until the next batch's first file copy (between batches, the engines have nothing).
+
+--jpeg-engines N, for a GPU JPEG job on a GPU with N hardware JPEG decoders (the H200 has 7), with either of
+nvJPEG's APIs: a file is with the decoder from the end of its copy to the device to the start of the next device
+to device copy on the same stream (its planes coming out). It says how long files were with the decoder (a free
+engine's wait included) and, over the window, how many were with it at once: on average, and the share of the
+window with none, with some but fewer than N, and with N or more, when every engine can have a file. A job that keeps
+fewer than N files with the decoder leaves engines idle: their feeding bounds it, not the engines."""
 import argparse
 import bisect
 import collections
@@ -93,6 +100,36 @@ def decode_batches(copies, min_file_bytes=64_000, batch_gap=600_000):
             "handing": handing, "finishing": finishing, "between": between}
 
 
+def files_with_decoder(copies, min_file_bytes=64_000):
+    """(start, end) of each file with the hardware decoder (see --jpeg-engines in the module's help)."""
+    by_stream = collections.defaultdict(list)
+    for start, stop, stream, kind, size in copies:
+        by_stream[stream].append((start, stop, kind, size))
+    files = []
+    for stream_copies in by_stream.values():
+        handed_over = None
+        for start, stop, kind, size in sorted(stream_copies):
+            if kind == "HtoD" and size >= min_file_bytes:
+                handed_over = stop
+            elif kind == "DtoD" and handed_over is not None:
+                files.append((handed_over, start))
+                handed_over = None
+    return files
+
+
+def at_once(intervals, begin, end):
+    """{count: ns of [begin, end) during which `count` of the intervals were open}."""
+    edges = sorted([(max(s, begin), 1) for s, e in intervals if e > begin and s < end] +
+                   [(min(e, end), -1) for s, e in intervals if e > begin and s < end])
+    time_at, open_now, last = collections.Counter(), 0, begin
+    for t, change in edges:
+        time_at[open_now] += t - last
+        open_now += change
+        last = t
+    time_at[open_now] += end - last
+    return time_at
+
+
 def write_chrome_trace(path, kernels, copies, names, begin, end):
     """The window's kernels and copies as spans, microseconds from its start, a track per stream."""
     events, streams = [], set()
@@ -120,6 +157,8 @@ def main():
     parser.add_argument("--chrome-trace", help="also write the window as Chrome trace-event JSON to this file")
     parser.add_argument("--decode-batches", action="store_true",
                         help="also how nvJPEG's hardware decoder spent the time between its batches")
+    parser.add_argument("--jpeg-engines", type=int, metavar="N",
+                        help="also how many files the N hardware JPEG decoders had at once")
     args = parser.parse_args()
 
     kernels, copies = [], []
@@ -190,6 +229,22 @@ def main():
                 print(f"  {label}: {100 * sum(times) / span:.0f}% (per batch: median "
                       f"{ordered[len(ordered) // 2] / 1e3:.0f} us, mean {sum(times) / handed / 1e3:.0f} us, "
                       f"90th percentile {ordered[9 * len(ordered) // 10] / 1e3:.0f} us)")
+    if args.jpeg_engines:
+        files = files_with_decoder(copies)
+        if not files:
+            print("JPEG decoder: no file copied to the device and its planes out on the same stream")
+        else:
+            times = sorted(e - s for s, e in files)
+            time_at = at_once(files, begin, end)
+            engines = args.jpeg_engines
+            none, all_fed = time_at[0], sum(ns for count, ns in time_at.items() if count >= engines)
+            mean = sum(count * ns for count, ns in time_at.items()) / window
+            print(f"JPEG decoder: {len(files)} files, from their copy to the device to their planes' first copy out: "
+                  f"median {times[len(times) // 2] / 1e3:.0f} us, 90th percentile "
+                  f"{times[9 * len(times) // 10] / 1e3:.0f} us (waiting for a free engine included)")
+            print(f"  files with the decoder at once: {mean:.2f} on average; none {100 * none / window:.1f}%, "
+                  f"fewer than {engines}: {100 * (window - none - all_fed) / window:.1f}%, {engines} or more (every "
+                  f"engine can have one): {100 * all_fed / window:.1f}% of the window")
     if args.chrome_trace:
         write_chrome_trace(args.chrome_trace, kernels, copies, names, begin, end)
         print(f"Chrome trace of the window: {args.chrome_trace}")
