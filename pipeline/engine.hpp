@@ -141,7 +141,7 @@ std::unique_ptr<Engine> make_backend_engine(std::unique_ptr<Backend> backend, co
 // event and its own planned DeviceChain, so slots never share scratch memory. Over several devices
 // (EngineOptions::devices) the slots are dealt out among them, and take() hands out a free slot of the device
 // with the least work still queued, so a slower device gets fewer frames instead of holding back the others;
-// frames still complete in submit order.
+// next_completed() still gives the frames in submit order.
 std::unique_ptr<Engine> make_gpu_engine(GpuPath path, const Chain& chain, const EngineOptions& options);
 
 }  // namespace imgpipe
