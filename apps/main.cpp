@@ -271,6 +271,12 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
               << " (imgpipe --help explains them)\n";
     return kExitUsage;
   }
+  // CLI11's errors as imgpipe's own: prefixed like every other message, pointing at the help of the command given.
+  app.failure_message([](const CLI::App* root, const CLI::Error& e) {
+    std::string command = "imgpipe";
+    for (const CLI::App* sub : root->get_subcommands()) command += " " + sub->get_name();
+    return "imgpipe: " + std::string(e.what()) + " (" + command + " --help explains the options)\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -247,6 +247,8 @@ TEST(CliUsage, MissingInputFolderIsAUsageError) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_TRUE(contains(run.output, (dir.path() / "nope").string())) << run.output;
   EXPECT_TRUE(contains(run.output, "does not exist")) << run.output;
+  EXPECT_TRUE(run.output.starts_with("imgpipe: ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "imgpipe batch --help")) << run.output;
   EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 
