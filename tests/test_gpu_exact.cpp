@@ -227,6 +227,38 @@ TEST_P(GpuExactTest, BatchesAndChangingSizes) {
   }
 }
 
+// 8K frames: every op alone and a chain, on a 7680x4320 frame and on 7681x4321 (rows of 23043 bytes, no row after
+// the first word-aligned), one frame per launch and two per batch, against the models: about 100 MB a frame, and
+// grids of many waves for every kernel.
+TEST_P(GpuExactTest, EveryOpOn8KFrames) {
+  SKIP_WITHOUT_DEVICE();
+  const Device device;
+  for (const Size size : {Size{7680, 4320}, Size{7681, 4321}}) {
+    const Image image = synthetic_image(size, 88);
+    Image pair({size.width, size.height * 2});  // the frame twice, packed
+    std::copy_n(image.data(), size.rgb_bytes(), pair.data());
+    std::copy_n(image.data(), size.rgb_bytes(), pair.data() + size.rgb_bytes());
+    const cuda::DeviceBuffer d_in = device.upload(pair);
+    for (const char* text :
+         {"resize=3840x2160", "resize=5000x2999", "gaussian=5:1.0", "box=5:replicate", "sharpen", "sobel", "flip=h",
+          "rotate=180", "transpose", "rotate=90", "gray", "normalize", "gray,sobel,normalize"}) {
+      const Chain chain = parse_chain(text);
+      const Size out_size = output_size(chain, size);
+      const Image expected = opencv_exact::apply(chain, image);
+      DeviceChain device_chain(GetParam(), chain, Arithmetic::exact);
+      const cuda::DeviceBuffer one = device.poisoned(out_size.rgb_bytes());
+      device_chain.run(d_in.data(), size, one.data(), device.stream());
+      EXPECT_TRUE(within(device.download(one.data(), out_size), expected, 0)) << text << " on " << to_string(size);
+      const cuda::DeviceBuffer two = device.poisoned(2 * out_size.rgb_bytes());
+      device_chain.run_batch(d_in.data(), size, 2, two.data(), device.stream());
+      for (int f = 0; f < 2; ++f) {
+        EXPECT_TRUE(within(device.download(two.data() + f * out_size.rgb_bytes(), out_size), expected, 0))
+            << text << " on " << to_string(size) << ", frame " << f << " of a batch of 2";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(BothPaths, GpuExactTest, ::testing::Values(GpuPath::naive, GpuPath::optimized),
                          [](const auto& info) { return path_name(info.param); });
 
