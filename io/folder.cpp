@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -64,7 +65,10 @@ class Walker {
  public:
   Walker(const fs::path& root, const FolderWalk& options)
       : root_(root), options_(options), root_resolved_(fs::weakly_canonical(fs::absolute(root))) {
-    if (!options_.avoid.empty()) avoid_resolved_ = fs::weakly_canonical(fs::absolute(options_.avoid));
+    if (!options_.avoid.empty()) {
+      avoid_resolved_ = fs::weakly_canonical(fs::absolute(options_.avoid));
+      avoid_id_ = folder_id(options_.avoid);
+    }
   }
 
   FolderListing run() {
@@ -76,12 +80,22 @@ class Walker {
   }
 
  private:
-  // True the first time a folder (by device and inode) is seen: a followed link never leads into a folder
-  // walked before, so link loops end.
-  bool remember_walked(const fs::path& folder) {
+  using FolderId = std::pair<dev_t, ino_t>;
+
+  static std::optional<FolderId> folder_id(const fs::path& folder) {
     struct stat info {};
-    if (::stat(folder.c_str(), &info) != 0) return true;
-    return walked_.emplace(info.st_dev, info.st_ino).second;
+    if (::stat(folder.c_str(), &info) != 0) return std::nullopt;
+    return FolderId{info.st_dev, info.st_ino};
+  }
+
+  // True the first time a folder (by device and inode) is seen, and never for the folder to avoid: a folder is
+  // walked once, whether reached as a subfolder or through a link to it or to a folder above it, so link loops
+  // end and a followed link to a folder above the outputs does not lead into them.
+  bool remember_walked(const fs::path& folder) {
+    const std::optional<FolderId> id = folder_id(folder);
+    if (!id) return true;
+    if (id == avoid_id_) return false;
+    return walked_.insert(*id).second;
   }
 
   // A link to a folder is followed only with --follow-links, and only out of the input folder (whatever it
@@ -114,7 +128,7 @@ class Walker {
       std::error_code status_error;
       const fs::file_status own = entry.symlink_status(status_error);
       if (fs::is_directory(own)) {
-        folders.push_back(name);
+        if (remember_walked(entry.path())) folders.push_back(name);
         if (image_name) {
           listing_.entries.push_back({name, "is a directory, not an image file (images inside it are processed)"});
         }
@@ -158,7 +172,8 @@ class Walker {
   FolderWalk options_;
   fs::path root_resolved_;
   fs::path avoid_resolved_;
-  std::set<std::pair<dev_t, ino_t>> walked_;
+  std::optional<FolderId> avoid_id_;  // none where the folder to avoid does not exist yet
+  std::set<FolderId> walked_;
   FolderListing listing_;
 };
 

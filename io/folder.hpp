@@ -37,7 +37,8 @@ std::vector<FolderEntry> list_image_entries(const std::filesystem::path& root);
 // How list_folder walks.
 struct FolderWalk {
   // Also walk folders reached through symbolic links, when they lie outside the root (folders inside it are
-  // walked anyway) and outside `avoid`, each folder once (so link loops end).
+  // walked anyway) and outside `avoid`. Every folder is walked once (so link loops end), and `avoid` never, even
+  // where a link leads to a folder above it.
   bool follow_links = false;
   std::filesystem::path avoid;  // e.g. the output folder of a batch
 };

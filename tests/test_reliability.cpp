@@ -1229,6 +1229,46 @@ TEST_F(Reliability, FollowedLinksNeverLeadIntoTheOutputFolder) {
   EXPECT_FALSE(fs::exists(out / "to-out"));
 }
 
+// A followed link to a folder above the output folder: the walk passes the output folder over wherever it meets
+// it, so a resumed batch never takes its own outputs for inputs (each run would nest them one level deeper).
+TEST_F(Reliability, AFollowedLinkToAFolderAboveTheOutputsNeverWalksThem) {
+  const fs::path photos = dir.path() / "photos", shared = dir.path() / "shared", shared_out = shared / "out";
+  fs::create_directories(photos);
+  fs::create_directories(shared);
+  io::write_image(photos / "a.ppm", testing::random_image({4, 4}, 4));
+  io::write_image(shared / "b.ppm", testing::random_image({6, 4}, 5));
+  fs::create_directory_symlink(shared, photos / "shared");
+  for (int run = 0; run < 3; ++run) {
+    const CommandResult result = imgpipe_cmd("batch " + quoted(photos) + " " + quoted(shared_out) +
+                                             " --ops flip=h --follow-links --skip-existing");
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    std::vector<fs::path> outputs;
+    for (const auto& entry : fs::recursive_directory_iterator(shared_out)) {
+      if (entry.is_regular_file()) outputs.push_back(fs::relative(entry.path(), shared_out));
+    }
+    std::sort(outputs.begin(), outputs.end());
+    EXPECT_EQ(outputs, (std::vector<fs::path>{"a.ppm", "shared/b.ppm"})) << "run " << run << "\n" << result.output;
+  }
+}
+
+// A followed link to a folder above the input folder walks that folder once, and the input folder inside it not
+// again: every input has one output.
+TEST_F(Reliability, AFollowedLinkToAFolderAboveTheInputWalksTheInputOnce) {
+  const fs::path top = dir.path() / "top", photos = top / "photos", results = dir.path() / "results";
+  fs::create_directories(photos);
+  fs::create_directories(top / "beside");
+  io::write_image(photos / "a.ppm", testing::random_image({4, 4}, 6));
+  io::write_image(top / "beside" / "c.ppm", testing::random_image({4, 6}, 7));
+  fs::create_directory_symlink(top, photos / "up");
+  const CommandResult result =
+      imgpipe_cmd("batch " + quoted(photos) + " " + quoted(results) + " --ops flip=h --follow-links");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(contains(result.output, "2 done, 0 failed")) << result.output;
+  EXPECT_TRUE(fs::exists(results / "a.ppm"));
+  EXPECT_TRUE(fs::exists(results / "up" / "beside" / "c.ppm"));
+  EXPECT_FALSE(fs::exists(results / "up" / "photos")) << "the input folder was walked a second time";
+}
+
 TEST(ReliabilityUsage, BenchRowsThatNeedAGpuFailWithoutOne) {
   if (cuda::device_available()) GTEST_SKIP() << "a CUDA device is usable here; the GPU rows can run";
   const CommandResult run = imgpipe_cmd("bench --ops flip=h --size 32x24 --frames 2 --repeats 1 --warmup 0 "
