@@ -48,6 +48,20 @@ bool descriptor_is(int fd, const std::string& path) {
          same_file(by_fd, by_path);
 }
 
+// True when `path` and `other` (an input or output, "-" for stdin or stdout) are one file: the same file where
+// both exist, else the same path once resolved (./out.mp4 and out.mp4 before either is written).
+bool is_same_file(const std::string& path, const std::string& other, int other_descriptor) {
+  if (other == "-") return descriptor_is(other_descriptor, path);
+  struct stat a {
+  }, b{};
+  if (::stat(path.c_str(), &a) == 0 && ::stat(other.c_str(), &b) == 0) return same_file(a, b);
+  std::error_code error_a, error_b;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path), error_a);
+  const std::filesystem::path other_resolved =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(other), error_b);
+  return !error_a && !error_b && resolved == other_resolved;
+}
+
 // Before anything is opened: an output that is the input (by any path: a link, a hard link, ./name, or the
 // shell's redirection of stdin or stdout) would destroy it; an existing output needs --overwrite.
 void check_output_path(const StreamOptions& options) {
@@ -172,7 +186,8 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
       throw UsageError("--timestamps '" + options.timestamps + "' exists; --overwrite replaces it");
     }
-    if (options.timestamps == options.input || options.timestamps == options.output) {
+    if (is_same_file(options.timestamps, options.input, STDIN_FILENO) ||
+        is_same_file(options.timestamps, options.output, STDOUT_FILENO)) {
       throw UsageError("--timestamps '" + options.timestamps + "' is the stream's input or output");
     }
   }

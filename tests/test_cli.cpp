@@ -566,6 +566,25 @@ TEST(CliStream, TimestampsKeepTheInputsTimingWhereTheDecoderHasIt) {
   EXPECT_TRUE(contains(folder.output, "--timestamps names one file")) << folder.output;
 }
 
+// --timestamps naming the input or the output by another spelling (./name, a link) is refused before anything
+// is opened, even with --overwrite: the input is kept, and no video is written only to be replaced by the text.
+TEST(CliStream, TimestampsThatNameTheInputOrOutputByAnotherPathAreRefused) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const fs::path input = dir.path() / "clip.mp4", output = dir.path() / "out.mp4";
+  fs::copy_file(video_file("clip.mp4"), input);
+  fs::create_symlink(input, dir.path() / "link.mp4");
+  const auto input_bytes = testing::file_bytes(input);
+  for (const fs::path& times : {dir.path() / "." / "clip.mp4", dir.path() / "link.mp4", dir.path() / "." / "out.mp4"}) {
+    const CommandResult run = imgpipe("stream --input " + quoted(input) + " --output " + quoted(output) +
+                                      " --ops flip=h --overwrite --timestamps " + quoted(times));
+    EXPECT_EQ(run.exit_code, 2) << times << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "is the stream's input or output")) << run.output;
+    EXPECT_EQ(testing::file_bytes(input), input_bytes) << times;
+    EXPECT_FALSE(fs::exists(output)) << times;
+  }
+}
+
 // A video file output keeps the frames' times where the decoder has them (NVDEC on a container, FFmpeg's CPU
 // decoder: clip_vfr.mkv's 25, then 12.5, then 50 frames/s), else puts them 1/25 s apart, the rate the file
 // declares.
