@@ -7,6 +7,7 @@
 #include "image_header.hpp"
 #include "io_error.hpp"
 
+#include <iterator>
 #include <map>
 #include <new>
 #include <stdexcept>
@@ -17,6 +18,18 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path resolved(const fs::path& path) { return fs::weakly_canonical(fs::absolute(path)); }
+
+// The first folder on `relative`'s way from `root` (its components but the last) that is a symbolic link, as
+// root / those components; empty where there is none.
+fs::path folder_link_on(const fs::path& root, const fs::path& relative) {
+  fs::path folder = root;
+  for (auto part = relative.begin(); part != relative.end() && std::next(part) != relative.end(); ++part) {
+    folder /= *part;
+    std::error_code error;
+    if (fs::is_symlink(fs::symlink_status(folder, error))) return folder;
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -85,6 +98,9 @@ FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& re
     const fs::path normal = relative.lexically_normal();
     if (relative.is_absolute() || normal.empty() || normal == "." || *normal.begin() == "..") {
       entry.problem = "not a path inside the input folder " + input_dir.string();
+    } else if (const fs::path link = folder_link_on(input_dir, normal); !link.empty()) {
+      entry.problem = "not a path inside the input folder " + input_dir.string() + ": it goes through " +
+                      link.string() + ", a link to a folder (the folder's listing does not follow those)";
     }
     entries.push_back(std::move(entry));
   }

@@ -66,6 +66,27 @@ TEST(Folder, PlanFilesMapsAChosenListAsTheFolderPlanDoes) {
   EXPECT_TRUE(plan_files(in, {"sub/exists.jpg"}, out, "png", ExistingOutputs::skip).files[0].skip);
 }
 
+// A chosen path through a link to a folder is refused, as the folder's listing does not follow those: it could
+// lead out of the input folder. A link to a file is taken, as the listing lists it.
+TEST(Folder, PlanFilesRefusesAPathThroughALinkToAFolder) {
+  TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  write_bytes(dir.path() / "secret/s.png", "x");
+  write_bytes(in / "real/a.png", "x");
+  fs::create_directory_symlink(dir.path() / "secret", in / "link");
+  fs::create_directory_symlink(in / "real", in / "real/again");
+  fs::create_symlink(in / "real/a.png", in / "file-link.png");
+  const FolderPlan plan = plan_files(in, {"link/s.png", "real/again/a.png", "real/a.png", "file-link.png"}, out, "same",
+                                     ExistingOutputs::refuse);
+  ASSERT_EQ(plan.files.size(), 4u);
+  EXPECT_NE(plan.files[0].refusal.find("it goes through " + (in / "link").string() + ", a link to a folder"),
+            std::string::npos)
+      << plan.files[0].refusal;
+  EXPECT_NE(plan.files[1].refusal.find((in / "real/again").string()), std::string::npos) << plan.files[1].refusal;
+  EXPECT_TRUE(plan.files[2].refusal.empty()) << plan.files[2].refusal;
+  EXPECT_TRUE(plan.files[3].refusal.empty()) << plan.files[3].refusal;
+}
+
 TEST(Folder, MissingFolderIsAnIoErrorNamingIt) {
   TempDir dir;
   try {
