@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -93,11 +93,18 @@ int create_temporary(const std::filesystem::path& name) {
 
 std::filesystem::path temporary_name_for(const std::filesystem::path& path) {
   static std::atomic<unsigned> counter{0};
-  std::string name(".");
-  name += path.filename().string();
-  name += ".imgpipe-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-  name += path.extension().string();
-  return path.parent_path() / name;
+  // The extension stays last (the writers pick the format by it), and the file's name is cut short where the
+  // whole would pass the file system's limit on a name, at a UTF-8 character's start.
+  const std::string suffix = ".imgpipe-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) +
+                             path.extension().string();
+  std::string kept = path.filename().string();
+  const std::size_t room = NAME_MAX - 1 - suffix.size();
+  if (kept.size() > room) {
+    std::size_t cut = room;
+    while (cut > 0 && (static_cast<unsigned char>(kept[cut]) & 0xC0u) == 0x80u) --cut;
+    kept.resize(cut);
+  }
+  return path.parent_path() / ("." + kept + suffix);
 }
 
 TemporaryFile::TemporaryFile(std::filesystem::path path)

@@ -324,6 +324,33 @@ TEST(AtomicWrite, KeepNeverReplacesAnExistingFile) {
   EXPECT_EQ(file(path), replacement);
 }
 
+// A file whose name is near the file system's limit (255 bytes) is written all the same: its temporary's name is
+// cut short to fit, at a character's start, and keeps the extension last.
+TEST(AtomicWrite, ANameNearTheLimitGetsATemporaryThatFits) {
+  TempDir dir;
+  std::string name;
+  for (int i = 0; i < 80; ++i) name += "\u00e9x";  // 240 bytes, a two-byte character in every three
+  name += ".jpeg";
+  const fs::path path = dir.path() / name;
+  const fs::path temporary = temporary_name_for(path);
+  const std::string kept = temporary.filename().string();
+  EXPECT_LE(kept.size(), 255u);
+  for (std::size_t i = 0; i < kept.size(); ++i) {  // no character cut in two: each lead byte has its second byte
+    const auto byte = static_cast<unsigned char>(kept[i]);
+    if ((byte & 0xE0u) == 0xC0u) {
+      ASSERT_LT(i + 1, kept.size());
+      EXPECT_EQ(static_cast<unsigned char>(kept[++i]) & 0xC0u, 0x80u) << kept;
+    } else {
+      EXPECT_LT(byte, 0x80u) << kept;
+    }
+  }
+  EXPECT_EQ(temporary.extension(), ".jpeg");
+  EXPECT_EQ(temporary.parent_path(), dir.path());
+  write_file_atomically(path, bytes_of("contents"));
+  EXPECT_EQ(file(path), bytes_of("contents"));
+  EXPECT_TRUE(temporaries_in(dir.path()).empty());
+}
+
 // The exit code of `body` run in a child process (which must end with _exit), or -1 when it did not exit.
 int exit_code_in_child(const std::function<void()>& body) {
   const pid_t child = ::fork();
