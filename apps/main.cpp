@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   batch_command->add_option("--jobs", batch.jobs, "Decode/encode threads; 0 = one per hardware thread")
-      ->check(CLI::Range(0, 1024))
+      ->check(CLI::Range(0, kMaxJobs))
       ->capture_default_str();
   auto* overwrite =
       batch_command->add_flag("--overwrite", batch.overwrite, "Replace existing outputs (otherwise each is reported)");

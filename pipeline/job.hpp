@@ -84,6 +84,9 @@ struct JobOptions {
   std::function<bool()> stop_requested;  // polled before each new item: finish what is in flight, start nothing
 };
 
+// The most reads and writes at once a job is asked for (`imgpipe batch --jobs`, run_folder's jobs).
+constexpr int kMaxJobs = 1024;
+
 // Reads and writes at once for a request of `requested` (0: one per hardware thread).
 int job_workers(int requested);
 // Engine slots for a job with `workers` readers and writers: two more, so that the engine has frames queued

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,6 +61,11 @@ Shape shape_of(std::span<const std::size_t> extents) {
   if (!((ndim == 3 || ndim == 4) && extents[ndim - 1] == 3)) {
     throw nb::value_error("expected uint8 frames of shape (H, W, 3) or (N, H, W, 3), interleaved RGB");
   }
+  if (ndim == 4 && extents[0] > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw nb::value_error(("a batch of " + std::to_string(extents[0]) + " frames: at most " +
+                           std::to_string(std::numeric_limits<int>::max()) + " frames a call")
+                              .c_str());
+  }
   Shape s;
   s.batch = ndim == 4;
   s.frames = s.batch ? static_cast<int>(extents[0]) : 1;
@@ -90,10 +96,20 @@ std::vector<std::size_t> shape_for(const Shape& in, Size out) {
 // or `ptr` (CuPy). None is the legacy default stream, which CuPy's and PyTorch's default streams are too.
 cudaStream_t stream_of(const nb::object& stream) {
   if (stream.is_none()) return nullptr;
+  nb::object handle = stream;
   for (const char* attribute : {"cuda_stream", "ptr"}) {
-    if (nb::hasattr(stream, attribute)) return reinterpret_cast<cudaStream_t>(nb::cast<std::uintptr_t>(stream.attr(attribute)));
+    if (nb::hasattr(stream, attribute)) {
+      handle = stream.attr(attribute);
+      break;
+    }
   }
-  return reinterpret_cast<cudaStream_t>(nb::cast<std::uintptr_t>(stream));
+  std::uintptr_t value = 0;
+  if (!nb::try_cast(handle, value)) {
+    throw nb::type_error(
+        "stream: expected None, a cudaStream_t as a non-negative int, or an object with "
+        "`cuda_stream` (PyTorch) or `ptr` (CuPy)");
+  }
+  return reinterpret_cast<cudaStream_t>(value);
 }
 
 // Host frames of a NumPy batch as a job's source and sink: each frame is copied into the engine slot the job
@@ -361,6 +377,11 @@ class Pipeline {
   // The engine's devices for host frames: the one asked for, else the current device.
   std::vector<int> engine_devices() const { return device_ ? std::vector<int>{*device_} : std::vector<int>{}; }
   std::pair<int, int> output_size(std::pair<int, int> size) const {
+    if (size.first < 1 || size.second < 1 || size.first > kMaxDimension || size.second > kMaxDimension) {
+      throw nb::value_error(("frame size " + std::to_string(size.first) + "x" + std::to_string(size.second) +
+                             ": sides from 1 to " + std::to_string(kMaxDimension))
+                                .c_str());
+    }
     const Size out = imgpipe::output_size(chain_, {size.first, size.second});
     return {out.width, out.height};
   }
@@ -537,6 +558,11 @@ bool uses_gpu_jpeg(const char* option, const std::string& choice, const Engine& 
 // not raised.
 nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::string& output_dir, int quality,
                   int jobs, bool overwrite, std::uint64_t max_pixels, const JpegCodecs& codecs) {
+  if (jobs < 0 || jobs > kMaxJobs) {
+    throw nb::value_error(("jobs: " + std::to_string(jobs) + " is not from 0 (one per hardware thread) to " +
+                           std::to_string(kMaxJobs) + ", as `imgpipe batch --jobs`")
+                              .c_str());
+  }
   const Chain& chain = pipeline.parsed_chain();
   int workers = job_workers(jobs);
   JobSummary summary;
@@ -731,12 +757,21 @@ class VideoWriter {
                                                    audio_from.value_or(""));
   }
 
+  static constexpr double kLatestFrameSeconds = 1e9;  // about 32 years
+
   // `frame` at `seconds` (None: 1 / fps after the frame before).
   void write(const nb::handle& frame_object, std::optional<double> seconds) {
     const Frames frame = cast_frames(frame_object);
     const Shape shape = shape_of(frame);
     if (shape.batch || frame.device_type() != nb::device::cpu::value) {
       throw nb::value_error("write takes one host frame of shape (H, W, 3)");
+    }
+    // A time the file's 1/90000 s clock can hold; a NaN or a time past that would leave the muxer a frame it
+    // refuses, and only close() would say so, losing every frame.
+    if (seconds && !(*seconds >= 0 && *seconds <= kLatestFrameSeconds)) {
+      throw nb::value_error(("seconds: " + std::to_string(*seconds) + " is not a time from 0 to " +
+                             std::to_string(static_cast<long long>(kLatestFrameSeconds)))
+                                .c_str());
     }
     nb::gil_scoped_release released;
     const std::lock_guard one_at_a_time(mutex_);  // threads sharing a writer write in turn
@@ -828,6 +863,8 @@ NB_MODULE(_imgpipe, m) {
     try {
       std::rethrow_exception(error);
     } catch (const io::IoError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
       PyErr_SetString(PyExc_OSError, e.what());
     } catch (const DeviceOutOfMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
@@ -924,12 +961,13 @@ NB_MODULE(_imgpipe, m) {
            "OSError naming the file when it exists (unless overwrite)")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
-           "1 / fps after it); every frame must have the first's size")
+           "1 / fps after it; ValueError outside 0 to 1e9); every frame must have the first's size")
       .def("close", &imgpipe::python::VideoWriter::close,
            "Completes the file and renames it into place (no file where no frame was written); OSError naming "
            "the file where it could not be completed, and then nothing is left under its name")
-      .def("__enter__", [](imgpipe::python::VideoWriter& self) -> imgpipe::python::VideoWriter& { return self; },
-           nb::rv_policy::reference)
+      .def(
+          "__enter__", [](imgpipe::python::VideoWriter& self) -> imgpipe::python::VideoWriter& { return self; },
+          nb::rv_policy::reference)
       .def(
           "__exit__",
           [](imgpipe::python::VideoWriter& self, const nb::handle& type, const nb::handle&, const nb::handle&) {

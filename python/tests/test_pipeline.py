@@ -74,6 +74,27 @@ def test_bad_arguments_raise_with_the_commands_words(tmp_path):
         p(np.zeros((4, 4, 3), np.float32))
 
 
+def test_arguments_out_of_range_raise_value_and_type_errors(tmp_path):
+    p = imgpipe.Pipeline("flip=h", backend=usable_backends()[0])
+    frame = np.zeros((4, 4, 3), np.uint8)
+    with pytest.raises(TypeError, match="stream: expected None, a cudaStream_t"):
+        p(frame, stream="x")
+    with pytest.raises(TypeError, match="stream: expected None, a cudaStream_t"):
+        p(frame, stream=-1)
+    # 2^31 frames of one pixel: calloc'd, never touched, refused from the shape alone.
+    with pytest.raises(ValueError, match="a batch of 2147483648 frames: at most 2147483647"):
+        p(np.zeros((2**31, 1, 1, 3), np.uint8))
+    for size in ((0, 0), (-3, 7), (65536, 1)):
+        with pytest.raises(ValueError, match="sides from 1 to 65535"):
+            p.output_size(size)
+    with pytest.raises(ValueError, match="jobs: 2147483647 is not from 0"):
+        p.run_folder(str(photos_dir()), str(tmp_path / "out"), jobs=2**31 - 1)
+    a_file = tmp_path / "a-file"
+    a_file.write_bytes(b"x")
+    with pytest.raises(OSError):
+        p.run_folder(str(photos_dir()), str(a_file / "out"))
+
+
 def test_run_folder_is_the_batch_job(tmp_path):
     source = tmp_path / "in"
     source.mkdir()
