@@ -120,8 +120,16 @@ std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const
                                       const FrameAllocator& allocate, std::uint64_t max_pixels) {
   if (bytes.empty()) throw IoError("empty file");
   if (starts_with(bytes, {'P', '6'})) {
-    decode_ppm_into(bytes, allocate, max_pixels);
-    return {};
+    try {
+      decode_ppm_into(bytes, allocate, max_pixels);
+      return {};
+    } catch (const PpmDepthError&) {
+      // Another depth than 8 bits, within the pixel limit: OpenCV reads it where the build has it, and scales
+      // 16-bit samples down as it does a PNG's.
+#ifndef IMGPIPE_HAVE_OPENCV
+      throw;
+#endif
+    }
   }
 #ifdef IMGPIPE_HAVE_OPENCV
   (void)extension;

@@ -102,10 +102,13 @@ void decode_ppm_into(std::span<const std::uint8_t> bytes, const FrameAllocator& 
   if (width == 0 || height == 0) {
     throw IoError("bad header: size " + std::to_string(width) + "x" + std::to_string(height) + " has no pixels");
   }
-  if (maxval != 255) {
-    throw IoError("maxval " + std::to_string(maxval) + " is not supported; imgpipe reads 8-bit PPM (maxval 255)");
-  }
   if (width * height > max_pixels) throw PixelLimitError(pixel_limit_reason(width, height, max_pixels));
+  if (maxval != 255) {
+    const std::string reason =
+        "maxval " + std::to_string(maxval) + " is not supported; imgpipe reads 8-bit PPM (maxval 255)";
+    if (maxval >= 1 && maxval <= 65535) throw PpmDepthError(reason);
+    throw IoError(reason);
+  }
   header.skip_raster_delimiter();
 
   const Size size{static_cast<int>(width), static_cast<int>(height)};

@@ -24,8 +24,15 @@ constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 28;
 // The message every reader gives when a header declares more than `max_pixels` (PixelLimitError).
 std::string pixel_limit_reason(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels);
 
+// A binary PPM of another depth than 8 bits (a valid maxval other than 255, such as 65535 for 16-bit samples),
+// within the pixel limit: imgpipe's own reader takes maxval 255 only, OpenCV's the others.
+class PpmDepthError : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 // Throw IoError naming the path (for files) and the reason: unsupported variant, bad header, truncated raster;
-// PixelLimitError when the header declares more than `max_pixels` pixels.
+// PixelLimitError when the header declares more than `max_pixels` pixels; PpmDepthError for another depth.
 Image read_ppm(const std::filesystem::path& path, std::uint64_t max_pixels = kDefaultMaxPixels);
 Image decode_ppm(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels = kDefaultMaxPixels);
 // The raster goes straight into allocate(size); nothing is allocated before the header has been checked.

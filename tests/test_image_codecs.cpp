@@ -88,6 +88,31 @@ TEST(ImageCodecs, SixteenBitSamplesAreScaledDown) {
   EXPECT_EQ(image.at(2, 0, 2), 255);
 }
 
+// A PPM of 16-bit samples (maxval 65535, two bytes each, most significant first) or of another maxval is read by
+// OpenCV, as the same samples in a PNG are: imgpipe's own reader takes maxval 255 only.
+TEST(ImageCodecs, PpmOfOtherDepthsIsReadAsOpenCvReadsIt) {
+  TempDir dir;
+  std::string deep = "P6\n3 1\n65535\n";
+  for (const int sample : {0, 0, 0, 257 * 100, 257 * 100, 257 * 100, 65535, 65535, 65535}) {
+    deep += static_cast<char>(sample >> 8);
+    deep += static_cast<char>(sample & 0xFF);
+  }
+  testing::write_bytes(dir.path() / "deep.ppm", deep);
+  const Image image = read_image(dir.path() / "deep.ppm").image;
+  ASSERT_EQ(image.size(), (Size{3, 1}));
+  EXPECT_EQ(image.at(0, 0, 0), 0);
+  EXPECT_EQ(image.at(1, 0, 1), 100);
+  EXPECT_EQ(image.at(2, 0, 2), 255);
+
+  testing::write_bytes(dir.path() / "levels.ppm", "P6\n2 1\n100\n" + std::string("\x00\x32\x64\x64\x32\x00", 6));
+  const Image levels = read_image(dir.path() / "levels.ppm").image;
+  cv::Mat bgr = cv::imread((dir.path() / "levels.ppm").string(), cv::IMREAD_COLOR);
+  ASSERT_EQ(levels.size(), (Size{2, 1}));
+  for (int x = 0; x < 2; ++x) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(levels.at(x, 0, c), bgr.at<cv::Vec3b>(0, x)[2 - c]) << x << ", " << c;
+  }
+}
+
 TEST(ImageCodecs, AlphaIsDroppedWithAWarningOnlyWhenSomethingIsTransparent) {
   TempDir dir;
   cv::Mat bgra(2, 2, CV_8UC4, cv::Scalar(10, 20, 30, 255));
