@@ -287,9 +287,27 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     }
   });
 
-  // The output, then the frames' times beside it: of the frames written, whatever stopped the stream.
+  // The output, then the frames' times beside it: of the frames written, whatever stopped the stream. Frames of
+  // an earlier run after the last one written (--overwrite into a folder of a longer video) are named, not
+  // deleted: they are the user's files.
   auto finish_output = [&] {
     sink->close();
+    if (folder_out) {
+      const std::string extension = "." + options.format;
+      std::uint64_t stale = result.done;
+      std::error_code error;
+      while (std::filesystem::exists(io::ImageSequenceSink::frame_path(options.output, stale, extension), error)) {
+        ++stale;
+      }
+      if (stale > result.done) {
+        progress.message("--output '" + options.output + "': " + std::to_string(stale - result.done) +
+                         " frames from an earlier run follow the last one written (" +
+                         io::ImageSequenceSink::frame_path(options.output, result.done, extension).filename().string() +
+                         " to " +
+                         io::ImageSequenceSink::frame_path(options.output, stale - 1, extension).filename().string() +
+                         "); they are not this stream's");
+      }
+    }
     if (options.timestamps.empty()) return;
     const std::string text = io::timestamps_v2(source.frame_times(), result.done,
                                                options.fps.value_or(reader->frame_rate().value_or(kDefaultFps)));

@@ -762,6 +762,15 @@ TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
   EXPECT_TRUE(contains(again.output, "already holds frames (000000.ppm); --overwrite replaces them")) << again.output;
   EXPECT_EQ(imgpipe(command + " --overwrite").exit_code, 0);
   EXPECT_EQ(std::distance(fs::directory_iterator(frames), fs::directory_iterator{}), 30) << "no temporaries left";
+  // Frames of a longer video written there before are named when the new stream ends short of them.
+  for (const char* stale : {"000030.ppm", "000031.ppm"}) fs::copy_file(frames / "000000.ppm", frames / stale);
+  const CommandResult shorter = imgpipe(command + " --overwrite");
+  EXPECT_EQ(shorter.exit_code, 0) << shorter.output;
+  EXPECT_TRUE(contains(shorter.output,
+                       "2 frames from an earlier run follow the last one written (000030.ppm to "
+                       "000031.ppm); they are not this stream's"))
+      << shorter.output;
+  EXPECT_TRUE(fs::exists(frames / "000031.ppm")) << "the user's files are kept";
 
   if (!io::has_opencv_codecs()) return;  // the other formats are OpenCV's to write
   const fs::path tiffs = dir.path() / "tiffs";
