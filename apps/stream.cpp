@@ -82,6 +82,11 @@ void check_output_path(const StreamOptions& options) {
     }
     return;
   }
+  if (io::is_image_extension(std::filesystem::path(options.output).extension().string())) {
+    throw UsageError("--output '" + options.output +
+                     "' names an image file; a stream goes to a video file (.mp4, "
+                     ".mkv, .mov, .avi), to a folder of frames (a name ending in /) or to stdout (-)");
+  }
   struct stat output {};
   if (::stat(options.output.c_str(), &output) == 0) {  // follows links
     struct stat input {};

@@ -585,6 +585,18 @@ TEST(CliStream, TimestampsThatNameTheInputOrOutputByAnotherPathAreRefused) {
   }
 }
 
+// An image file as --output is refused before anything is decoded: a stream's output is a video, a folder of
+// frames or stdout.
+TEST(CliStream, AnImageFileAsOutputIsAUsageError) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " +
+                                    quoted(dir.path() / "out.jpg") + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "names an image file; a stream goes to a video file")) << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out.jpg"));
+}
+
 // A video file output keeps the frames' times where the decoder has them (NVDEC on a container, FFmpeg's CPU
 // decoder: clip_vfr.mkv's 25, then 12.5, then 50 frames/s), else puts them 1/25 s apart, the rate the file
 // declares.
