@@ -52,9 +52,11 @@ bool descriptor_is(int fd, const std::string& path) {
 // both exist, else the same path once resolved (./out.mp4 and out.mp4 before either is written).
 bool is_same_file(const std::string& path, const std::string& other, int other_descriptor) {
   if (other == "-") return descriptor_is(other_descriptor, path);
-  struct stat a {
-  }, b{};
-  if (::stat(path.c_str(), &a) == 0 && ::stat(other.c_str(), &b) == 0) return same_file(a, b);
+  struct stat path_info {};
+  struct stat other_info {};
+  if (::stat(path.c_str(), &path_info) == 0 && ::stat(other.c_str(), &other_info) == 0) {
+    return same_file(path_info, other_info);
+  }
   std::error_code error_a, error_b;
   const std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path), error_a);
   const std::filesystem::path other_resolved =
@@ -83,9 +85,8 @@ void check_output_path(const StreamOptions& options) {
     return;
   }
   if (io::is_image_extension(std::filesystem::path(options.output).extension().string())) {
-    throw UsageError("--output '" + options.output +
-                     "' names an image file; a stream goes to a video file (.mp4, "
-                     ".mkv, .mov, .avi), to a folder of frames (a name ending in /) or to stdout (-)");
+    throw UsageError("--output '" + options.output + "' names an image file; a stream goes to a video file " +
+                     "(.mp4, .mkv, .mov, .avi), to a folder of frames (a name ending in /) or to stdout (-)");
   }
   struct stat output {};
   if (::stat(options.output.c_str(), &output) == 0) {  // follows links
