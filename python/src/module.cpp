@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -757,7 +758,7 @@ class VideoWriter {
                                                    audio_from.value_or(""));
   }
 
-  static constexpr double kLatestFrameSeconds = 1e9;  // about 32 years
+  static constexpr double kLatestFrameSeconds = 1e9;  // about 32 years either way
 
   // `frame` at `seconds` (None: 1 / fps after the frame before).
   void write(const nb::handle& frame_object, std::optional<double> seconds) {
@@ -768,10 +769,8 @@ class VideoWriter {
     }
     // A time the file's 1/90000 s clock can hold; a NaN or a time past that would leave the muxer a frame it
     // refuses, and only close() would say so, losing every frame.
-    if (seconds && !(*seconds >= 0 && *seconds <= kLatestFrameSeconds)) {
-      throw nb::value_error(("seconds: " + std::to_string(*seconds) + " is not a time from 0 to " +
-                             std::to_string(static_cast<long long>(kLatestFrameSeconds)))
-                                .c_str());
+    if (seconds && !(std::abs(*seconds) <= kLatestFrameSeconds)) {  // NaN too
+      throw nb::value_error(("seconds: " + std::to_string(*seconds) + " is not a time within 1e9 s of 0").c_str());
     }
     nb::gil_scoped_release released;
     const std::lock_guard one_at_a_time(mutex_);  // threads sharing a writer write in turn
@@ -961,7 +960,7 @@ NB_MODULE(_imgpipe, m) {
            "OSError naming the file when it exists (unless overwrite)")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
-           "1 / fps after it; ValueError outside 0 to 1e9); every frame must have the first's size")
+           "1 / fps after it; ValueError beyond 1e9 s either way, or NaN); every frame must have the first's size")
       .def("close", &imgpipe::python::VideoWriter::close,
            "Completes the file and renames it into place (no file where no frame was written); OSError naming "
            "the file where it could not be completed, and then nothing is left under its name")

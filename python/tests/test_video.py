@@ -113,8 +113,8 @@ def test_a_writer_refuses_an_existing_file_and_leaves_nothing_when_the_block_rai
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.mkv"], "a temporary was left behind"
     with pytest.raises(ValueError, match="one host frame"):
         imgpipe.VideoWriter(str(tmp_path / "b.mkv")).write(np.zeros((2, 48, 64, 3), np.uint8))
-    for seconds in (float("nan"), float("inf"), -1.0, 1e308):
-        with pytest.raises(ValueError, match="seconds: .* is not a time from 0 to 1000000000"):
+    for seconds in (float("nan"), float("inf"), -1e10, 1e308):
+        with pytest.raises(ValueError, match="seconds: .* is not a time within 1e9 s of 0"):
             imgpipe.VideoWriter(str(tmp_path / "c.mkv")).write(frame, seconds)
 
 
