@@ -16,6 +16,8 @@ extern "C" {
 }
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -42,6 +44,26 @@ struct ScalerDeleter {
   void operator()(SwsContext* scaler) const { sws_freeContext(scaler); }
 };
 
+// Whether `format`'s muxer takes a stream of `audio` as it is: some refuse when they start what
+// avformat_query_codec accepts (FLAC in MP4, FLAC and Opus in QuickTime), which would fail the whole video. Tried
+// on a muxer of its own, writing into memory.
+bool muxer_takes(const AVOutputFormat* format, const AVCodecParameters& audio, AVRational time_base) {
+  AVFormatContext* trial = nullptr;
+  if (avformat_alloc_output_context2(&trial, format, nullptr, nullptr) < 0) return false;
+  std::unique_ptr<AVFormatContext, decltype(&avformat_free_context)> owner(trial, &avformat_free_context);
+  AVStream* stream = avformat_new_stream(trial, nullptr);
+  if (stream == nullptr || avcodec_parameters_copy(stream->codecpar, &audio) < 0) return false;
+  stream->codecpar->codec_tag = 0;
+  stream->time_base = time_base;
+  if (avio_open_dyn_buf(&trial->pb) < 0) return false;
+  const int started = avformat_init_output(trial, nullptr);
+  std::uint8_t* bytes = nullptr;
+  avio_close_dyn_buf(trial->pb, &bytes);
+  av_free(bytes);
+  trial->pb = nullptr;
+  return started >= 0;
+}
+
 // The best audio stream of a video file, copied into an output's own stream as it is (no decoding), its packets
 // at their times in the file: the frames' times come from the same file, so sound and pictures stay together.
 class AudioCopy {
@@ -54,7 +76,8 @@ class AudioCopy {
     if (source_index_ < 0) return;
     const AVCodecParameters& audio = *input_->streams[source_index_]->codecpar;
     const char* codec = avcodec_get_name(audio.codec_id);
-    if (avformat_query_codec(output.oformat, audio.codec_id, FF_COMPLIANCE_NORMAL) != 1) {
+    if (avformat_query_codec(output.oformat, audio.codec_id, FF_COMPLIANCE_NORMAL) != 1 ||
+        !muxer_takes(output.oformat, audio, input_->streams[source_index_]->time_base)) {
       note_ = std::string("audio not carried: ") + output.oformat->long_name + " takes no " + codec;
       return;
     }

@@ -680,6 +680,18 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
   EXPECT_TRUE(contains(refused.output, "; audio not carried: MP4 (MPEG-4 Part 14) takes no pcm_s16le"))
       << refused.output;
   EXPECT_TRUE(audio_packet_times(no_sound).empty());
+  // FLAC, which the MP4 muxer refuses only when it starts (as experimental): the video is still written.
+  const fs::path flac = dir.path() / "with_flac.mkv", from_flac = dir.path() / "from_flac.mp4";
+  ASSERT_EQ(testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip_vfr.mkv")) +
+                                               " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a flac " +
+                                               quoted(flac))
+                .exit_code,
+            0);
+  const CommandResult flac_run =
+      imgpipe("stream --input " + quoted(flac) + " --output " + quoted(from_flac) + " --ops flip=h");
+  ASSERT_EQ(flac_run.exit_code, 0) << flac_run.output;
+  EXPECT_TRUE(contains(flac_run.output, "; audio not carried: MP4 (MPEG-4 Part 14) takes no flac")) << flac_run.output;
+  EXPECT_TRUE(fs::exists(from_flac));
   if (io::has_opencv_codecs()) {
     const CommandResult avi =
         imgpipe("stream --input " + quoted(aac) + " --output " + quoted(dir.path() / "out.avi") + " --ops flip=h");
