@@ -44,6 +44,13 @@ struct ScalerDeleter {
   void operator()(SwsContext* scaler) const { sws_freeContext(scaler); }
 };
 
+// Whether the sound can be read from `source` a second time, beside the video's reader: a pipe or a FIFO would
+// hand each of the two readers bytes the other never sees.
+bool reopens(const std::filesystem::path& source) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(source, error);
+}
+
 // Whether `format`'s muxer takes a stream of `audio` as it is: some refuse when they start what
 // avformat_query_codec accepts (FLAC in MP4, FLAC and Opus in QuickTime), which would fail the whole video. Tried
 // on a muxer of its own, writing into memory.
@@ -71,6 +78,10 @@ class AudioCopy {
   // Adds the audio stream to `output`, before its header is written, where `source` has one that the output's
   // container takes; note() says what became of it.
   AudioCopy(const std::filesystem::path& source, AVFormatContext& output) : output_(output) {
+    if (!reopens(source)) {
+      note_ = "audio not carried: the input is a pipe or a FIFO, whose bytes only the video's decoder reads";
+      return;
+    }
     if (libav::open_input(source, input_) < 0) return;  // raw frames, or no container
     source_index_ = av_find_best_stream(input_.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
     if (source_index_ < 0) return;
@@ -278,7 +289,7 @@ std::string timed_video_encoder() {
 
 std::string audio_codec_of(const std::filesystem::path& path) {
   libav::Input input;
-  if (libav::open_input(path, input) < 0) return "";
+  if (!reopens(path) || libav::open_input(path, input) < 0) return "";
   const int audio = av_find_best_stream(input.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
   return audio < 0 ? "" : avcodec_get_name(input->streams[audio]->codecpar->codec_id);
 }

@@ -30,7 +30,8 @@ std::string timed_video_encoder();
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                      Existing existing, const std::filesystem::path& audio_from = {});
 
-// The codec of the best audio stream of `path` ("aac"), where FFmpeg's libraries can tell; empty otherwise.
+// The codec of the best audio stream of `path` ("aac"), where FFmpeg's libraries can tell; empty otherwise, and
+// for a pipe or a FIFO, which only the video's reader may read.
 std::string audio_codec_of(const std::filesystem::path& path);
 
 // FFmpeg's messages (libx264 reports its settings and statistics per file): its warnings with `verbose`, else

@@ -14,6 +14,8 @@
 #include "video_encode.hpp"
 
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -698,6 +700,29 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
     ASSERT_EQ(avi.exit_code, 0) << avi.output;
     EXPECT_TRUE(contains(avi.output, "; audio not carried: OpenCV's writer takes none")) << avi.output;
   }
+}
+
+// A FIFO as --input with a video file output: its bytes are the decoder's alone, so the sound is not read from
+// it a second time (the second reader would take bytes the decoder never sees), and every frame comes out.
+TEST(CliStream, AFifoInputKeepsEveryFrameAndSaysWhyTheSoundStayedBehind) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, which takes no sound";
+  if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make a video with sound";
+  TempDir dir;
+  const fs::path with_sound = dir.path() / "with_sound.mkv", fifo = dir.path() / "fifo";
+  ASSERT_EQ(testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip_vfr.mkv")) +
+                                               " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a aac " +
+                                               quoted(with_sound))
+                .exit_code,
+            0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const CommandResult run = testing::run_command(
+      IMGPIPE_BINARY,
+      "stream --input " + quoted(fifo) + " --output " + quoted(dir.path() / "out.mkv") + " --ops flip=h",
+      "cat " + quoted(with_sound) + " > " + quoted(fifo) + " & timeout 120");  // a second reader would hang
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "30 frames in")) << run.output;
+  EXPECT_TRUE(contains(run.output, "audio not carried: the input is a pipe or a FIFO")) << run.output;
 }
 
 // An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else the CPU's FFmpeg):
