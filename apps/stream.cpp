@@ -439,7 +439,7 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
                    (devices.size() > 1 ? " over devices " + device_list_text(devices) : ""));
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> frames{0};
-  std::vector<int> exit_codes(videos.size(), kExitOk);
+  std::vector<std::optional<int>> exit_codes(videos.size());  // none for a video never started (interrupted)
   const auto start = std::chrono::steady_clock::now();
   // Each thread runs its videos on one device, taking the next video once its last is done: a device whose
   // videos go slower takes fewer of them.
@@ -456,9 +456,12 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
         const StreamResult result = run_one_stream(one, make_engine_for_stream);
         exit_codes[i] = result.exit_code;
         frames += result.frames;
+      } catch (const UsageError& e) {  // each exit code as the video alone would give it
+        progress.message(one.message_prefix + e.what());
+        exit_codes[i] = kExitUsage;
       } catch (const std::exception& e) {
         progress.message(one.message_prefix + e.what());
-        exit_codes[i] = kExitSomeFailed;
+        exit_codes[i] = kExitRuntime;
       }
     }
   };
@@ -466,14 +469,18 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
   for (int j = 0; j < jobs; ++j) streams.emplace_back(work, j);
   for (std::thread& stream : streams) stream.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto clean = std::ranges::count(exit_codes, kExitOk);
-  char text[200];
-  std::snprintf(text, sizeof text, "%lld of %zu videos done cleanly, %llu frames in %.2f s (%.1f frames/s)",
-                static_cast<long long>(clean), videos.size(), static_cast<unsigned long long>(frames.load()), seconds,
-                seconds > 0 ? frames.load() / seconds : 0.0);
+  const auto clean = std::ranges::count(exit_codes, std::optional<int>(kExitOk));
+  const auto not_started = std::ranges::count_if(exit_codes, [](const auto& code) { return !code; });
+  const std::string not_started_text = not_started > 0 ? ", " + std::to_string(not_started) + " not started" : "";
+  char text[240];
+  std::snprintf(text, sizeof text, "%lld of %zu videos done cleanly%s, %llu frames in %.2f s (%.1f frames/s)",
+                static_cast<long long>(clean), videos.size(), not_started_text.c_str(),
+                static_cast<unsigned long long>(frames.load()), seconds, seconds > 0 ? frames.load() / seconds : 0.0);
   progress.message(text);
   if (const int signal = stop_signal(); signal != 0) return kExitSignalBase + signal;
-  return *std::ranges::max_element(exit_codes);
+  int worst = kExitOk;
+  for (const std::optional<int>& code : exit_codes) worst = std::max(worst, code.value_or(kExitOk));
+  return worst;
 }
 
 }  // namespace

@@ -878,6 +878,15 @@ TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
   const CommandResult to_stdout = imgpipe("stream --input " + quoted(videos) + " --output - --ops flip=h");
   EXPECT_EQ(to_stdout.exit_code, 2) << to_stdout.output;
   EXPECT_TRUE(contains(to_stdout.output, "is a folder of videos, so --output must be a folder")) << to_stdout.output;
+
+  // A video that cannot be opened gives the folder the exit code it gives alone (3), and is not counted clean.
+  testing::write_bytes(videos / "broken.mp4", "not a video");
+  const CommandResult broken =
+      imgpipe("stream --input " + quoted(videos) + " --output " +
+              quoted(fs::path((dir.path() / "out2").string() + "/")) + " --ops flip=h --format ppm");
+  EXPECT_EQ(broken.exit_code, 3) << broken.output;
+  EXPECT_TRUE(contains(broken.output, "broken.mp4: ")) << broken.output;
+  EXPECT_TRUE(contains(broken.output, "3 of 4 videos done cleanly")) << broken.output;
 }
 
 // Where the engine keeps frames on the device, JPEG frames are encoded from them by nvJPEG.
