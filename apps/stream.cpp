@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -76,10 +77,24 @@ void check_output_path(const StreamOptions& options) {
     return;
   }
   if (is_folder_output(options.output)) {
-    const std::filesystem::path first = io::ImageSequenceSink::frame_path(options.output, 0, "." + options.format);
     std::error_code error;
-    if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(first, error))) {
-      throw UsageError("--output '" + options.output + "' already holds frames (" + first.filename().string() +
+    std::filesystem::create_directories(options.output, error);
+    if (error) throw UsageError("--output '" + options.output + "': cannot create the folder: " + error.message());
+    if (options.overwrite) return;
+    // Any frame of this format, not only the first: a later one would be refused mid-stream. The first one
+    // there is named.
+    const std::string extension = "." + options.format;
+    std::string first;
+    for (const auto& entry : std::filesystem::directory_iterator(options.output, error)) {
+      const std::string name = entry.path().filename().string();
+      const std::size_t digits = name.size() - std::min(name.size(), extension.size());
+      const bool frame = name.ends_with(extension) && digits >= 6 &&
+                         std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(digits),
+                                     [](unsigned char c) { return std::isdigit(c) != 0; });
+      if (frame && (first.empty() || std::pair(name.size(), name) < std::pair(first.size(), first))) first = name;
+    }
+    if (!first.empty()) {
+      throw UsageError("--output '" + options.output + "' already holds frames (" + first +
                        "); --overwrite replaces them");
     }
     return;

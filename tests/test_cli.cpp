@@ -820,6 +820,22 @@ TEST(CliStream, AFolderOutputGetsOneImagePerFrame) {
                        "000031.ppm); they are not this stream's"))
       << shorter.output;
   EXPECT_TRUE(fs::exists(frames / "000031.ppm")) << "the user's files are kept";
+  // Any frame already there asks for --overwrite before anything is decoded, not only the first; a folder that
+  // cannot be made is a usage error, as for batch.
+  const fs::path later = dir.path() / "later";
+  fs::create_directories(later);
+  fs::copy_file(frames / "000003.ppm", later / "000003.ppm");
+  const CommandResult held = imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " +
+                                     quoted(fs::path(later.string() + "/")) + " --ops flip=h --format ppm");
+  EXPECT_EQ(held.exit_code, 2) << held.output;
+  EXPECT_TRUE(contains(held.output, "already holds frames (000003.ppm); --overwrite replaces them")) << held.output;
+  EXPECT_FALSE(fs::exists(later / "000000.ppm"));
+  testing::write_bytes(dir.path() / "a-file", "x");
+  const CommandResult under_a_file =
+      imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " +
+              quoted(fs::path((dir.path() / "a-file" / "frames").string() + "/")) + " --ops flip=h --format ppm");
+  EXPECT_EQ(under_a_file.exit_code, 2) << under_a_file.output;
+  EXPECT_TRUE(contains(under_a_file.output, "cannot create the folder: Not a directory")) << under_a_file.output;
 
   if (!io::has_opencv_codecs()) return;  // the other formats are OpenCV's to write
   const fs::path tiffs = dir.path() / "tiffs";
