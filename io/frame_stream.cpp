@@ -153,6 +153,14 @@ class VideoWriter final : public FrameWriter {
   VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing, std::string audio)
       : temporary_(path), size_(size), existing_(existing), audio_(std::move(audio)) {
     const std::string ext = lowercase_extension(path);
+    // OpenCV's FFmpeg writer encodes 4:2:0 and rounds an odd width or height down, dropping a column or a row.
+    if (size.width % 2 != 0 || size.height % 2 != 0) {
+      throw IoError(path, "a video of " + to_string(size) + ": OpenCV's writer (" +
+                              (ext.empty() ? std::string("this name") : ext) +
+                              ") takes even widths and heights only and would drop the last column or row; " +
+                              (writes_timed_video("out.mkv") ? "write .mkv, .mp4 or .mov, or " : "") +
+                              "resize to an even size");
+    }
     const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
                        : ext == ".mkv" ? cv::VideoWriter::fourcc('X', 'V', 'I', 'D')
                                        : cv::VideoWriter::fourcc('m', 'p', '4', 'v');

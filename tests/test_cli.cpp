@@ -702,6 +702,21 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
   }
 }
 
+// OpenCV's writer (.avi) rounds an odd frame size down, so an odd size is refused with the way out rather than
+// written a column and a row short.
+TEST(CliStream, AnOddFrameSizeIsRefusedByOpenCvsWriterNotCut) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "no OpenCV here: .avi is not written";
+  TempDir dir;
+  const fs::path avi = dir.path() / "odd.avi";
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " + quoted(avi) + " --ops resize=33x17");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "a video of 33x17: OpenCV's writer (.avi) takes even widths and heights only"))
+      << run.output;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 0) << "nothing left behind";
+}
+
 // A FIFO as --input with a video file output: its bytes are the decoder's alone, so the sound is not read from
 // it a second time (the second reader would take bytes the decoder never sees), and every frame comes out.
 TEST(CliStream, AFifoInputKeepsEveryFrameAndSaysWhyTheSoundStayedBehind) {
