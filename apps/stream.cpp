@@ -36,6 +36,10 @@ constexpr double kDefaultFps = 30.0;
 
 bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
+// The video files a stream writes (for others, such as .webm or .flv, OpenCV's writer prints why it cannot and
+// fails only once the first frame is decoded).
+constexpr std::array<std::string_view, 4> kVideoOutputExtensions{".mp4", ".mkv", ".mov", ".avi"};
+
 // A folder output (an existing folder, or a name ending in /) gets one image file per frame.
 bool is_folder_output(const std::string& output) {
   std::error_code error;
@@ -99,10 +103,6 @@ void check_output_path(const StreamOptions& options) {
     }
     return;
   }
-  if (io::is_image_extension(std::filesystem::path(options.output).extension().string())) {
-    throw UsageError("--output '" + options.output + "' names an image file; a stream goes to a video file " +
-                     "(.mp4, .mkv, .mov, .avi), to a folder of frames (a name ending in /) or to stdout (-)");
-  }
   struct stat output {};
   if (::stat(options.output.c_str(), &output) == 0) {  // follows links
     struct stat input {};
@@ -112,6 +112,15 @@ void check_output_path(const StreamOptions& options) {
                        (raw_in ? std::string("on stdin") : "'" + options.input + "'") + " (the same file)" + refusal);
     }
     if (S_ISDIR(output.st_mode)) throw UsageError("--output '" + options.output + "' is a folder, not a video file");
+  }
+  const std::string extension = io::lowercase_extension(options.output);
+  if (io::is_image_extension(extension)) {
+    throw UsageError("--output '" + options.output + "' names an image file; a stream goes to a video file " +
+                     "(.mp4, .mkv, .mov, .avi), to a folder of frames (a name ending in /) or to stdout (-)");
+  }
+  if (std::ranges::find(kVideoOutputExtensions, extension) == kVideoOutputExtensions.end()) {
+    throw UsageError("--output '" + options.output + "': imgpipe writes videos as .mp4, .mkv, .mov or .avi (or a " +
+                     "folder of frames, a name ending in /, or raw frames to stdout, -)");
   }
   std::error_code error;
   if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.output, error))) {

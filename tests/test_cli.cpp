@@ -587,9 +587,9 @@ TEST(CliStream, TimestampsThatNameTheInputOrOutputByAnotherPathAreRefused) {
   }
 }
 
-// An image file as --output is refused before anything is decoded: a stream's output is a video, a folder of
-// frames or stdout.
-TEST(CliStream, AnImageFileAsOutputIsAUsageError) {
+// An image file or a container imgpipe does not write as --output is refused before anything is decoded: a
+// stream's output is a video (.mp4, .mkv, .mov, .avi), a folder of frames or stdout.
+TEST(CliStream, AnImageFileOrAnUnknownContainerAsOutputIsAUsageError) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " +
@@ -597,6 +597,12 @@ TEST(CliStream, AnImageFileAsOutputIsAUsageError) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_TRUE(contains(run.output, "names an image file; a stream goes to a video file")) << run.output;
   EXPECT_FALSE(fs::exists(dir.path() / "out.jpg"));
+  // So is a video container imgpipe does not write (OpenCV's writer would print its own lines, then fail).
+  const CommandResult webm = imgpipe("stream --input " + quoted(video_file("clip.h264")) + " --output " +
+                                     quoted(dir.path() / "out.webm") + " --ops flip=h");
+  EXPECT_EQ(webm.exit_code, 2) << webm.output;
+  EXPECT_TRUE(contains(webm.output, "imgpipe writes videos as .mp4, .mkv, .mov or .avi")) << webm.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out.webm"));
 }
 
 // A video file output keeps the frames' times where the decoder has them (NVDEC on a container, FFmpeg's CPU
