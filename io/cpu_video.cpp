@@ -12,12 +12,17 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/frame.h>
+#include <libavutil/log.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 }
 
 #include <cmath>
+#include <cstdarg>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <unordered_set>
 #include <vector>
 
 namespace imgpipe::io {
@@ -37,6 +42,58 @@ void turn(ConstFrameView source, int quarter_turns, FrameView target) {
     }
   }
 }
+
+// Damage a decoder's threads log, by packet number (reordered_opaque, which libavcodec copies into the thread
+// context decoding the packet and into the frames it starts). A frame thread hands out pictures with
+// decode_error_flags copied before another thread concealed their damage; its log is reliable.
+class DamageLog {
+ public:
+  DamageLog() {
+    listen();
+    const std::lock_guard lock(mutex());
+    logs().insert(this);
+  }
+  ~DamageLog() {
+    const std::lock_guard lock(mutex());
+    logs().erase(this);
+  }
+  DamageLog(const DamageLog&) = delete;
+  DamageLog& operator=(const DamageLog&) = delete;
+
+  // Sets the callback again: OpenCV sets its own when it opens a video.
+  static void listen() { av_log_set_callback(&DamageLog::log); }
+
+  bool take(std::int64_t packet) {
+    const std::lock_guard lock(mutex());
+    return damaged_.erase(packet) > 0;
+  }
+
+ private:
+  // Notes errors and concealment (logged as information) of live DamageLogs' decoders; prints as before.
+  static void log(void* object, int level, const char* format, va_list arguments) {
+    if (object != nullptr && format != nullptr &&
+        (level <= AV_LOG_ERROR || (level == AV_LOG_INFO && std::strncmp(format, "concealing ", 11) == 0)) &&
+        *static_cast<const AVClass* const*>(object) == avcodec_get_class()) {
+      const auto* context = static_cast<const AVCodecContext*>(object);
+      const std::lock_guard lock(mutex());
+      const auto found = logs().find(static_cast<DamageLog*>(context->opaque));
+      if (found != logs().end() && context->reordered_opaque != AV_NOPTS_VALUE) {
+        (*found)->damaged_.insert(context->reordered_opaque);
+      }
+    }
+    av_log_default_callback(object, level, format, arguments);
+  }
+  static std::mutex& mutex() {
+    static std::mutex shared;
+    return shared;
+  }
+  static std::unordered_set<DamageLog*>& logs() {
+    static std::unordered_set<DamageLog*> live;
+    return live;
+  }
+
+  std::set<std::int64_t> damaged_;  // under mutex()
+};
 
 class FfmpegVideoReader final : public FrameReader {
  public:
@@ -70,6 +127,7 @@ class FfmpegVideoReader final : public FrameReader {
     decoder_->pkt_timebase = video.time_base;
     decoder_->thread_count = 0;  // one per core
     decoder_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    decoder_->opaque = &damage_log_;  // copied into the threads' contexts
     if (const int error = avcodec_open2(decoder_.get(), codec, nullptr); error < 0) {
       throw IoError(path, std::string("cannot open as a video: FFmpeg's ") + codec->name +
                               " decoder refused it: " + libav::error_text(error));
@@ -104,7 +162,9 @@ class FfmpegVideoReader final : public FrameReader {
     if (has_times_ && frame_->best_effort_timestamp != AV_NOPTS_VALUE) {
       shown_time_ = static_cast<double>(frame_->best_effort_timestamp) * seconds_per_tick_;
     }
-    if (frame_->decode_error_flags != 0 || (frame_->flags & AV_FRAME_FLAG_CORRUPT) != 0 || packets_refused_ > 0) {
+    const bool damage_logged = damage_log_.take(frame_->reordered_opaque);
+    if (frame_->decode_error_flags != 0 || (frame_->flags & AV_FRAME_FLAG_CORRUPT) != 0 || packets_refused_ > 0 ||
+        damage_logged) {
       corrupt_.push_back(frames_);  // a refused packet's loss shows in the next frame out
       packets_refused_ = 0;
     }
@@ -136,6 +196,7 @@ class FfmpegVideoReader final : public FrameReader {
  private:
   // Decodes the next frame to show into frame_; false at the end of the stream.
   bool decode_next() {
+    DamageLog::listen();
     av_frame_unref(frame_.get());
     while (true) {
       const int received = avcodec_receive_frame(decoder_.get(), frame_.get());
@@ -176,6 +237,7 @@ class FfmpegVideoReader final : public FrameReader {
         av_packet_unref(packet_.get());
         continue;
       }
+      decoder_->reordered_opaque = packets_sent_++;
       const int sent = avcodec_send_packet(decoder_.get(), packet_.get());
       av_packet_unref(packet_.get());
       if (sent < 0 && sent != AVERROR(EAGAIN)) ++packets_refused_;  // damaged data: FFmpeg drops the packet
@@ -219,6 +281,7 @@ class FfmpegVideoReader final : public FrameReader {
 
   std::filesystem::path path_;
   libav::Input format_;
+  DamageLog damage_log_;  // outlives decoder_
   libav::Codec decoder_;
   libav::Frame frame_;
   libav::Packet packet_ = libav::make_packet();
@@ -241,6 +304,7 @@ class FfmpegVideoReader final : public FrameReader {
   std::string description_;
   bool drained_ = false;
   int packets_refused_ = 0;
+  std::int64_t packets_sent_ = 0;
   static constexpr int kMostErrorsInARow = 1000;
   int errors_in_a_row_ = 0;
   std::optional<double> shown_time_;
