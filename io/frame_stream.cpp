@@ -158,7 +158,7 @@ class VideoWriter final : public FrameWriter {
       throw IoError(path, "a video of " + to_string(size) + ": OpenCV's writer (" +
                               (ext.empty() ? std::string("this name") : ext) +
                               ") takes even widths and heights only and would drop the last column or row; " +
-                              (writes_timed_video("out.mkv") ? "write .mkv, .mp4 or .mov, or " : "") +
+                              (timed_video_encoder().empty() ? "" : "write .mkv, .mp4 or .mov, or ") +
                               "resize to an even size");
     }
     const int fourcc = ext == ".avi"   ? cv::VideoWriter::fourcc('M', 'J', 'P', 'G')
