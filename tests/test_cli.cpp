@@ -636,6 +636,13 @@ TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
   }
 }
 
+// `video`'s pictures with 1.4 s of a 440 Hz tone in `codec`, made into `out` by the ffmpeg command.
+CommandResult with_tone(const fs::path& video, const std::string& codec, const fs::path& out) {
+  return testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video) +
+                                            " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a " + codec +
+                                            " " + quoted(out));
+}
+
 // The times (seconds) of a file's audio packets that are played (not cut by an edit list), by ffprobe.
 std::vector<double> audio_packet_times(const fs::path& path) {
   const CommandResult probe = testing::run_command(
@@ -659,12 +666,10 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
   if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make a video with sound";
   TempDir dir;
   const fs::path aac = dir.path() / "with_aac.mp4", pcm = dir.path() / "with_pcm.mkv";
-  const CommandResult made = testing::run_command(
-      "ffmpeg", "-loglevel error -i " + quoted(video_file("clip_remuxed.mp4")) +
-                    " -f lavfi -i sine=frequency=440:duration=1.4 -map 0:v -map 1:a -c:v copy -c:a aac " + quoted(aac) +
-                    " && ffmpeg -loglevel error -i " + quoted(video_file("clip_vfr.mkv")) +
-                    " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a pcm_s16le " + quoted(pcm));
-  ASSERT_EQ(made.exit_code, 0) << made.output;
+  for (const CommandResult& made : {with_tone(video_file("clip_remuxed.mp4"), "aac", aac),
+                                    with_tone(video_file("clip_vfr.mkv"), "pcm_s16le", pcm)}) {
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
   // clip_remuxed.mp4's 28 frames are shown from 0 to 1.2 s (the last two 1 / 25 s after the one before).
   std::vector<double> expected;
   for (const double t : audio_packet_times(aac)) {
@@ -690,11 +695,7 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
   EXPECT_TRUE(audio_packet_times(no_sound).empty());
   // FLAC, which the MP4 muxer refuses only when it starts (as experimental): the video is still written.
   const fs::path flac = dir.path() / "with_flac.mkv", from_flac = dir.path() / "from_flac.mp4";
-  ASSERT_EQ(testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip_vfr.mkv")) +
-                                               " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a flac " +
-                                               quoted(flac))
-                .exit_code,
-            0);
+  ASSERT_EQ(with_tone(video_file("clip_vfr.mkv"), "flac", flac).exit_code, 0);
   const CommandResult flac_run =
       imgpipe("stream --input " + quoted(flac) + " --output " + quoted(from_flac) + " --ops flip=h");
   ASSERT_EQ(flac_run.exit_code, 0) << flac_run.output;
@@ -731,11 +732,7 @@ TEST(CliStream, AFifoInputKeepsEveryFrameAndSaysWhyTheSoundStayedBehind) {
   if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make a video with sound";
   TempDir dir;
   const fs::path with_sound = dir.path() / "with_sound.mkv", fifo = dir.path() / "fifo";
-  ASSERT_EQ(testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video_file("clip_vfr.mkv")) +
-                                               " -f lavfi -i sine=duration=1.4 -map 0:v -map 1:a -c:v copy -c:a aac " +
-                                               quoted(with_sound))
-                .exit_code,
-            0);
+  ASSERT_EQ(with_tone(video_file("clip_vfr.mkv"), "aac", with_sound).exit_code, 0);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const CommandResult run = testing::run_command(
       IMGPIPE_BINARY,
