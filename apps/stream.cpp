@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -91,11 +90,10 @@ void check_output_path(const StreamOptions& options) {
     std::string first;
     for (const auto& entry : std::filesystem::directory_iterator(options.output, error)) {
       const std::string name = entry.path().filename().string();
-      const std::size_t digits = name.size() - std::min(name.size(), extension.size());
-      const bool frame = name.ends_with(extension) && digits >= 6 &&
-                         std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(digits),
-                                     [](unsigned char c) { return std::isdigit(c) != 0; });
-      if (frame && (first.empty() || std::pair(name.size(), name) < std::pair(first.size(), first))) first = name;
+      if (io::ImageSequenceSink::is_frame_name(name, extension) &&
+          (first.empty() || std::pair(name.size(), name) < std::pair(first.size(), first))) {
+        first = name;
+      }
     }
     if (!first.empty()) {
       throw UsageError("--output '" + options.output + "' already holds frames (" + first +

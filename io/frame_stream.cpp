@@ -9,6 +9,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -369,6 +371,13 @@ std::filesystem::path ImageSequenceSink::frame_path(const std::filesystem::path&
   char name[32];
   std::snprintf(name, sizeof name, "%06llu", static_cast<unsigned long long>(index));
   return folder / (name + extension);
+}
+
+bool ImageSequenceSink::is_frame_name(const std::string& name, const std::string& extension) {
+  const std::size_t digits = name.size() - std::min(name.size(), extension.size());
+  return name.ends_with(extension) && digits >= 6 &&
+         std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(digits),
+                     [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
 void ImageSequenceSink::write(const Item& item, ConstFrameView frame) {

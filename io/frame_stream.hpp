@@ -184,6 +184,8 @@ class ImageSequenceSink final : public Sink {
   // The file of frame `index` in `folder`, for files of `extension` (".jpg").
   static std::filesystem::path frame_path(const std::filesystem::path& folder, std::uint64_t index,
                                           const std::string& extension);
+  // Whether a file name is one frame_path gives for `extension`.
+  static bool is_frame_name(const std::string& name, const std::string& extension);
 
  private:
   std::filesystem::path folder_;
