@@ -368,6 +368,7 @@ __global__ void __launch_bounds__(kAosThreads)
   std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait
 #pragma unroll
   for (int k = 0; k < kTaps; ++k) tap[k] = static_cast<std::uint32_t>(c_int_taps[slot][k]);
+  wait_for_previous_grid();
   stage_filter_tile<kRadius>(tile, in, border);
   for_column_items<kRadius>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t even[kColumnRows] = {}, odd[kColumnRows] = {};
@@ -421,6 +422,7 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
   uint4* sums = aos_shared + aos_tile_bytes(1) / 16;
+  wait_for_previous_grid();
   stage_filter_tile<1>(tile, in, border);
   if constexpr (kGrayFirst) luma_tile<1>(tile);
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
@@ -467,6 +469,7 @@ __global__ void __launch_bounds__(kAosThreads)
   constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
   constexpr int kLead = sum_lead(1);
   __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes(1)];
+  wait_for_previous_grid();
   stage_filter_tile<1>(tile, in, border);
   if constexpr (kGrayFirst) luma_tile<1>(tile);
   const int* taps = c_int_taps[slot];
@@ -702,8 +705,8 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   static const auto top_byte_kernels = separable_aos_kernels<true>(std::make_integer_sequence<int, kMaxRadius>{});
   const SeparableAosKernel& k = (round_shift == 16 ? top_byte_kernels : kernels)[taps.size() / 2 - 1];
   allow_shared_bytes(k.kernel, k.shared_bytes);
-  k.kernel<<<aos_tile_grid(in.extent, frames), kAosThreads, k.shared_bytes, stream>>>(in, out, taps.slot(), round_shift,
-                                                                                    scale, border);
+  launch_dependent(k.kernel, aos_tile_grid(in.extent, frames), dim3(kAosThreads), k.shared_bytes, stream, in, out,
+                   taps.slot(), round_shift, scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
 }
 
@@ -712,16 +715,16 @@ namespace {
 template <bool kGrayFirst>
 void launch_filter3x3_aos(const AosFrames& in, const AosFramesOut& out, int frames, const ConstantTaps& taps,
                           BorderMode border, cudaStream_t stream) {
-  filter3x3_aos_kernel<kGrayFirst><<<aos_tile_grid(in.extent, frames), kAosThreads, 0, stream>>>(
-      in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
+  launch_dependent(&filter3x3_aos_kernel<kGrayFirst>, aos_tile_grid(in.extent, frames), dim3(kAosThreads), 0, stream,
+                   in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
   IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
 }
 
 template <bool kGrayFirst>
 void launch_sobel_aos(const AosFrames& in, const AosFramesOut& out, int frames, BorderMode border,
                       cudaStream_t stream) {
-  sobel_aos_kernel<kGrayFirst><<<aos_tile_grid(in.extent, frames), kAosThreads, aos_shared_bytes(1), stream>>>(
-      in, out, border);
+  launch_dependent(&sobel_aos_kernel<kGrayFirst>, aos_tile_grid(in.extent, frames), dim3(kAosThreads),
+                   aos_shared_bytes(1), stream, in, out, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
 }
 

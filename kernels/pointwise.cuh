@@ -231,6 +231,7 @@ __device__ __forceinline__ void walk_runs(const AosRuns& r, unsigned frame, Chun
 
 template <class Op>
 __global__ void __launch_bounds__(kWalkThreads) pointwise_aos_kernel(AosRuns r, Op op) {
+  wait_for_previous_grid();  // before prepare, which may read what the kernel before wrote
   const auto f = op.prepare(static_cast<int>(blockIdx.y));
   walk_runs<true>(
       r, blockIdx.y,
@@ -272,7 +273,7 @@ void pointwise_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   require(problem.empty(), what + ": " + problem);
   const AosRuns runs = aos_runs(first_in, in_frame_stride, first_out, out_frame_stride, what);
   const dim3 grid(blocks_per_frame<&pointwise_aos_kernel<Op>>(runs, frames), static_cast<unsigned>(frames));
-  pointwise_aos_kernel<Op><<<grid, kWalkThreads, 0, stream>>>(runs, op);
+  launch_dependent(&pointwise_aos_kernel<Op>, grid, dim3(kWalkThreads), 0, stream, runs, op);
   IMGPIPE_CUDA_LAUNCH_CHECK(what.c_str(), stream);
 }
 

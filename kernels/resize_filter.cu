@@ -124,13 +124,11 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   } else {
     fast_words = __syncthreads_count(in_fast_run);
   }
-  // Launched as a programmatic dependent (see resize_filter_launch.cu), this grid may start while the previous
+  // Launched as a programmatic dependent (launch_dependent, launch.cuh), this grid may start while the previous
   // kernel in the stream finishes; step 1 reads no global memory, and everything after waits here until that
   // kernel has completed and its writes are visible, so stream order holds for whatever either kernel reads or
   // writes.
-#if __CUDA_ARCH__ >= 900
-  cudaGridDependencySynchronize();
-#endif
+  wait_for_previous_grid();
 
   if constexpr (kRatio != Ratio::any) {
     // ---- 2x. Exact ratio: steps 2-3 in one, straight from global memory (resize_filter_exact_ratio.cuh).

@@ -178,22 +178,9 @@ void launch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_ou
 
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
   allow_shared(kernel, shared_bytes);
-  // Programmatic dependent launch: where the previous operation in the stream is a kernel, this grid is
-  // launched once that kernel's warps have all finished rather than once it has completed, and builds its tables
-  // (step 1) meanwhile; the kernel waits before its first global access. The kernel does not trigger its own
-  // dependents earlier: triggering at block start let the next grid's blocks wait on the SMs for a whole launch,
-  // which made graph replays of one 1080p frame 12% slower on an H200 (docs/performance.md, the fused kernel).
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = plan.grid;
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  config.attrs = &overlap;
-  config.numAttrs = 1;
-  IMGPIPE_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  // Launched as a programmatic dependent (launch.cuh), the kernel builds its tables while the kernel before it in
+  // the stream finishes.
+  launch_dependent(kernel, plan.grid, dim3(kThreads), shared_bytes, stream, p);
   IMGPIPE_CUDA_LAUNCH_CHECK("resize_filter_kernel", stream);
 }
 

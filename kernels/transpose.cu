@@ -121,6 +121,7 @@ __global__ void __launch_bounds__(kAosQuads* kRows) reorient_aos_kernel(AosFrame
   const int x0 = oy0, y0 = ox0;  // the input tile's corner, before reversal
   const int left = kReverseX ? in.extent.width - x0 - kTile : x0;
   const int top = kReverseY ? in.extent.height - y0 - kTile : y0;
+  wait_for_previous_grid();
   stage_aos_tile<kTile, kAosTileBytes, kAosStride, kAosQuads * kRows>(
       tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, 3 * left, top, BorderMode::replicate);
   __syncthreads();
@@ -159,6 +160,7 @@ __global__ void __launch_bounds__(kMirrorThreadsX* kMirrorThreadsY) mirror_aos_k
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   const int width = out.extent.width;
   if (y >= out.extent.height || kMirrorGroup * group >= width) return;
+  wait_for_previous_grid();
   const int source_y = kReverseY ? out.extent.height - 1 - y : y;
   const std::uint8_t* src_row = in.data + blockIdx.z * in.frame_stride + static_cast<std::size_t>(source_y) * in.pitch;
   std::uint8_t* dst_row = out.data + blockIdx.z * out.frame_stride + static_cast<std::size_t>(y) * out.pitch;
@@ -201,7 +203,7 @@ template <Reorient kOp>
 void launch_mirror_aos(const AosFrames& in, const AosFramesOut& out, int frames, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(div_up(div_up(out.extent.width, kMirrorGroup), kMirrorThreadsX)),
                   static_cast<unsigned>(div_up(out.extent.height, kMirrorThreadsY)), static_cast<unsigned>(frames));
-  mirror_aos_kernel<kOp><<<grid, dim3(kMirrorThreadsX, kMirrorThreadsY), 0, stream>>>(in, out);
+  launch_dependent(&mirror_aos_kernel<kOp>, grid, dim3(kMirrorThreadsX, kMirrorThreadsY), 0, stream, in, out);
   IMGPIPE_CUDA_LAUNCH_CHECK("mirror_aos_kernel", stream);
 }
 
@@ -209,7 +211,7 @@ template <Reorient kOp>
 void launch_reorient_aos(const AosFrames& in, const AosFramesOut& out, int frames, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(div_up(out.extent.width, kTile)),
                   static_cast<unsigned>(div_up(out.extent.height, kTile)), static_cast<unsigned>(frames));
-  reorient_aos_kernel<kOp><<<grid, dim3(kAosQuads, kRows), 0, stream>>>(in, out);
+  launch_dependent(&reorient_aos_kernel<kOp>, grid, dim3(kAosQuads, kRows), 0, stream, in, out);
   IMGPIPE_CUDA_LAUNCH_CHECK("reorient_aos_kernel", stream);
 }
 

@@ -304,6 +304,54 @@ TEST(DeviceChainBatch, EqualsRunFrameByFrame) {
   }
 }
 
+// The interleaved kernels start while the kernel before them in the stream finishes (programmatic dependent
+// launch) and must still see stream order. Each chain's stages read what the stage before wrote and write what
+// the stage before read (the plan's ping-pong buffers), and three calls are queued at once: A on a batch of 1080p
+// frames; B on A's last output (read after write); C overwriting that output while B may still read it (write
+// after read), through A's buffers. Each must give the bytes it gives alone. The first chain runs
+// separable_aos, filter3x3_aos, pointwise_aos, normalize_aos, sobel_aos and reorient_aos; the second
+// separable_aos and mirror_aos.
+TEST(DeviceChainBatch, CallsQueuedBackToBackKeepStreamOrder) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr int kFrames = 4;
+  const Size size{1920, 1080};
+  for (const char* text : {"gaussian=5:1.0,sharpen,gray,normalize,sobel,rotate=90", "box=3,flip=h"}) {
+    const Chain chain = parse_chain(text);
+    const Size out_size = output_size(chain, size);
+    std::vector<std::uint8_t> packed;
+    std::vector<Image> a_alone;
+    for (int f = 0; f < kFrames; ++f) {
+      const Image source = testing::synthetic_image(size, 80u + static_cast<std::uint32_t>(f));
+      packed.insert(packed.end(), source.data(), source.data() + source.bytes());
+      a_alone.push_back(run_device_chain(GpuPath::optimized, chain, source));
+    }
+    const Image other = testing::synthetic_image(size, 90u);
+    const Image b_alone = run_device_chain(GpuPath::optimized, chain, a_alone.back());
+    const Image c_alone = run_device_chain(GpuPath::optimized, chain, other);
+
+    const Device device;
+    const cuda::DeviceBuffer a_in = device.upload(Image(Size{size.width, size.height * kFrames}, packed));
+    const cuda::DeviceBuffer c_in = device.upload(other);
+    const cuda::DeviceBuffer a_out = device.poisoned(out_size.rgb_bytes() * kFrames);
+    const cuda::DeviceBuffer b_out = device.poisoned(b_alone.bytes());
+    std::uint8_t* const a_last = a_out.data() + (kFrames - 1) * out_size.rgb_bytes();
+    DeviceChain device_chain(GpuPath::optimized, chain);
+    IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(device.stream()));
+    device_chain.run_batch(a_in.data(), size, kFrames, a_out.data(), device.stream());
+    device_chain.run(a_last, out_size, b_out.data(), device.stream());
+    device_chain.run(c_in.data(), size, a_last, device.stream());
+    const Image a_then_c = device.download(a_out.data(), Size{out_size.width, out_size.height * kFrames});
+    EXPECT_TRUE(within(device.download(b_out.data(), b_alone.size()), b_alone, 0))
+        << text << ": B did not read what A wrote";
+    EXPECT_TRUE(within(device.download(a_last, out_size), c_alone, 0)) << text << ": C's frame is not C's";
+    for (int f = 0; f + 1 < kFrames; ++f) {
+      const Image from_batch(out_size, std::vector<std::uint8_t>(a_then_c.data() + f * out_size.rgb_bytes(),
+                                                                 a_then_c.data() + (f + 1) * out_size.rgb_bytes()));
+      EXPECT_TRUE(within(from_batch, a_alone[static_cast<std::size_t>(f)], 0)) << text << ", frame " << f;
+    }
+  }
+}
+
 // Where no device is usable (CI), asking for a GPU backend is a clear error.
 TEST(GpuBackend, ThrowsWithoutDevice) {
   if (cuda::device_available()) GTEST_SKIP() << "a CUDA device is present";

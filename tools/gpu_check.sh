@@ -72,7 +72,7 @@ for step in "${steps[@]}"; do
         [test_transpose]='*odd_sizes*:AllVariants/*'
         [test_gray]='*odd_sizes*'
         [test_normalize]='*odd_sizes*'
-        [test_gpu_chain]='Chains/*:BothPaths/*:GpuBackend.*:OptimizedFusedHead.ALone*:DeviceChainBatch.*'
+        [test_gpu_chain]='Chains/*:BothPaths/*:GpuBackend.*:OptimizedFusedHead.ALone*:DeviceChainBatch.EqualsRunFrameByFrame'
         [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:*OpenCvArithmetic*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
         [test_filter_aos]='*Box*:*Sobel*:*ThreeByThree*:*Refuses*:*GrayFirst*'
