@@ -90,10 +90,10 @@ class GpuJpegDecoder {
   // between batches. Where nvJPEG has no decoupled hardware decoder, batched is used.
   enum class HardwareApi { decoupled, batched };
   struct Options {
-    // decoupled: in the H200's folder job 3 or 4 threads of 2 states measured fastest; 7 (one per JPEG engine)
-    // decoded faster alone but slowed the job's other GPU work more (docs/gpu-jpeg.md).
+    // decoupled: in the H200's folder job 3 threads of 2 states measured fastest, 4 next; 7 (one per JPEG engine)
+    // decoded faster alone but slowed the job (docs/gpu-jpeg.md).
     HardwareApi hardware_api = HardwareApi::decoupled;
-    int decode_threads = 4;
+    int decode_threads = 3;
     int states_per_thread = 2;
     // batched: on the H200 one lane with batches of up to 64 decoded fastest; a second lane sharing the
     // engines, or batches of 128, measured slower (docs/gpu-jpeg.md).
