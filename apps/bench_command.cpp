@@ -22,10 +22,12 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
   c->add_option("--warmup", o.warmup, "Frames run untimed before each row's repeats")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  c->add_option("--slots", o.slots, "Frames in flight in the optimized engine's end-to-end row")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  c->add_option("--distinct", o.distinct, "Distinct frames made or read")->check(CLI::Range(1, 64))->capture_default_str();
+  CLI::Option* slots = c->add_option("--slots", o.slots, "Frames in flight in the optimized engine's end-to-end row")
+                           ->check(CLI::Range(1, 16))
+                           ->capture_default_str();
+  CLI::Option* distinct = c->add_option("--distinct", o.distinct, "Distinct frames made or read")
+                              ->check(CLI::Range(1, 64))
+                              ->capture_default_str();
   c->add_option("--ceiling-mib", o.ceiling_mib, "MiB per copy when measuring the ceilings")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -40,11 +42,15 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
           ->delimiter(',')
           ->check(CLI::IsMember({"e2e", "kernel", "stage", "ablation"}))
           ->capture_default_str();
-  c->add_flag("--matrix", o.matrix,
-              "Instead of the sections: every op alone and the usual chains at each --matrix-sizes size, naive, "
-              "optimized (one frame per launch and batched) and NPP, each against its floor (docs/bench.md)")
-      ->excludes(ops)
-      ->excludes(sections);
+  CLI::Option* matrix =
+      c->add_flag("--matrix", o.matrix,
+                  "Instead of the sections: every op alone and the usual chains at each --matrix-sizes size, naive, "
+                  "optimized (one frame per launch and batched) and NPP, each against its floor, on synthetic "
+                  "frames in device memory (docs/bench.md)")
+          ->excludes(ops)
+          ->excludes(sections)
+          ->excludes(slots)
+          ->excludes(distinct);
   c->add_option("--matrix-sizes", o.matrix_sizes, "The matrix's frame sizes")
       ->delimiter(',')
       ->capture_default_str();
@@ -58,9 +64,13 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
                 "once (all, or numbers such as 0,1), with the scaling efficiency: all at once over the devices "
                 "times the first alone");
   c->add_option("--input", o.input, "Frames from a folder of images, an image, or a video, instead of synthetic ones")
-      ->check(CLI::ExistingPath);
-  c->add_option("--json", o.json, "Also write every result as JSON (schema: docs/bench.md)");
-  c->add_option("--trace", o.trace, "Write a Chrome trace-event file (opens in Perfetto) of the optimized ring");
+      ->check(CLI::ExistingPath)
+      ->excludes(matrix);
+  const CLI::Validator file_name(
+      [](const std::string& name) { return name.empty() ? std::string("an empty file name") : std::string(); }, "FILE");
+  c->add_option("--json", o.json, "Also write every result as JSON (schema: docs/bench.md)")->check(file_name);
+  c->add_option("--trace", o.trace, "Write a Chrome trace-event file (opens in Perfetto) of the optimized ring")
+      ->check(file_name);
   c->footer(std::string(chain_help()) + R"(
 
 Rows: end-to-end through each backend's engine (host memory in and out), the chain on device-resident frames,

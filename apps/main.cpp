@@ -287,6 +287,7 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
   io::set_library_logging(verbose);
   try {
     if (*batch_command || *stream_command) install_signal_handling();  // SIGINT/SIGTERM: finish, summarise, 130/143
+    if (*bench_command) report_failed_writes();
     if (*backends_command) return list_backends();
     if (*batch_command) return run_batch(batch);
     if (*bench_command) return run_bench(bench);

@@ -72,6 +72,10 @@ void install_signal_handling() {
   action.sa_flags = SA_RESTART;  // other system calls carry on; raw stdin reads are woken through stop_fd()
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
+  report_failed_writes();
+}
+
+void report_failed_writes() {
   ::signal(SIGXFSZ, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
 }

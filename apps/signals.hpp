@@ -7,10 +7,13 @@
 
 namespace imgpipe::app {
 
-// Installs the handlers (idempotent). Also ignores SIGXFSZ, so a write over the file-size limit (ulimit -f)
-// fails with EFBIG and is reported for that file instead of killing the run, and SIGPIPE, so a reader that
-// closes imgpipe's stdout makes the write fail with EPIPE, reported, instead of killing imgpipe silently.
+// Installs the handlers (idempotent), and report_failed_writes().
 void install_signal_handling();
+
+// Ignores SIGXFSZ, so a write over the file-size limit (ulimit -f) fails with EFBIG and is reported for that
+// file instead of killing the run, and SIGPIPE, so a reader that closes imgpipe's stdout makes the write fail
+// with EPIPE, reported, instead of killing imgpipe silently.
+void report_failed_writes();
 
 // The first SIGINT or SIGTERM received, or 0 when none has arrived.
 int stop_signal() noexcept;

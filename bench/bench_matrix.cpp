@@ -43,13 +43,15 @@ int round_up(int value, int multiple) { return (value + multiple - 1) / multiple
 
 }  // namespace
 
+int matrix_warmup_frames(int warmup, int batch) { return round_up(std::max(warmup, batch), batch); }
+
 void measure_matrix(const Settings& s, Report& report) {
   const int batch = s.matrix_batch;
   const std::string batched = "optimized x" + std::to_string(batch);
   // Whole batches only: a batched row launches `batch` consecutive frames of the pool at once.
   Settings timing = s;
   timing.frames_per_repeat = round_up(s.frames_per_repeat, batch);
-  timing.warmup = batch;
+  timing.warmup = matrix_warmup_frames(s.warmup, batch);
   const bool naive = s.backends.contains("naive"), optimized = s.backends.contains("optimized"),
              npp = s.backends.contains("npp");
 

@@ -56,6 +56,8 @@ void measure_kernels(const Settings& settings, Report& report);
 // optimized one frame per launch and batched, and NPP where it has the chain; each row against the floor of
 // the bytes it must move (bench_matrix.cpp).
 void measure_matrix(const Settings& settings, Report& report);
+// The matrix's untimed frames before each row: --warmup rounded up to whole batches, at least one.
+int matrix_warmup_frames(int warmup, int batch);
 
 // One technique at a time, each row with its twin.
 void measure_ablations(const Settings& settings, Report& report);

@@ -1,13 +1,13 @@
 #include "bench_report.hpp"
 
-#include "io_error.hpp"
+#include "file_bytes.hpp"
 
 #include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -43,8 +43,9 @@ std::string ceiling_short(const std::string& id) {
   return id;
 }
 
-void ofstream_or_throw(std::ofstream& f, const std::filesystem::path& path) {
-  if (!f) throw io::IoError(path, "cannot open for writing");
+// Through a temporary renamed into place: a failed or interrupted write leaves an earlier file whole.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
+  io::write_file_atomically(path, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
 }
 
 }  // namespace
@@ -225,7 +226,7 @@ void write_json(const Report& report, const std::filesystem::path& path) {
                        {"slots", p.slots},
                        {"input", p.input},
                        {"distinct_frames", p.distinct_frames},
-                       {"device_pool_frames", p.device_pool},
+                       {"device_pool_frames", p.device_pool > 0 ? Json(p.device_pool) : Json(nullptr)},
                        {"ceiling_copy_bytes", p.ceiling_bytes},
                        {"backends", p.backends},
                        {"sections", p.sections},
@@ -253,9 +254,9 @@ void write_json(const Report& report, const std::filesystem::path& path) {
     row["detail"] = r.detail;
     row["status"] = r.status;
     row["reason"] = r.reason.empty() ? Json(nullptr) : Json(r.reason);
-    row["frames"] = r.frames;
-    row["repeats"] = r.repeats;
     const bool ok = r.status == "ok";
+    row["frames"] = ok ? Json(r.frames) : Json(nullptr);
+    row["repeats"] = ok ? Json(r.repeats) : Json(nullptr);
     row["us_per_frame"] = ok ? Json(r.us_per_frame) : Json(nullptr);
     row["fps"] = optional_number(x.fps);
     row["bytes_per_frame"] = r.bytes_per_frame > 0 ? Json(r.bytes_per_frame) : Json(nullptr);
@@ -274,10 +275,7 @@ void write_json(const Report& report, const std::filesystem::path& path) {
   doc["rows"] = rows;
   doc["notes"] = report.notes;
 
-  std::ofstream f(path);
-  ofstream_or_throw(f, path);
-  f << doc.dump(2) << "\n";
-  if (!f) throw io::IoError(path, "write failed");
+  write_text_atomically(path, doc.dump(2) + "\n");
 }
 
 void write_trace(const std::filesystem::path& path, const std::string& title, int tracks,
@@ -309,10 +307,7 @@ void write_trace(const std::filesystem::path& path, const std::string& title, in
   doc["otherData"] = {{"source", "imgpipe bench --trace"},
                       {"clock", "CUDA events, microseconds from the first event; a span starts when its stream "
                                 "reached it, so it includes any wait for a copy engine or for SMs"}};
-  std::ofstream f(path);
-  ofstream_or_throw(f, path);
-  f << doc.dump(1) << "\n";
-  if (!f) throw io::IoError(path, "write failed");
+  write_text_atomically(path, doc.dump(1) + "\n");
 }
 
 }  // namespace imgpipe::bench

@@ -7,9 +7,13 @@
 #include "bench_support.hpp"
 #include "chain.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -36,32 +40,81 @@ std::string join(const std::vector<std::string>& items) {
   return text;
 }
 
-// The command as it could be typed again.
+// A word as a POSIX shell reads it back: single-quoted unless it holds only characters the shell leaves alone.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || (c != '\0' && std::strchr("-_./,=:+@%", c) != nullptr);
+  });
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The command as it could be typed again: every option that changes what runs, with the values that ran.
+// --backends only where it was given, since naming it makes missing GPU rows an error (exit 3).
 std::string command_line(const Options& o) {
   std::string c = "imgpipe bench";
+  const auto add = [&c](const char* flag, const std::string& value) {
+    c += std::string(" ") + flag + " " + shell_word(value);
+  };
   if (o.matrix) {
-    c += " --matrix --matrix-sizes " + join(o.matrix_sizes) + " --matrix-batch " + std::to_string(o.matrix_batch);
+    c += " --matrix";
+    add("--matrix-sizes", join(o.matrix_sizes));
+    add("--matrix-batch", std::to_string(o.matrix_batch));
   } else {
-    c += " --ops " + o.ops;
+    add("--ops", o.ops);
   }
-  if (!o.size.empty()) c += " --size " + o.size;
-  c += " --frames " + std::to_string(o.frames) + " --repeats " + std::to_string(o.repeats) + " --warmup " +
-       std::to_string(o.warmup) + " --slots " + std::to_string(o.slots) + " --backends " + join(o.backends);
-  if (!o.matrix) c += " --sections " + join(o.sections);
+  if (!o.size.empty()) add("--size", o.size);
+  add("--frames", std::to_string(o.frames));
+  add("--repeats", std::to_string(o.repeats));
+  add("--warmup", std::to_string(o.warmup));
+  if (!o.matrix) {
+    add("--slots", std::to_string(o.slots));
+    add("--distinct", std::to_string(o.distinct));
+    add("--sections", join(o.sections));
+  }
+  if (o.backends_given) add("--backends", join(o.backends));
   if (o.exact) c += " --exact";
-  if (!o.devices.empty()) c += " --devices " + o.devices;
-  c += " --ceiling-mib " + std::to_string(o.ceiling_mib);
-  if (!o.input.empty()) c += " --input " + o.input;
-  if (!o.json.empty()) c += " --json " + o.json;
-  if (!o.trace.empty()) c += " --trace " + o.trace;
+  if (!o.devices.empty()) add("--devices", o.devices);
+  add("--ceiling-mib", std::to_string(o.ceiling_mib));
+  if (!o.input.empty()) add("--input", o.input);
+  if (!o.json.empty()) add("--json", o.json);
+  if (!o.trace.empty()) add("--trace", o.trace);
   return c;
 }
 
-void require_writable_folder(const std::string& flag, const std::string& file) {
+// Found before measuring, so that a run of many minutes does not end in a file it cannot write.
+void require_writable_file(const std::string& flag, const std::string& file) {
   if (file.empty()) return;
+  if (fs::is_directory(file)) throw OptionError(flag + " " + file + ": is a folder; name a file");
   const fs::path parent = fs::path(file).parent_path();
   if (!parent.empty() && !fs::is_directory(parent)) {
     throw OptionError(flag + " " + file + ": the folder " + parent.string() + " does not exist");
+  }
+  const fs::path folder = parent.empty() ? fs::path(".") : parent;
+  if (access(folder.c_str(), W_OK | X_OK) != 0) {
+    throw OptionError(flag + " " + file + ": cannot write in the folder " + folder.string() + " (" +
+                      std::strerror(errno) + ")");
+  }
+}
+
+BenchFrames frames_or_option_error(const Options& o, std::optional<Size> size) {
+  // Frames larger than the memory would be killed by the kernel's OOM killer while being made, not refused.
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (size && static_cast<double>(size->rgb_bytes()) * o.distinct > memory) {
+    throw OptionError("--size " + o.size + ": " + std::to_string(o.distinct) + " frames (--distinct) of " +
+                      std::to_string(size->rgb_bytes() >> 20) + " MiB each are more than this machine's " +
+                      std::to_string(static_cast<long long>(memory) >> 20) + " MiB of memory");
+  }
+  try {
+    return load_bench_frames(o.input.empty() ? std::nullopt : std::optional<fs::path>(o.input), size, o.distinct);
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error("not enough memory for " + std::to_string(o.distinct) + " frames of " +
+                             (size ? to_string(*size) : std::string("the input's size")) + " (--distinct, --size)");
+  } catch (const std::exception& e) {
+    if (o.input.empty()) throw;
+    throw OptionError(std::string("--input: ") + e.what());
   }
 }
 
@@ -80,7 +133,15 @@ Outcome run(const Options& o) {
     if (!matrix_size) {
       throw OptionError("--matrix-sizes " + text + ": expected WxH with both from 1 to " + std::to_string(kMaxDimension));
     }
+    if (std::find(s.matrix_sizes.begin(), s.matrix_sizes.end(), *matrix_size) != s.matrix_sizes.end()) {
+      throw OptionError("--matrix-sizes: " + text + " is named twice");
+    }
     s.matrix_sizes.push_back(*matrix_size);
+  }
+  const bool matrix_rows_asked =
+      std::any_of(o.backends.begin(), o.backends.end(), [](const std::string& b) { return b != "cpu"; });
+  if (o.matrix && !matrix_rows_asked) {
+    throw OptionError("--matrix has GPU rows only: --backends needs naive, optimized or npp");
   }
   s.matrix_batch = o.matrix_batch;
   s.arithmetic = o.exact ? Arithmetic::exact : Arithmetic::fast;
@@ -96,8 +157,8 @@ Outcome run(const Options& o) {
       throw OptionError(std::string("--") + e.what());
     }
   }
-  require_writable_folder("--json", o.json);
-  require_writable_folder("--trace", o.trace);
+  require_writable_file("--json", o.json);
+  require_writable_file("--trace", o.trace);
 
   Report report;
   report.version = IMGPIPE_VERSION;
@@ -111,14 +172,13 @@ Outcome run(const Options& o) {
   report.device = describe_device();
 
   std::fprintf(stderr, "imgpipe bench: making or reading %d frames\n", o.distinct);
-  BenchFrames frames =
-      load_bench_frames(o.input.empty() ? std::nullopt : std::optional<fs::path>(o.input), size, o.distinct);
+  BenchFrames frames = frames_or_option_error(o, size);
   s.frames = std::move(frames.frames);
   s.size = frames.size;
   s.out_size = output_size(s.chain, s.size);
   s.frames_per_repeat = o.frames;
   s.repeats = o.repeats;
-  s.warmup = o.warmup;
+  s.warmup = o.matrix ? matrix_warmup_frames(o.warmup, o.matrix_batch) : o.warmup;
   s.slots = o.slots;
   s.ceiling_bytes = static_cast<std::size_t>(o.ceiling_mib) << 20;
   s.backends = {o.backends.begin(), o.backends.end()};
@@ -154,8 +214,9 @@ Outcome run(const Options& o) {
   }
   const bool gpu_rows_missing = !report.device.available && o.backends_given && !gpu_rows_asked.empty();
   if (!report.device.available) {
+    const bool cpu_row = s.sections.contains("e2e") && s.backends.contains("cpu");
     const std::string note = "GPU rows need a CUDA device; none is usable here (" + report.device.reason +
-                             "), so only the cpu rows and the host ceiling ran";
+                             "), so only " + (cpu_row ? "the cpu row and " : "") + "the host ceiling ran";
     report.notes.push_back(note);
     std::fprintf(stderr, "imgpipe bench: %s\n", note.c_str());
   }
@@ -172,8 +233,8 @@ Outcome run(const Options& o) {
   if (s.sections.contains(kMatrixSection)) measure_matrix(s, report);
   if (!o.trace.empty()) record_trace(s, o.trace, report);
 
+  print_table(report, stdout);  // first, so that a failed write of the files still leaves the results
   if (!o.json.empty()) write_json(report, o.json);
-  print_table(report, stdout);
   if (gpu_rows_missing) {
     std::fprintf(stderr, "imgpipe bench: --backends %s: these rows need a CUDA device and none is usable here (%s); "
                  "they did not run\n", join(gpu_rows_asked).c_str(), report.device.reason.c_str());

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace imgpipe {
 namespace {
@@ -32,6 +33,8 @@ Json read_json(const fs::path& path) {
 }
 
 bool positive_number(const Json& v) { return v.is_number() && v.get<double>() > 0; }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 constexpr const char* kTinyRun =
     "bench --frames 3 --repeats 1 --warmup 1 --size 64x48 --distinct 2 --ceiling-mib 2 "
@@ -59,6 +62,7 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
   EXPECT_EQ(p.at("repeats"), 1);
   EXPECT_EQ(p.at("chain"), "resize=32x24,gaussian=5:1");
   EXPECT_EQ(p.at("exact"), false);
+  EXPECT_EQ(p.at("distinct_frames"), 2);
 
   // Ceilings: the host's always; the device's with a device. Every rate positive.
   std::set<std::string> ceilings;
@@ -70,6 +74,7 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
   EXPECT_TRUE(ceilings.contains("host_memcpy"));
   const bool device = doc.at("device").at("available").get<bool>();
   EXPECT_EQ(device, cuda::device_available());
+  EXPECT_TRUE(device ? positive_number(p.at("device_pool_frames")) : p.at("device_pool_frames").is_null());
   if (device) {
     for (const char* id : {"pcie_h2d_pinned", "pcie_d2h_pinned", "pcie_both_pinned", "pcie_h2d_pageable",
                            "pcie_d2h_pageable", "d2d", "pcie_frames_pinned"}) {
@@ -91,7 +96,8 @@ TEST(BenchCommand, WritesTheDocumentedJson) {
     EXPECT_NE(status, "failed") << r.dump();
     if (status != "ok") {
       EXPECT_TRUE(r.at("reason").is_string()) << r.dump();
-      EXPECT_TRUE(r.at("fps").is_null()) << r.dump();
+      for (const char* key : {"fps", "frames", "repeats"})
+        EXPECT_TRUE(r.at(key).is_null()) << key << " in " << r.dump();
       if (!device && r.at("name") != "cpu") {
         EXPECT_NE(r.at("reason").get<std::string>().find("CUDA device"), std::string::npos) << r.dump();
       }
@@ -150,11 +156,14 @@ TEST(BenchCommand, ExactIsRecordedWhereverTheRunIsDescribed) {
 TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
   const testing::TempDir dir;
   const fs::path json = dir.path() / "matrix.json";
-  const CommandResult run = imgpipe("bench --matrix --matrix-sizes 64x48,33x17 --matrix-batch 2 --frames 2 "
-                                    "--repeats 1 --warmup 1 --distinct 1 --ceiling-mib 2 --json '" + json.string() + "'");
+  const CommandResult run = imgpipe(
+      "bench --matrix --matrix-sizes 64x48,33x17 --matrix-batch 2 --frames 2 "
+      "--repeats 1 --warmup 3 --ceiling-mib 2 --json '" +
+      json.string() + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json doc = read_json(json);
   EXPECT_EQ(doc.at("parameters").at("sections"), Json::array({"matrix"}));
+  EXPECT_EQ(doc.at("parameters").at("warmup_frames"), 4) << "--warmup 3 rounded up to whole batches of 2";
   std::map<std::string, std::set<std::string>> names_by_group;
   const bool device = doc.at("device").at("available").get<bool>();
   for (const Json& r : doc.at("rows")) {
@@ -197,6 +206,70 @@ TEST(BenchCommand, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(imgpipe("bench --ops gray --size 0x5 --frames 1 --repeats 1").exit_code, 2);
   EXPECT_EQ(imgpipe("bench --ops gray --backends cpu,tpu").exit_code, 2);
   EXPECT_EQ(imgpipe("bench --ops gray --json /nonexistent-folder/x.json").exit_code, 2);
+  EXPECT_EQ(imgpipe("bench --ops gray --json ''").exit_code, 2);
+  EXPECT_EQ(imgpipe("bench --matrix --matrix-sizes 64x48,64x48").exit_code, 2) << "a size named twice";
+  for (const char* not_matrix : {"--slots 2", "--distinct 2", "--input ."}) {
+    EXPECT_EQ(imgpipe(std::string("bench --matrix ") + not_matrix).exit_code, 2)
+        << not_matrix << ": the matrix's frames are its own";
+  }
+  const CommandResult cpu_matrix = imgpipe("bench --matrix --backends cpu");
+  EXPECT_EQ(cpu_matrix.exit_code, 2) << cpu_matrix.output;
+  EXPECT_TRUE(contains(cpu_matrix.output, "--matrix has GPU rows only")) << cpu_matrix.output;
+}
+
+// Options that can only fail at the end of a run fail before it: a --json that is a folder, and an --input
+// with nothing to measure, are usage errors (exit 2) that name them.
+TEST(BenchCommand, FilesThatCannotBeUsedAreRefusedBeforeMeasuring) {
+  const testing::TempDir dir;
+  CommandResult run = imgpipe(std::string(kTinyRun) + " --json " + testing::quoted(dir.path()));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, dir.path().string() + ": is a folder")) << run.output;
+  EXPECT_FALSE(contains(run.output, "ceilings GB/s")) << "nothing measured";
+
+  const fs::path empty = dir.path() / "empty";
+  fs::create_directory(empty);
+  run = imgpipe("bench --ops gray --frames 1 --repeats 1 --input '" + empty.string() + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "--input: " + empty.string() + ": no images")) << run.output;
+  EXPECT_FALSE(contains(run.output, "ceilings GB/s")) << "nothing measured";
+}
+
+// A JSON file whose write fails (here the file-size limit) leaves the file that was there whole, no temporary
+// beside it, and the table on stdout; the exit status says the run was not clean.
+TEST(BenchCommand, AFailedJsonWriteKeepsTheEarlierFileAndTheTable) {
+  const testing::TempDir dir;
+  const fs::path json = dir.path() / "bench.json";
+  testing::write_bytes(json, "the earlier results");
+  const CommandResult run =
+      testing::run_command(IMGPIPE_BINARY, std::string(kTinyRun) + " --json " + testing::quoted(json), "ulimit -f 4;");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "ceilings GB/s")) << run.output;
+  EXPECT_TRUE(contains(run.output, json.string())) << run.output;
+  const std::vector<std::uint8_t> kept = testing::file_bytes(json);
+  EXPECT_EQ(std::string(kept.begin(), kept.end()), "the earlier results");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1) << "no temporary left";
+}
+
+// The "command" in the JSON, typed again, runs the same bench: every option that ran, quoted for the shell, and
+// --backends only where it was given (naming it turns rows that cannot run into exit 3).
+TEST(BenchCommand, TheRecordedCommandRunsTheSameBench) {
+  const testing::TempDir dir;
+  const fs::path json = dir.path() / "my results.json";
+  const CommandResult run = imgpipe(std::string(kTinyRun) + " --json " + testing::quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json first = read_json(json);
+  const std::string command = first.at("command");
+  EXPECT_TRUE(contains(command, "--distinct 2")) << command;
+  EXPECT_TRUE(contains(command, "--json " + testing::quoted(json))) << command;
+  EXPECT_FALSE(contains(command, "--backends")) << command;
+
+  const std::string prefix = "imgpipe ";
+  ASSERT_EQ(command.rfind(prefix, 0), 0u) << command;
+  const CommandResult again = testing::run_command(IMGPIPE_BINARY, command.substr(prefix.size()));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const Json second = read_json(json);
+  EXPECT_EQ(second.at("command"), command);
+  EXPECT_EQ(second.at("parameters"), first.at("parameters"));
 }
 
 }  // namespace
