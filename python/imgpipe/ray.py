@@ -4,21 +4,24 @@
     summary = imgpipe.ray.run_folder("/shared/photos", "/shared/out", "resize=1280x720,gaussian=5:1.0",
                                      backend="optimized", concurrency=8)   # 8 actors, one GPU each
 
-A pool of actors each holds one `imgpipe.Pipeline` (one GPU each for the GPU backends); Ray Data streams the work
-to them in batches, and each actor returns one status row per file. A file that fails is a row with its
-message, never a failed job. Outputs go to `output_dir`, which every worker must be able to write (a shared
-file system), under the input's relative path, through a temporary name renamed into place, as `imgpipe batch`
-writes them. Two ways to read:
+The driver lists the input once and plans every output as `imgpipe batch` does: the output folder outside the
+input, one input per output (a later input whose output an earlier one makes fails, naming it), existing outputs
+refused, skipped or replaced. A pool of actors each holds one `imgpipe.Pipeline` (one GPU each for the GPU
+backends); Ray Data streams the planned files to them in batches, and each actor returns one status row per
+file. A file that fails is a row with its message, never a failed job. Outputs go to `output_dir`, which every
+worker must be able to write (a shared file system), under the input's relative path, through a temporary name
+renamed into place, as `imgpipe batch` writes them. Two ways to read:
 
-- files (a local or shared folder): the driver lists the folder once (`imgpipe.list_images`) and Ray Data
-  carries only relative paths; each actor runs its batch of files as imgpipe's own job (`Pipeline.run_files`:
-  decode and encode on several threads, copies overlapped with the chain, the GIL released), so the files'
-  bytes never pass through the object store.
-- bytes (an object-store prefix such as s3://, or any URL pyarrow reads): Ray Data reads the files
-  (`read_binary_files`) and passes their bytes through the object store; each actor decodes, runs the chain,
-  encodes and writes file by file.
+- files (a local or shared folder): Ray Data carries only relative paths; each actor runs its batch of files as
+  imgpipe's own job (`Pipeline.run_files`: decode and encode on several threads, copies overlapped with the
+  chain, the GIL released), so the files' bytes never pass through the object store.
+- bytes (a local folder, an object-store prefix such as s3://, or any URL pyarrow reads): Ray Data reads the
+  listed files (`read_binary_files`) and passes their bytes through the object store; each actor decodes, runs
+  the chain, encodes and writes file by file.
 """
+import math
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -27,9 +30,19 @@ import imgpipe
 
 IMAGE_EXTENSIONS = ["ppm", "png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"]
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# The command's temporaries, "dir/.NAME.EXT.imgpipe-tmp-PID-N.EXT" (io/file_bytes.hpp), keep an image extension,
+# so one left by a killed actor would be listed as an image by a later job reading that folder.
+_COMMAND_TEMPORARY = re.compile(r"^\..*\.imgpipe-tmp-\d+-\d+\.[^.]+$")
 
-def _without_scheme(path):
-    return path.split("://", 1)[1] if "://" in path else os.path.abspath(path)
+
+def _is_url(path):
+    return bool(_URL.match(path))
+
+
+def _output_relative(relative, extension):
+    """The output's path relative to output_dir, as the batch job names it."""
+    return relative if extension == "same" else os.path.splitext(relative)[0] + "." + extension
 
 
 def _actor_pipeline(ops, backend):
@@ -76,10 +89,7 @@ class _BytesWorker:
 
     def output_path(self, path):
         relative = path[len(self.input_root):] if path.startswith(self.input_root) else os.path.basename(path)
-        target = os.path.join(self.output_dir, relative)
-        if self.extension != "same":
-            target = os.path.splitext(target)[0] + "." + self.extension
-        return target
+        return os.path.join(self.output_dir, _output_relative(relative, self.extension))
 
     def process(self, data, path):
         target = self.output_path(path)
@@ -111,60 +121,175 @@ class _BytesWorker:
         return {"path": np.asarray(batch["path"]), "status": np.asarray(statuses), "message": np.asarray(messages)}
 
 
+def _list_local(root):
+    """The images under a local folder as the batch job walks it (imgpipe.list_images: entries that cannot be
+    read are listed too, so they are reported), less the command's temporaries."""
+    try:
+        names = imgpipe.list_images(root)
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{root}: a file name under it is not valid UTF-8 ({error.object!r}), and imgpipe's "
+                         "module takes UTF-8 names only; rename it") from error
+    return [name for name in names if not _COMMAND_TEMPORARY.match(os.path.basename(name))]
+
+
+def _list_url(url):
+    """(filesystem, root, names): the files under a URL with an image extension, relative to it, sorted."""
+    import pyarrow.fs
+
+    filesystem, root = pyarrow.fs.FileSystem.from_uri(url)
+    root = root.rstrip("/")
+    infos = filesystem.get_file_info(pyarrow.fs.FileSelector(root, recursive=True))
+    names = sorted(info.path[len(root) + 1:] for info in infos
+                   if info.type == pyarrow.fs.FileType.File and info.extension.lower() in IMAGE_EXTENSIONS)
+    return filesystem, root, names
+
+
+def _unreadable(path):
+    """Why a listed local entry cannot be read as an image file, or "" (read="bytes": Ray's read task would stop
+    the whole job on it)."""
+    if os.path.isfile(path):
+        return "" if os.access(path, os.R_OK) else "cannot open: Permission denied"
+    if os.path.isdir(path):
+        return "is a directory, not an image file"
+    if os.path.islink(path):
+        return "is a broken symbolic link"
+    return "is not a regular file (a FIFO, socket or device)"
+
+
+def _plan(input_root, names, output_dir, extension, overwrite, skip_existing, check_readable):
+    """(names to run, files skipped, [(path, message)] failed on the driver), as the batch job plans a folder: a
+    later input whose output an earlier one makes fails naming it; an existing output fails, unless overwrite
+    replaces it or skip_existing skips it."""
+    work, skipped, failed = [], 0, []
+    made_from = {}  # output -> the input that makes it
+    for name in names:
+        path = os.path.join(input_root, name)
+        output = os.path.join(output_dir, _output_relative(name, extension))
+        problem = _unreadable(path) if check_readable else ""
+        if problem:
+            failed.append((path, f"{path}: {problem}"))
+            continue
+        first = made_from.setdefault(os.path.normpath(output), path)
+        if first != path:
+            failed.append((path, f"{path}: not processed: its output {output} is already made from {first}"))
+        elif not overwrite and os.path.lexists(output):
+            if skip_existing:
+                skipped += 1
+            else:
+                failed.append((path, f"{path}: not processed: output {output} exists; overwrite=True replaces "
+                                     "it, skip_existing=True skips it"))
+        else:
+            work.append(name)
+    return work, skipped, failed
+
+
+def _resolve_backend(backend, cluster_gpus):
+    """The actors' backend: ValueError for an unknown name, or a GPU backend where it cannot run (Ray would wait
+    for ever for a GPU the cluster does not have)."""
+    compiled_in = {b["name"]: b["compiled_in"] for b in imgpipe.backends()}
+    if backend != "auto" and backend not in compiled_in:
+        raise ValueError(f"backend {backend!r}: auto or one of {', '.join(compiled_in)}")
+    if backend == "auto":
+        return "optimized" if cluster_gpus and compiled_in.get("optimized") else "cpu"
+    if backend != "cpu" and not compiled_in[backend]:
+        raise ValueError(f"backend {backend!r}: this imgpipe was built without CUDA; backend='cpu' runs here")
+    if backend != "cpu" and not cluster_gpus:
+        raise ValueError(f"backend {backend!r} needs a GPU per actor and the Ray cluster has none "
+                         "(ray.cluster_resources() lists no 'GPU'); backend='cpu' runs on CPUs")
+    return backend
+
+
+def _batching(files, actors, batch_size, default_batch_size):
+    """(batch_size, blocks): batches of default_batch_size, smaller where the folder is too small to give every
+    actor one (Ray Data bundles blocks up to batch_size for an actor, so small blocks alone would not spread
+    it), and a few blocks per actor."""
+    if batch_size is None:
+        batch_size = max(1, min(default_batch_size, math.ceil(files / actors)))
+    return batch_size, max(1, min(math.ceil(files / batch_size), 4 * actors))
+
+
 def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", quality=95, overwrite=False,
-               concurrency=None, batch_size=None, read_blocks=None, cpus_per_actor=1.0, read="auto", jobs=0):
+               skip_existing=False, concurrency=None, batch_size=None, read_blocks=None, cpus_per_actor=1.0,
+               read="auto", jobs=0):
     """Every image under input_path through the chain into output_dir on the Ray cluster `ray.init()` joined.
 
-    read: "files" (the actors read the files themselves; input_path on a file system every worker reads),
-    "bytes" (Ray Data reads them and passes their bytes through the object store), or "auto": files for a local
-    path, bytes for a URL (s3://, gs://, ...). concurrency: actors (default: one per GPU of the cluster for a GPU
-    backend, else 1). Each actor reserves cpus_per_actor CPUs (and one GPU for a GPU backend); with read="bytes",
-    Ray Data's read tasks need CPUs too, so the actors' reservations must leave at least one CPU of the cluster
-    free, or the job waits for ever. batch_size: files per actor call (default 64 for files, 16 for bytes).
-    read_blocks: the blocks the work is split into (None: Ray's choice for bytes, enough batches for every actor
-    for files; on a small folder Ray's choice of one read task per few files costs more than the images, so a few
-    blocks per actor is faster, docs/python.md). jobs: each actor's decode/encode threads with read="files" (0:
-    one per hardware thread of its node). Returns {'done', 'failed', 'errors': [(path, message)], 'seconds'}.
+    The driver lists input_path (a local folder through `imgpipe.list_images`, as files mode reads it; a URL
+    through pyarrow), resolves a relative input_path and output_dir against its own working directory, and
+    raises ValueError before any actor starts where output_dir is input_path or inside it (or the reverse), as
+    `imgpipe batch` does. read: "files" (the actors read the files themselves; input_path on a file system every
+    worker reads), "bytes" (Ray Data reads them and passes their bytes through the object store), or "auto":
+    files for a local path, bytes for a URL (s3://, gs://, ...). backend: auto (optimized where the cluster has
+    GPUs), cpu, naive or optimized; ValueError for a GPU backend on a cluster without GPUs. overwrite replaces
+    existing outputs, skip_existing skips them (counted in 'skipped'); otherwise they fail. concurrency: actors,
+    or (min, max) for an autoscaling pool (default: one per GPU of the cluster for a GPU backend, else 1). Each
+    actor reserves cpus_per_actor CPUs (and one GPU for a GPU backend); with read="bytes", Ray Data's read tasks
+    need CPUs too, so the actors' reservations must leave at least one CPU of the cluster free, or the job waits
+    for ever. batch_size: files per actor call (default 64 for files, 16 for bytes, fewer where the folder is too
+    small to give every actor a batch). read_blocks: the blocks the work is split into (None: Ray's choice for
+    bytes, a few per actor for files; on a small folder Ray's choice of one read task per few files costs more
+    than the images, so a few blocks per actor is faster, docs/python.md). jobs: each actor's decode/encode
+    threads with read="files" (0: one per hardware thread of its node). Returns {'done', 'failed', 'skipped',
+    'errors': [(path, message)], 'seconds'}.
     """
     import time
 
     import ray
 
-    imgpipe.Pipeline(ops, backend="auto")  # a bad chain fails here, before the cluster does any work
     if read == "auto":
-        read = "bytes" if "://" in input_path else "files"
+        read = "bytes" if _is_url(input_path) else "files"
     if read not in ("files", "bytes"):
         raise ValueError(f"read: 'auto', 'files' or 'bytes', not {read!r}")
+    if read == "files" and _is_url(input_path):
+        raise ValueError(f"read='files' reads a folder every worker sees, not a URL ({input_path}); read='bytes' "
+                         "reads URLs")
+    if _is_url(output_dir):
+        raise ValueError(f"output_dir: a folder every worker writes (a shared file system), not a URL ({output_dir})")
+    if overwrite and skip_existing:
+        raise ValueError("overwrite and skip_existing contradict each other")
+    if format != "same" and format not in IMAGE_EXTENSIONS:
+        raise ValueError(f"format {format!r}: same, or one of {', '.join(IMAGE_EXTENSIONS)}")
+    driver_pipeline = imgpipe.Pipeline(ops, backend="cpu")  # a bad chain fails here, before the cluster does any work
     gpus = int(ray.cluster_resources().get("GPU", 0))
-    if backend == "auto":
-        backend = "optimized" if gpus > 0 else "cpu"
+    backend = _resolve_backend(backend, gpus)
     gpu = backend != "cpu"
     if concurrency is None:
         concurrency = max(1, gpus) if gpu else 1
-    if batch_size is None:
-        batch_size = 64 if read == "files" else 16
+    actors = max(concurrency) if isinstance(concurrency, tuple) else concurrency
+    output_dir = os.path.abspath(output_dir)
     start = time.perf_counter()
-    if read == "files":
-        root = _without_scheme(input_path)
-        files = imgpipe.list_images(root)
-        blocks = read_blocks or max(1, min(len(files) // batch_size, 4 * concurrency))
-        work = ray.data.from_items([{"path": f} for f in files], override_num_blocks=blocks)
-        worker, arguments = _FileWorker, dict(input_root=root, jobs=jobs)
+    if _is_url(input_path):
+        filesystem, root, names = _list_url(input_path)
     else:
-        work = ray.data.read_binary_files(input_path, include_paths=True, file_extensions=IMAGE_EXTENSIONS,
-                                          override_num_blocks=read_blocks)
-        worker, arguments = _BytesWorker, dict(input_root=_without_scheme(input_path))
-    statuses = work.map_batches(
-        worker,
-        fn_constructor_kwargs=dict(ops=ops, backend=backend, output_dir=output_dir, extension=format,
-                                   quality=quality, overwrite=overwrite, **arguments),
-        batch_size=batch_size, concurrency=concurrency, num_gpus=1 if gpu else 0, num_cpus=cpus_per_actor,
-        batch_format="numpy",
-    )
-    # One streaming pass: the status rows are counted as they arrive; only failures are kept.
-    done, errors = 0, []
-    for batch in statuses.iter_batches(batch_size=1024, batch_format="numpy"):
-        ok = batch["status"] == "done"
-        done += int(ok.sum())
-        errors += [(str(path), str(message)) for path, message in zip(batch["path"][~ok], batch["message"][~ok])]
-    return {"done": done, "failed": len(errors), "errors": errors, "seconds": time.perf_counter() - start}
+        import pyarrow.fs
+
+        filesystem, root = pyarrow.fs.LocalFileSystem(), os.path.abspath(input_path)
+        # run_files checks the folders first, with the command's rule and message; no files: nothing else runs.
+        driver_pipeline.run_files(root, [], output_dir)
+        names = _list_local(root)
+    names, skipped, errors = _plan(root, names, output_dir, format, overwrite, skip_existing,
+                                   check_readable=read == "bytes" and not _is_url(input_path))
+    done = 0
+    if names:
+        batch_size, blocks = _batching(len(names), actors, batch_size, 64 if read == "files" else 16)
+        if read == "files":
+            work = ray.data.from_items([{"path": name} for name in names],
+                                       override_num_blocks=read_blocks or blocks)
+            worker, arguments = _FileWorker, dict(jobs=jobs)
+        else:
+            work = ray.data.read_binary_files([os.path.join(root, name) for name in names], filesystem=filesystem,
+                                              include_paths=True, override_num_blocks=read_blocks)
+            worker, arguments = _BytesWorker, {}
+        statuses = work.map_batches(
+            worker,
+            fn_constructor_kwargs=dict(ops=ops, backend=backend, input_root=root, output_dir=output_dir,
+                                       extension=format, quality=quality, overwrite=overwrite, **arguments),
+            batch_size=batch_size, concurrency=concurrency, num_gpus=1 if gpu else 0, num_cpus=cpus_per_actor,
+            batch_format="numpy",
+        )
+        # One streaming pass: the status rows are counted as they arrive; only failures are kept.
+        for batch in statuses.iter_batches(batch_size=1024, batch_format="numpy"):
+            ok = batch["status"] == "done"
+            done += int(ok.sum())
+            errors += [(str(path), str(message)) for path, message in zip(batch["path"][~ok], batch["message"][~ok])]
+    return {"done": done, "failed": len(errors), "skipped": skipped, "errors": errors,
+            "seconds": time.perf_counter() - start}

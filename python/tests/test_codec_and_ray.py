@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import imgpipe
+import imgpipe.ray
 from conftest import DATA, photos, read_ppm, run_command, usable_backends, write_ppm
 
 
@@ -46,27 +47,135 @@ def test_run_files_is_the_batch_job_on_chosen_files(tmp_path):
     assert (tmp_path / "out" / "p0.ppm").exists()
 
 
-@pytest.mark.parametrize("read", ["files", "bytes"])
-def test_a_ray_data_job_writes_what_the_command_writes(tmp_path, read):
+@pytest.fixture(scope="module")
+def ray_cluster():
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[data]')")
-    import imgpipe.ray
-
-    source = folder_with_a_bad_file(tmp_path)
-    backend = usable_backends()[0]
-    ops = "resize=301x199,gaussian=5:1.0"
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
-    try:
-        summary = imgpipe.ray.run_folder(str(source), str(tmp_path / "ray"), ops, backend=backend, format="ppm",
-                                         batch_size=2, read=read)
-    finally:
-        ray.shutdown()
-    assert (summary["done"], summary["failed"]) == (len(photos()), 1)
+    yield ray
+    ray.shutdown()
+
+
+def run_on_ray(source, output, read, ops="rotate=90", **options):
+    return imgpipe.ray.run_folder(str(source), str(output), ops, backend=usable_backends()[0], read=read, **options)
+
+
+def relative_files(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_a_ray_data_job_writes_what_the_command_writes(ray_cluster, tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    ops = "resize=301x199,gaussian=5:1.0"
+    summary = run_on_ray(source, tmp_path / "ray", read, ops, format="ppm", batch_size=2)
+    assert (summary["done"], summary["failed"], summary["skipped"]) == (len(photos()), 1, 0)
     [(path, message)] = summary["errors"]
     assert path.endswith("broken.ppm") and "truncated raster" in message
-    command = run_command("batch", source, tmp_path / "command", "--ops", ops, "--backend", backend)
+    command = run_command("batch", source, tmp_path / "command", "--ops", ops, "--backend", usable_backends()[0])
     assert command.returncode == 1
-    written = sorted(str(p.relative_to(tmp_path / "ray")) for p in (tmp_path / "ray").rglob("*.ppm"))
-    assert written == sorted(str(p.relative_to(tmp_path / "command")) for p in (tmp_path / "command").rglob("*.ppm"))
+    written = relative_files(tmp_path / "ray")
+    assert written == relative_files(tmp_path / "command")
     for relative in written:
         assert np.array_equal(read_ppm(tmp_path / "ray" / relative), read_ppm(tmp_path / "command" / relative))
-    assert not [f for f in os.listdir(tmp_path / "ray") if f.startswith(".imgpipe-tmp")]
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_relative_folders_are_the_callers(ray_cluster, tmp_path, monkeypatch, read):
+    folder_with_a_bad_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    summary = run_on_ray("in", "out", read)
+    assert (summary["done"], summary["failed"]) == (len(photos()), 1)
+    assert relative_files(tmp_path / "out") == [f for f in relative_files(tmp_path / "in") if f != "broken.ppm"]
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_an_output_folder_inside_the_input_is_refused_before_any_work(ray_cluster, tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    with pytest.raises(ValueError, match="the output folder '.*out' is the input folder '.*in' or inside it"):
+        run_on_ray(source, source / "out", read)
+    with pytest.raises(ValueError, match="the input folder '.*in' is inside the output folder"):
+        run_on_ray(source, tmp_path, read)
+    assert not (source / "out").exists()
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_existing_outputs_are_refused_skipped_or_replaced(ray_cluster, tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    first = run_on_ray(source, tmp_path / "out", read)
+    assert (first["done"], first["failed"], first["skipped"]) == (len(photos()), 1, 0)
+    refused = run_on_ray(source, tmp_path / "out", read)
+    assert (refused["done"], refused["failed"], refused["skipped"]) == (0, len(photos()) + 1, 0)
+    assert "exists; overwrite=True replaces it, skip_existing=True skips it" in dict(refused["errors"])[
+        str(source / "p0.ppm")]
+    skipped = run_on_ray(source, tmp_path / "out", read, skip_existing=True)
+    assert (skipped["done"], skipped["failed"], skipped["skipped"]) == (0, 1, len(photos()))
+    replaced = run_on_ray(source, tmp_path / "out", read, overwrite=True)
+    assert (replaced["done"], replaced["failed"], replaced["skipped"]) == (len(photos()), 1, 0)
+    with pytest.raises(ValueError, match="contradict"):
+        run_on_ray(source, tmp_path / "out", read, overwrite=True, skip_existing=True)
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_two_inputs_for_one_output_make_it_once(ray_cluster, tmp_path, read):
+    source = tmp_path / "in"
+    source.mkdir()
+    first, second = list(photos().values())[:2]
+    write_ppm(source / "a.PPM", first)
+    write_ppm(source / "a.ppm", second)
+    summary = run_on_ray(source, tmp_path / "out", read, format="ppm", overwrite=True, batch_size=1)
+    assert (summary["done"], summary["failed"]) == (1, 1)
+    [(path, message)] = summary["errors"]
+    assert path == str(source / "a.ppm") and f"is already made from {source / 'a.PPM'}" in message
+    assert relative_files(tmp_path / "out") == ["a.ppm"]
+    assert read_ppm(tmp_path / "out" / "a.ppm").shape == (first.shape[1], first.shape[0], 3)  # rotated a.PPM
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_both_ways_of_reading_take_the_files_the_batch_job_lists(ray_cluster, tmp_path, read):
+    source = tmp_path / "in"
+    (source / "_d").mkdir(parents=True)
+    frame = next(iter(photos().values()))
+    for name in ["_a.ppm", ".b.ppm", "_d/c.ppm", "p.ppm"]:
+        write_ppm(source / name, frame)
+    os.symlink(tmp_path / "nowhere.ppm", source / "dead.ppm")
+    # What an actor killed while `run_files` wrote p.ppm into a folder leaves there: never an input.
+    write_ppm(source / ".p.ppm.imgpipe-tmp-123-4.ppm", frame)
+    summary = run_on_ray(source, tmp_path / "out", read)
+    assert (summary["done"], summary["failed"]) == (4, 1)
+    assert summary["errors"][0][0] == str(source / "dead.ppm")
+    assert relative_files(tmp_path / "out") == [".b.ppm", "_a.ppm", "_d/c.ppm", "p.ppm"]
+    (tmp_path / "empty").mkdir()
+    empty = run_on_ray(tmp_path / "empty", tmp_path / "out-empty", read)
+    assert (empty["done"], empty["failed"], empty["skipped"], empty["errors"]) == (0, 0, 0, [])
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_a_name_that_is_not_utf8_is_named(ray_cluster, tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    write_ppm(os.fsdecode(os.fsencode(source) + b"/\xff.ppm"), next(iter(photos().values())))
+    with pytest.raises(ValueError, match=r"not valid UTF-8 \(b'\\xff.ppm'\)"):
+        run_on_ray(source, tmp_path / "out", read)
+
+
+def test_backends_are_checked_on_the_driver(ray_cluster, tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    with pytest.raises(ValueError, match="backend 'GPU': auto or one of cpu"):
+        imgpipe.ray.run_folder(str(source), str(tmp_path / "out"), "rotate=90", backend="GPU")
+    if ray_cluster.cluster_resources().get("GPU", 0):
+        return
+    for backend in ["naive", "optimized"]:
+        with pytest.raises(ValueError, match=f"backend '{backend}'"):
+            imgpipe.ray.run_folder(str(source), str(tmp_path / "out"), "rotate=90", backend=backend)
+
+
+def test_an_autoscaling_pool_takes_its_largest_size(ray_cluster, tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    summary = run_on_ray(source, tmp_path / "out", "files", concurrency=(1, 2))
+    assert (summary["done"], summary["failed"]) == (len(photos()), 1)
+
+
+def test_a_small_folder_gives_every_actor_a_batch():
+    assert imgpipe.ray._batching(10, 8, None, 64) == (2, 5)
+    assert imgpipe.ray._batching(1000, 8, None, 64) == (64, 16)
+    assert imgpipe.ray._batching(100000, 8, None, 64) == (64, 32)
+    assert imgpipe.ray._batching(10, 8, 4, 64) == (4, 3)
