@@ -19,10 +19,11 @@ renamed into place, as `imgpipe batch` writes them. Two ways to read:
   listed files (`read_binary_files`) and passes their bytes through the object store; each actor decodes, runs
   the chain, encodes and writes file by file.
 """
+import contextlib
 import math
 import os
 import re
-import tempfile
+import secrets
 
 import numpy as np
 
@@ -34,6 +35,8 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # The command's temporaries, "dir/.NAME.EXT.imgpipe-tmp-PID-N.EXT" (io/file_bytes.hpp), keep an image extension,
 # so one left by a killed actor would be listed as an image by a later job reading that folder.
 _COMMAND_TEMPORARY = re.compile(r"^\..*\.imgpipe-tmp-\d+-\d+\.[^.]+$")
+# The bytes worker's temporaries have no extension at all, so no listing takes one for an image.
+_BYTES_TEMPORARY_PREFIX = ".imgpipe-tmp-"
 
 
 def _is_url(path):
@@ -54,7 +57,11 @@ def _actor_pipeline(ops, backend):
 
 
 class _FileWorker:
-    """One Pipeline per actor, planned once; called by map_batches on batches of {'path'} relative to the input."""
+    """One Pipeline per actor, planned once; called by map_batches on batches of {'path'} relative to the input.
+
+    The driver planned only files whose outputs did not exist, so without overwrite an output already there was
+    written by this job: by an attempt at this batch that Ray retries after its actor died. run_files skips it
+    (skip_existing) and the file counts as done."""
 
     def __init__(self, ops, backend, input_root, output_dir, extension, quality, overwrite, jobs):
         self.pipeline = _actor_pipeline(ops, backend)
@@ -64,20 +71,41 @@ class _FileWorker:
         self.quality = quality
         self.overwrite = overwrite
         self.jobs = jobs
+        self.device_failure = ""
 
     def __call__(self, batch):
+        if self.device_failure:
+            # A sticky CUDA error outlives the call that met it: leave, so that Ray starts a fresh actor and runs
+            # this batch there.
+            os._exit(1)
         files = [str(path) for path in batch["path"]]
         result = self.pipeline.run_files(self.input_root, files, self.output_dir, format=self.extension,
-                                         quality=self.quality, jobs=self.jobs, overwrite=self.overwrite)
+                                         quality=self.quality, jobs=self.jobs, overwrite=self.overwrite,
+                                         skip_existing=not self.overwrite)
         failures = {os.path.normpath(path): message for path, message in result["errors"]}
         paths = [os.path.join(self.input_root, f) for f in files]
         messages = [failures.get(os.path.normpath(path), "") for path in paths]
+        if result["device_failure"]:
+            self.device_failure = result["device_failure"]
+            messages = [message or self.unfinished_message(path, relative)
+                        for message, path, relative in zip(messages, paths, files)]
         statuses = ["failed" if message else "done" for message in messages]
         return {"path": np.asarray(paths), "status": np.asarray(statuses), "message": np.asarray(messages)}
 
+    def unfinished_message(self, path, relative):
+        """After a device failure, "" for a file whose output this job wrote (without overwrite, an output there),
+        else why it may not be written: the result counts the files done but does not name them."""
+        output = os.path.join(self.output_dir, _output_relative(relative, self.extension))
+        if not self.overwrite and os.path.lexists(output):
+            return ""
+        return f"{path}: not processed: the device failed: {self.device_failure}"
+
 
 class _BytesWorker:
-    """One Pipeline per actor, planned once; called by map_batches on batches of {'bytes', 'path'}."""
+    """One Pipeline per actor, planned once; called by map_batches on batches of {'bytes', 'path'}.
+
+    As _FileWorker, without overwrite an output already there was written by this job (a retried batch), so the
+    file counts as done and is not written again."""
 
     def __init__(self, ops, backend, input_root, output_dir, extension, quality, overwrite):
         self.pipeline = _actor_pipeline(ops, backend)
@@ -93,20 +121,25 @@ class _BytesWorker:
 
     def process(self, data, path):
         target = self.output_path(path)
-        if os.path.lexists(target) and not self.overwrite:
-            raise FileExistsError(f"output {target} exists; overwrite=True replaces it")
+        if not self.overwrite and os.path.lexists(target):
+            return
         frame = self.pipeline(imgpipe.decode(bytes(data)))
         encoded = imgpipe.encode(frame, os.path.splitext(target)[1].lower(), quality=self.quality)
         folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".imgpipe-tmp-")
+        temporary = os.path.join(folder, _BYTES_TEMPORARY_PREFIX + secrets.token_hex(8))
+        # 0666 less the umask, as the command creates its outputs.
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             with os.fdopen(handle, "wb") as f:
                 f.write(encoded)
-            os.replace(temporary, target)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+            if self.overwrite:
+                os.replace(temporary, target)
+            else:
+                _link_unless_exists(temporary, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
     def __call__(self, batch):
         statuses, messages = [], []
@@ -119,6 +152,20 @@ class _BytesWorker:
                 statuses.append("failed")
                 messages.append(str(error) if str(error).startswith(path) else f"{path}: {error}")
         return {"path": np.asarray(batch["path"]), "status": np.asarray(statuses), "message": np.asarray(messages)}
+
+
+def _link_unless_exists(temporary, target):
+    """The finished temporary under target's name, never replacing a file there: a hard link refuses atomically;
+    where the file system has none, a check before the rename."""
+    appeared = FileExistsError(f"output {target} exists (it appeared while imgpipe was writing); not replaced")
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        raise appeared from None
+    except OSError:
+        if os.path.lexists(target):
+            raise appeared from None
+        os.replace(temporary, target)
 
 
 def _list_local(root):

@@ -77,6 +77,14 @@ def test_a_ray_data_job_writes_what_the_command_writes(ray_cluster, tmp_path, re
     assert written == relative_files(tmp_path / "command")
     for relative in written:
         assert np.array_equal(read_ppm(tmp_path / "ray" / relative), read_ppm(tmp_path / "command" / relative))
+    mode = 0o666 & ~current_umask()
+    assert {oct(os.stat(tmp_path / "ray" / relative).st_mode & 0o777) for relative in written} == {oct(mode)}
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @pytest.mark.parametrize("read", ["files", "bytes"])
@@ -113,6 +121,50 @@ def test_existing_outputs_are_refused_skipped_or_replaced(ray_cluster, tmp_path,
     assert (replaced["done"], replaced["failed"], replaced["skipped"]) == (len(photos()), 1, 0)
     with pytest.raises(ValueError, match="contradict"):
         run_on_ray(source, tmp_path / "out", read, overwrite=True, skip_existing=True)
+
+
+def actor(read, source, output, overwrite=False, pipeline=None):
+    """The worker one actor of the job holds, here in this process."""
+    if read == "files":
+        worker = imgpipe.ray._FileWorker("rotate=90", usable_backends()[0], str(source), str(output), "same", 95,
+                                         overwrite, 1)
+    else:
+        worker = imgpipe.ray._BytesWorker("rotate=90", usable_backends()[0], str(source), str(output), "same", 95,
+                                          overwrite)
+    if pipeline:
+        worker.pipeline = pipeline
+    return worker
+
+
+def batch_of(read, source, names):
+    if read == "files":
+        return {"path": np.asarray(names)}
+    return {"bytes": [(source / name).read_bytes() for name in names],
+            "path": np.asarray([str(source / name) for name in names])}
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_a_retried_batch_counts_the_outputs_it_wrote(tmp_path, read):
+    # Ray runs a batch again on a fresh actor when the one running it died: the outputs the first attempt wrote
+    # (none existed when the driver planned the job) are this job's.
+    source = folder_with_a_bad_file(tmp_path)
+    names = ["p0.ppm", "sub/p1.ppm", "broken.ppm"]
+    first = actor(read, source, tmp_path / "out")(batch_of(read, source, names))
+    written = (tmp_path / "out" / "p0.ppm").read_bytes()
+    again = actor(read, source, tmp_path / "out")(batch_of(read, source, names))
+    assert list(first["status"]) == list(again["status"]) == ["done", "done", "failed"]
+    assert (tmp_path / "out" / "p0.ppm").read_bytes() == written
+    assert not [f for f in os.listdir(tmp_path / "out") if f.startswith(".")]
+
+
+def test_bytes_outputs_are_created_as_the_command_creates_them(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    mask = os.umask(0o027)
+    try:
+        actor("bytes", source, tmp_path / "out")(batch_of("bytes", source, ["p0.ppm"]))
+    finally:
+        os.umask(mask)
+    assert os.stat(tmp_path / "out" / "p0.ppm").st_mode & 0o777 == 0o640
 
 
 @pytest.mark.parametrize("read", ["files", "bytes"])
@@ -179,3 +231,20 @@ def test_a_small_folder_gives_every_actor_a_batch():
     assert imgpipe.ray._batching(1000, 8, None, 64) == (64, 16)
     assert imgpipe.ray._batching(100000, 8, None, 64) == (64, 32)
     assert imgpipe.ray._batching(10, 8, 4, 64) == (4, 3)
+
+
+def test_a_device_failure_fails_the_files_it_stopped(tmp_path):
+    class StoppedAfterTheFirstFile:  # what run_files returns when a sticky CUDA error ends the job
+        def run_files(self, root, files, out, **options):
+            (tmp_path / "out").mkdir()
+            write_ppm(tmp_path / "out" / files[0], next(iter(photos().values())))
+            return {"done": 1, "failed": 0, "skipped": 0, "files": len(files), "errors": [],
+                    "device_failure": "an illegal memory access was encountered"}
+
+    source = folder_with_a_bad_file(tmp_path)
+    worker = actor("files", source, tmp_path / "out", pipeline=StoppedAfterTheFirstFile())
+    rows = worker(batch_of("files", source, ["p0.ppm", "p2.ppm", "broken.ppm"]))
+    assert list(rows["status"]) == ["done", "failed", "failed"]
+    assert rows["message"][1] == f"{source / 'p2.ppm'}: not processed: the device failed: an illegal memory access " \
+                                 "was encountered"
+    assert worker.device_failure  # its next call ends the actor, for Ray to start a fresh one
