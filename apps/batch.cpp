@@ -271,12 +271,19 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   std::string line = counts;
   if (summary.skipped > 0) line += ", " + std::to_string(summary.skipped) + " skipped (output exists)";
   if (not_started > 0) line += ", " + std::to_string(not_started) + " not started";
-  if (folder.unsupported > 0 || folder.links_not_followed > 0) {
+  if (folder.unsupported > 0 || folder.links_not_followed > 0 || folder.unfinished_outputs > 0) {
     std::string passed_over;
-    if (folder.unsupported > 0) passed_over += std::to_string(folder.unsupported) + " unsupported";
+    const auto add = [&passed_over](const std::string& what) {
+      passed_over += (passed_over.empty() ? "" : ", ") + what;
+    };
+    if (folder.unsupported > 0) add(std::to_string(folder.unsupported) + " unsupported");
     if (folder.links_not_followed > 0) {
-      passed_over += std::string(passed_over.empty() ? "" : ", ") + std::to_string(folder.links_not_followed) +
-                     (folder.links_not_followed == 1 ? " link" : " links") + " not followed";
+      add(std::to_string(folder.links_not_followed) + (folder.links_not_followed == 1 ? " link" : " links") +
+          " not followed");
+    }
+    if (folder.unfinished_outputs > 0) {
+      add(std::to_string(folder.unfinished_outputs) + " unfinished output" +
+          (folder.unfinished_outputs == 1 ? "" : "s") + " of an interrupted run (.*.imgpipe-tmp-*)");
     }
     line += "; skipped: " + passed_over;
   }

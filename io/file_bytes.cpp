@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <regex>
 #include <string>
 
 namespace imgpipe::io {
@@ -105,6 +106,12 @@ std::filesystem::path temporary_name_for(const std::filesystem::path& path) {
     kept.resize(cut);
   }
   return path.parent_path() / ("." + kept + suffix);
+}
+
+bool is_temporary_name(const std::filesystem::path& filename) {
+  static const std::regex temporary(R"(\..*\.imgpipe-tmp-[0-9]+-[0-9]+(\.[^.]*)?)");
+  const std::string name = filename.string();
+  return name.find(".imgpipe-tmp-") != std::string::npos && std::regex_match(name, temporary);
 }
 
 TemporaryFile::TemporaryFile(std::filesystem::path path)

@@ -27,6 +27,10 @@ enum class Existing { replace, keep };
 // "dir/.NAME.EXT.imgpipe-tmp-PID-N.EXT".
 std::filesystem::path temporary_name_for(const std::filesystem::path& path);
 
+// True for a file name temporary_name_for makes. One that a killed run left behind keeps an image extension, so
+// folder walks pass over it rather than take it for an input.
+bool is_temporary_name(const std::filesystem::path& filename);
+
 // A temporary file that becomes `path` only through commit(); destroyed uncommitted, it is removed. While it
 // exists, remove_unfinished_temporaries() knows its name, so an abort removes it too.
 class TemporaryFile {

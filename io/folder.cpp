@@ -1,5 +1,6 @@
 #include "folder.hpp"
 
+#include "file_bytes.hpp"
 #include "io_error.hpp"
 
 #include <algorithm>
@@ -132,6 +133,10 @@ class Walker {
         if (image_name) {
           listing_.entries.push_back({name, "is a directory, not an image file (images inside it are processed)"});
         }
+        continue;
+      }
+      if (is_temporary_name(entry.path().filename())) {
+        ++listing_.unfinished_outputs;
         continue;
       }
       const fs::file_status target = entry.status(status_error);  // follows a link

@@ -48,6 +48,7 @@ struct FolderListing {
   std::vector<FolderEntry> entries;
   std::size_t unsupported = 0;         // regular files without an image extension (.gif, .txt, ...)
   std::size_t links_not_followed = 0;  // links to folders not walked (not named like images; those get an entry)
+  std::size_t unfinished_outputs = 0;  // imgpipe's own temporaries that a killed run left (is_temporary_name)
 };
 FolderListing list_folder(const std::filesystem::path& root, const FolderWalk& options);
 

@@ -84,7 +84,7 @@ void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& ent
 FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
                         ExistingOutputs existing, bool follow_links) {
   const FolderListing listing = list_folder(input_dir, {follow_links, output_dir});
-  FolderPlan folder{{}, listing.unsupported, listing.links_not_followed};
+  FolderPlan folder{{}, listing.unsupported, listing.links_not_followed, listing.unfinished_outputs};
   plan_entries(input_dir, listing.entries, output_dir, format, existing, folder.files);
   return folder;
 }

@@ -48,6 +48,7 @@ struct FolderPlan {
   std::vector<FilePlan> files;
   std::size_t unsupported = 0;
   std::size_t links_not_followed = 0;
+  std::size_t unfinished_outputs = 0;
 };
 FolderPlan plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
                         std::string_view format, ExistingOutputs existing, bool follow_links = false);

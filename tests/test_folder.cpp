@@ -1,4 +1,5 @@
 // Walking an input folder: which files count as images, in what order, under which relative names.
+#include "file_bytes.hpp"
 #include "folder.hpp"
 #include "image_folder.hpp"
 #include "io_error.hpp"
@@ -31,6 +32,23 @@ TEST(Folder, ListsImagesRecursivelySortedAndRelative) {
   const std::vector<fs::path> expected = {"a.jpg", "b.PNG", "sub/.hidden.ppm", "sub/c.tiff", "sub/deeper/d.webp",
                                           "sub/e.JPEG", "x.png/f.bmp"};
   EXPECT_EQ(list_images(dir.path()), expected);  // the folder named x.png is walked, not listed
+}
+
+// A temporary that a killed run left beside its output keeps the image extension; a later walk of that folder
+// passes over it, counted, so it never becomes an input. A user's file that only looks alike is listed.
+TEST(Folder, UnfinishedTemporariesAreNeverInputs) {
+  TempDir dir;
+  write_bytes(dir.path() / "a.jpg", "x");
+  const fs::path temporary = temporary_name_for(dir.path() / "sub" / "b.png");
+  write_bytes(temporary, "half an image");
+  write_bytes(dir.path() / ".c.imgpipe-tmp-notes.png", "x");
+  EXPECT_TRUE(is_temporary_name(temporary.filename())) << temporary;
+  EXPECT_FALSE(is_temporary_name("b.png"));
+  const FolderListing listing = list_folder(dir.path(), {});
+  std::vector<fs::path> listed;
+  for (const FolderEntry& entry : listing.entries) listed.push_back(entry.relative);
+  EXPECT_EQ(listed, (std::vector<fs::path>{".c.imgpipe-tmp-notes.png", "a.jpg"}));
+  EXPECT_EQ(listing.unfinished_outputs, 1u);
 }
 
 TEST(Folder, FollowsLinksToFilesButNotToFolders) {

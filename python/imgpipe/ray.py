@@ -32,9 +32,6 @@ import imgpipe
 IMAGE_EXTENSIONS = ["ppm", "png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-# The command's temporaries, "dir/.NAME.EXT.imgpipe-tmp-PID-N.EXT" (io/file_bytes.hpp), keep an image extension,
-# so one left by a killed actor would be listed as an image by a later job reading that folder.
-_COMMAND_TEMPORARY = re.compile(r"^\..*\.imgpipe-tmp-\d+-\d+\.[^.]+$")
 # The bytes worker's temporaries have no extension at all, so no listing takes one for an image.
 _BYTES_TEMPORARY_PREFIX = ".imgpipe-tmp-"
 
@@ -168,17 +165,6 @@ def _link_unless_exists(temporary, target):
         os.replace(temporary, target)
 
 
-def _list_local(root):
-    """The images under a local folder as the batch job walks it (imgpipe.list_images: entries that cannot be
-    read are listed too, so they are reported), less the command's temporaries."""
-    try:
-        names = imgpipe.list_images(root)
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{root}: a file name under it is not valid UTF-8 ({error.object!r}), and imgpipe's "
-                         "module takes UTF-8 names only; rename it") from error
-    return [name for name in names if not _COMMAND_TEMPORARY.match(os.path.basename(name))]
-
-
 def _list_url(url):
     """(filesystem, root, names): the files under a URL with an image extension, relative to it, sorted."""
     import pyarrow.fs
@@ -191,9 +177,23 @@ def _list_url(url):
     return filesystem, root, names
 
 
-def _unreadable(path):
-    """Why a listed local entry cannot be read as an image file, or "" (read="bytes": Ray's read task would stop
-    the whole job on it)."""
+def _utf8(name):
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # os.fsdecode's surrogates for bytes that are not UTF-8
+        return False
+
+
+def _unreadable(path, check_file):
+    """Why a listed entry cannot go through the job, or "". Ray Data carries names in Arrow tables, whose strings
+    are UTF-8; with check_file (read="bytes" on a local folder, where Ray's read task would stop the whole job on
+    it) also what cannot be read as an image file."""
+    if not _utf8(path):
+        return ("the name is not valid UTF-8, which Ray Data cannot carry; imgpipe batch and "
+                "Pipeline.run_folder read it")
+    if not check_file:
+        return ""
     if os.path.isfile(path):
         return "" if os.access(path, os.R_OK) else "cannot open: Permission denied"
     if os.path.isdir(path):
@@ -212,7 +212,7 @@ def _plan(input_root, names, output_dir, extension, overwrite, skip_existing, ch
     for name in names:
         path = os.path.join(input_root, name)
         output = os.path.join(output_dir, _output_relative(name, extension))
-        problem = _unreadable(path) if check_readable else ""
+        problem = _unreadable(path, check_readable)
         if problem:
             failed.append((path, f"{path}: {problem}"))
             continue
@@ -312,7 +312,7 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
         filesystem, root = pyarrow.fs.LocalFileSystem(), os.path.abspath(input_path)
         # run_files checks the folders first, with the command's rule and message; no files: nothing else runs.
         driver_pipeline.run_files(root, [], output_dir)
-        names = _list_local(root)
+        names = imgpipe.list_images(root)
     names, skipped, errors = _plan(root, names, output_dir, format, overwrite, skip_existing,
                                    check_readable=read == "bytes" and not _is_url(input_path))
     done = 0

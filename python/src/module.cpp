@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -555,10 +556,18 @@ bool uses_gpu_jpeg(const char* option, const std::string& choice, const Engine& 
   }
 }
 
+// A file name, or a message holding one, as Python's str the way os.fsdecode makes it: bytes that are not UTF-8
+// become surrogates, so the name leads back to the same file (os.fsencode, or a path argument here).
+nb::str file_system_str(const std::string& text) {
+  PyObject* decoded = PyUnicode_DecodeFSDefaultAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  if (decoded == nullptr) throw nb::python_error();
+  return nb::steal<nb::str>(decoded);
+}
+
 // The planned files through the chain, as `imgpipe batch` runs them; per-file failures come back in the result,
 // not raised.
-nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::string& output_dir, int quality,
-                  int jobs, bool overwrite, std::uint64_t max_pixels, const JpegCodecs& codecs) {
+nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::filesystem::path& output_dir,
+                  int quality, int jobs, bool overwrite, std::uint64_t max_pixels, const JpegCodecs& codecs) {
   if (jobs < 0 || jobs > kMaxJobs) {
     throw nb::value_error(("jobs: " + std::to_string(jobs) + " is not from 0 (one per hardware thread) to " +
                            std::to_string(kMaxJobs) + ", as `imgpipe batch --jobs`")
@@ -604,7 +613,8 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
     gpu_encoded = sink.gpu_encoded();
   }
   nb::list errors;
-  for (const auto& [path, message] : failures) errors.append(nb::make_tuple(path, message));
+  for (const auto& [path, message] : failures)
+    errors.append(nb::make_tuple(file_system_str(path), file_system_str(message)));
   nb::dict result;
   result["done"] = summary.done;
   result["failed"] = summary.failed;
@@ -638,7 +648,7 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::s
 }
 
 // The batch job on a folder, as `imgpipe batch` runs it.
-nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std::string& output_dir,
+nb::dict run_folder(Pipeline& pipeline, const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
                     const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
                     std::uint64_t max_pixels, const std::optional<std::pair<int, int>>& shard,
                     const std::string& decoder, const std::string& encoder, bool full_chroma, int gpu_decode_threads) {
@@ -652,26 +662,24 @@ nb::dict run_folder(Pipeline& pipeline, const std::string& input_dir, const std:
 }
 
 // The batch job on chosen files of a folder (paths relative to it, as list_images gives them).
-nb::dict run_files(Pipeline& pipeline, const std::string& input_dir, const std::vector<std::string>& files,
-                   const std::string& output_dir, const std::string& format, int quality, int jobs, bool overwrite,
-                   bool skip_existing, std::uint64_t max_pixels, const std::string& decoder, const std::string& encoder,
-                   bool full_chroma, int gpu_decode_threads) {
+nb::dict run_files(Pipeline& pipeline, const std::filesystem::path& input_dir,
+                   const std::vector<std::filesystem::path>& files, const std::filesystem::path& output_dir,
+                   const std::string& format, int quality, int jobs, bool overwrite, bool skip_existing,
+                   std::uint64_t max_pixels, const std::string& decoder, const std::string& encoder, bool full_chroma,
+                   int gpu_decode_threads) {
   const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
   const JpegCodecs codecs{decoder, encoder, full_chroma, gpu_decode_threads};
   check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
-  const std::vector<std::filesystem::path> relative(files.begin(), files.end());
-  return run_plan(pipeline, io::plan_files(input_dir, relative, output_dir, format, existing), output_dir, quality,
-                  jobs, overwrite, max_pixels, codecs);
+  return run_plan(pipeline, io::plan_files(input_dir, files, output_dir, format, existing), output_dir, quality, jobs,
+                  overwrite, max_pixels, codecs);
 }
 
 // The images under a folder, relative to it, sorted, as the batch job walks it (entries named like images that
 // cannot be read are listed too, so the job reports them).
-std::vector<std::string> list_images(const std::string& input_dir) {
-  std::vector<std::string> names;
-  for (const io::FolderEntry& entry : io::list_image_entries(input_dir)) {
-    names.push_back(entry.relative.string());
-  }
+nb::list list_images(const std::filesystem::path& input_dir) {
+  nb::list names;
+  for (const io::FolderEntry& entry : io::list_image_entries(input_dir)) names.append(file_system_str(entry.relative));
   return names;
 }
 
@@ -988,7 +996,8 @@ NB_MODULE(_imgpipe, m) {
   m.def("encode", &imgpipe::python::encode, nb::arg("frame"), nb::arg("extension") = ".png", nb::kw_only(),
         nb::arg("quality") = 95, "The bytes of the image file the batch job would write for `extension`");
   m.def("list_images", &imgpipe::python::list_images, nb::arg("input_dir"),
-        "The images under input_dir, relative to it and sorted, as the batch job walks it");
+        "The images under input_dir, relative to it and sorted, as the batch job walks it; a name that is not "
+        "UTF-8 comes back as os.fsdecode gives it, and leads back to its file as a path argument here");
   m.def("gpu_jpeg", &imgpipe::python::gpu_jpeg,
         "Whether run_folder can decode and encode JPEG on the GPU here (nvJPEG and a CUDA device), and what "
         "nvJPEG offers, one line each: {'usable', 'detail': [...]}");

@@ -32,6 +32,24 @@ def folder_with_a_bad_file(root):
     return source
 
 
+# A name that is not UTF-8 comes back from list_images and the errors as os.fsdecode gives it (surrogates for the
+# odd bytes), and goes in as such a str, a bytes-built path or a pathlib.Path, to the same file.
+def test_names_that_are_not_utf8_lead_to_their_files(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    odd = os.fsencode(source) + b"/\xff.ppm"
+    write_ppm(os.fsdecode(odd), next(iter(photos().values())))
+    (source / os.fsdecode(b"\xfe.ppm")).write_bytes(b"P6 4 4 255\nshort")
+    assert os.fsdecode(b"\xff.ppm") in imgpipe.list_images(source)
+    p = imgpipe.Pipeline("rotate=90", backend="cpu")
+    result = p.run_folder(source, tmp_path / "out")
+    assert (result["done"], result["failed"]) == (len(photos()) + 1, 2)
+    assert os.path.exists(os.fsencode(tmp_path / "out") + b"/\xff.ppm")
+    failed = dict(result["errors"])
+    assert os.fsdecode(b"\xfe.ppm") in failed[str(source / os.fsdecode(b"\xfe.ppm"))]
+    again = p.run_files(source, [os.fsdecode(b"\xff.ppm")], tmp_path / "again")
+    assert again["done"] == 1 and os.path.exists(os.fsencode(tmp_path / "again") + b"/\xff.ppm")
+
+
 def test_run_files_is_the_batch_job_on_chosen_files(tmp_path):
     source = folder_with_a_bad_file(tmp_path)
     listed = imgpipe.list_images(str(source))
@@ -202,11 +220,13 @@ def test_both_ways_of_reading_take_the_files_the_batch_job_lists(ray_cluster, tm
 
 
 @pytest.mark.parametrize("read", ["files", "bytes"])
-def test_a_name_that_is_not_utf8_is_named(ray_cluster, tmp_path, read):
+def test_a_name_that_is_not_utf8_is_a_failed_row(ray_cluster, tmp_path, read):
     source = folder_with_a_bad_file(tmp_path)
-    write_ppm(os.fsdecode(os.fsencode(source) + b"/\xff.ppm"), next(iter(photos().values())))
-    with pytest.raises(ValueError, match=r"not valid UTF-8 \(b'\\xff.ppm'\)"):
-        run_on_ray(source, tmp_path / "out", read)
+    odd = os.fsdecode(os.fsencode(source) + b"/\xff.ppm")
+    write_ppm(odd, next(iter(photos().values())))
+    summary = run_on_ray(source, tmp_path / "out", read)
+    assert "the name is not valid UTF-8, which Ray Data cannot carry" in dict(summary["errors"])[odd]
+    assert summary["done"] == len(photos())
 
 
 def test_backends_are_checked_on_the_driver(ray_cluster, tmp_path):
