@@ -138,10 +138,14 @@ Outcome run(const Options& o) {
     }
     s.matrix_sizes.push_back(*matrix_size);
   }
-  const bool matrix_rows_asked =
+  const bool any_gpu_backend =
       std::any_of(o.backends.begin(), o.backends.end(), [](const std::string& b) { return b != "cpu"; });
-  if (o.matrix && !matrix_rows_asked) {
+  if (o.matrix && !any_gpu_backend) {
     throw OptionError("--matrix has GPU rows only: --backends needs naive, optimized or npp");
+  }
+  const bool end_to_end = std::find(o.sections.begin(), o.sections.end(), "e2e") != o.sections.end();
+  if (!o.matrix && !any_gpu_backend && !end_to_end) {
+    throw OptionError("--backends cpu has only an end-to-end row, and --sections leaves out e2e: nothing to measure");
   }
   s.matrix_batch = o.matrix_batch;
   s.arithmetic = o.exact ? Arithmetic::exact : Arithmetic::fast;

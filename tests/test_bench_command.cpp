@@ -215,6 +215,9 @@ TEST(BenchCommand, BadArgumentsAreUsageErrors) {
   const CommandResult cpu_matrix = imgpipe("bench --matrix --backends cpu");
   EXPECT_EQ(cpu_matrix.exit_code, 2) << cpu_matrix.output;
   EXPECT_TRUE(contains(cpu_matrix.output, "--matrix has GPU rows only")) << cpu_matrix.output;
+  const CommandResult no_rows = imgpipe("bench --ops gray --backends cpu --sections kernel,stage");
+  EXPECT_EQ(no_rows.exit_code, 2) << no_rows.output;
+  EXPECT_TRUE(contains(no_rows.output, "nothing to measure")) << no_rows.output;
 }
 
 // Options that can only fail at the end of a run fail before it: a --json that is a folder, and an --input
