@@ -222,10 +222,13 @@ int main(int argc, char** argv) {
                      "default: the first device. A folder's videos each run on one of them in turn; one stream "
                      "of raw frames or frames decoded on the CPU spreads over them; one that NVDEC decodes stays "
                      "on the first");
-  stream_command->add_option("--decoder", stream.decoder,
-                             "Video decoding: gpu (NVDEC, for H.264 and HEVC elementary streams: .h264, .264, .avc, "
-                             ".hevc, .h265, .265), cpu (OpenCV), or auto (gpu where the engine keeps frames on the "
-                             "device and NVDEC takes the stream, else cpu, saying why)")
+  stream_command
+      ->add_option("--decoder", stream.decoder,
+                   "Video decoding: gpu (NVDEC, for H.264 and HEVC: elementary streams .h264, .264, .avc, "
+                   ".hevc, .h265, .265 and, where the build has FFmpeg's libavformat, containers such as "
+                   ".mp4, .mkv, .mov), cpu (FFmpeg's libraries where the build has them, else OpenCV), or "
+                   "auto (gpu where the engine keeps frames on the device and NVDEC takes the stream, else "
+                   "cpu, saying why)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   stream_command->add_option("--decoders", stream.decoders,

@@ -65,7 +65,7 @@ BackendKind parse_backend_kind(std::string_view name) {
   if (name == "cpu") return BackendKind::cpu;
   if (name == "naive") return BackendKind::naive;
   if (name == "optimized") return BackendKind::optimized;
-  throw std::invalid_argument("unknown backend '" + std::string(name) + "': expected cpu, naive or optimized");
+  throw std::invalid_argument("unknown backend '" + std::string(name) + "': expected auto, cpu, naive or optimized");
 }
 
 std::vector<BackendInfo> available_backends() {

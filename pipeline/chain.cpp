@@ -170,7 +170,7 @@ Chain parse_chain(std::string_view text) {
     t.text = std::string(part);
     if (part.empty()) throw ChainError("", "an op between commas");
     const auto eq = part.find('=');
-    t.name = part.substr(0, eq);
+    t.name = trim(part.substr(0, eq));
     if (eq != std::string_view::npos) {
       t.args = split(part.substr(eq + 1), ':');
       for (auto& a : t.args) {

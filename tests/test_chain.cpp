@@ -34,6 +34,12 @@ TEST(ChainParse, ReadsEveryOp) {
   EXPECT_TRUE(std::holds_alternative<Normalize>(chain.ops[16]));
 }
 
+// Blanks and tabs around an op's name, its '=' and its arguments are ignored, as docs/ops.md says.
+TEST(ChainParse, BlanksAroundNamesAndArgumentsAreIgnored) {
+  EXPECT_EQ(to_string(parse_chain(" resize =\t64x48 : nearest ,\tgaussian = 5 : 1.5 , gray ")),
+            "resize=64x48:nearest,gaussian=5:1.5,gray");
+}
+
 TEST(ChainParse, RoundTripsThroughText) {
   const std::string text = "resize=640x480,gaussian=5:1.5:replicate,box=3,sobel,rotate=180,flip=h,gray,normalize";
   EXPECT_EQ(to_string(parse_chain(text)), text);

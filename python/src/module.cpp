@@ -15,6 +15,7 @@
 #include "image_folder.hpp"
 #include "io_error.hpp"
 #include "job.hpp"
+#include "library_logging.hpp"
 
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
@@ -863,6 +864,9 @@ NB_MODULE(_imgpipe, m) {
   using namespace imgpipe;
   using imgpipe::python::Pipeline;
   m.doc() = "imgpipe: op chains over RGB frames on the CPU (OpenCV) or a CUDA GPU";
+  // As the command without --verbose: the codec libraries print nothing; every failure comes back as an exception
+  // in imgpipe's words.
+  io::set_library_logging(false);
 
   // The command's errors as Python's: bad chains and arguments are ValueError (nanobind's default for
   // std::invalid_argument), files that cannot be read or written OSError with the command's message.

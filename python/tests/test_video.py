@@ -51,11 +51,12 @@ def test_each_frame_comes_with_its_time():
     assert open_or_skip(VIDEO / "clip.mp4").frames_expected == 114, "the count MP4 keeps"
 
 
-def test_bad_files_raise_oserror_naming_them(tmp_path):
+def test_bad_files_raise_oserror_naming_them(tmp_path, capfd):
     text = tmp_path / "notes.mp4"
     text.write_text("this is text, not a video")
     with pytest.raises(OSError, match="notes.mp4: "):
         open_or_skip(text)
+    assert capfd.readouterr().err == "", "the libraries' own lines stay quiet; the error says it"
     with pytest.raises(OSError, match="the frame size the video declares"):
         open_or_skip(VIDEO / "clip.mp4", max_pixels=1000)
     reader = open_or_skip(VIDEO / "clip_open_gop.mp4")
