@@ -32,20 +32,25 @@ find_nvcc() {
   if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
     export CUDACXX=/usr/local/cuda/bin/nvcc
   fi
-  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
-    echo "imgpipe: no CUDA toolkit (nvcc) found; install it from NVIDIA, or set CUDACXX to nvcc's path" >&2
+  if ! command -v "${CUDACXX:-nvcc}" >/dev/null; then
+    echo "imgpipe: no CUDA toolkit: ${CUDACXX:-nvcc} is not a command; install the toolkit from NVIDIA, or set" \
+      "CUDACXX to nvcc's path" >&2
     exit 1
   fi
 }
 
 # The Python module is built with nanobind, which Debian 12 does not package: it comes from PyPI, into a virtual
-# environment under build/ that also sees Debian's NumPy and pytest.
+# environment under build/ that also sees Debian's NumPy and pytest. One version, the one tested: its headers
+# are compiled under the build's -Werror (2.0.0's, for one, are not clean under -Wpedantic).
 python_venv=build/python-venv
+nanobind_version=3.1.0
 make_python_venv() {
-  if "$python_venv/bin/python" -c "import nanobind" 2>/dev/null; then return; fi
-  echo "imgpipe: installing nanobind from PyPI into $python_venv (for the Python module)"
+  local installed
+  installed=$("$python_venv/bin/python" -c "import nanobind; print(nanobind.__version__)" 2>/dev/null || true)
+  [ "$installed" = "$nanobind_version" ] && return
+  echo "imgpipe: installing nanobind $nanobind_version from PyPI into $python_venv (for the Python module)"
   /usr/bin/python3 -m venv --system-site-packages "$python_venv"
-  "$python_venv/bin/pip" install --quiet "nanobind>=2.0"
+  "$python_venv/bin/pip" install --quiet "nanobind==$nanobind_version"
 }
 
 # nvJPEG (GPU JPEG decode and encode) is in most CUDA toolkits; NVIDIA's Debian 12 toolkit packages may lack
@@ -65,7 +70,11 @@ find_nvjpeg() {
   nvjpeg_root=$("$python_venv/bin/python" -c "import nvidia, os; print(os.path.join(nvidia.__path__[0], 'cu13'))" 2>/dev/null || true)
   if [ -z "$nvjpeg_root" ] || [ ! -f "$nvjpeg_root/include/nvjpeg.h" ]; then
     echo "imgpipe: installing nvJPEG from PyPI (nvidia-nvjpeg 13.0) into $python_venv (for GPU JPEG)"
-    "$python_venv/bin/pip" install --quiet "nvidia-nvjpeg==13.0.*"
+    if ! "$python_venv/bin/pip" install --quiet "nvidia-nvjpeg==13.0.*"; then
+      echo "imgpipe: nvidia-nvjpeg could not be installed (above: pip's reason); building with CPU JPEG only" >&2
+      nvjpeg_root=""
+      return
+    fi
     nvjpeg_root=$("$python_venv/bin/python" -c "import nvidia, os; print(os.path.join(nvidia.__path__[0], 'cu13'))")
   fi
 }
@@ -76,7 +85,8 @@ build_imgpipe() {
   find_nvcc
   make_python_venv
   find_nvjpeg
+  # The tests' Python scripts too run in the virtual environment, which sees Debian's NumPy.
   cmake --preset cpu-only -DIMGPIPE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PWD/$python_venv/bin/python" \
-    ${nvjpeg_root:+-DNVJPEG_ROOT="$nvjpeg_root"}
+    -DPython3_EXECUTABLE="$PWD/$python_venv/bin/python" ${nvjpeg_root:+-DNVJPEG_ROOT="$nvjpeg_root"}
   cmake --build --preset cpu-only -j"$(nproc)"
 }

@@ -7,7 +7,8 @@ Writes OUT_DIR/NAME.jpg and OUT_DIR/NAME.ppm (cv2.imread's pixels as RGB, EXIF o
 sample photographs in DATA_DIR/images and variants made from them: one scaled to 1920x1080 at quality 90 (the
 kind of file the benchmark's folder holds), an odd size, 4:2:2 and 4:4:4 chroma, progressive, grayscale, and
 every EXIF orientation from 2 to 8. OUT_DIR/samples.txt lists the names, one per line. Exits with 77 (ctest: skipped)
-when OpenCV's Python module is missing; the GPU machine has it, the C++ build there has no OpenCV."""
+when OpenCV's Python module is missing, or older than 4.7 (Debian 12's 4.6), whose encoder cannot choose the
+chroma subsampling; the GPU machine has a newer one, the C++ build there has no OpenCV."""
 import pathlib
 import struct
 import sys
@@ -17,7 +18,11 @@ try:
     import numpy as np
 except ImportError as missing:
     print(f"skipped: {missing}; the GPU JPEG tests compare against OpenCV's Python module (pip install "
-          "opencv-python-headless, or apt-get install python3-opencv)")
+          "opencv-python-headless)")
+    sys.exit(77)
+if not hasattr(cv2, "IMWRITE_JPEG_SAMPLING_FACTOR"):
+    print(f"skipped: OpenCV's Python module {cv2.__version__} cannot choose the JPEG chroma subsampling (4.7 or "
+          "later can); the GPU JPEG tests need 4:2:2 and 4:4:4 samples (pip install opencv-python-headless)")
     sys.exit(77)
 
 
