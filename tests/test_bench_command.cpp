@@ -36,6 +36,12 @@ bool positive_number(const Json& v) { return v.is_number() && v.get<double>() > 
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+void expect_usage_error(const std::string& arguments, const std::string& message) {
+  const CommandResult run = imgpipe(arguments);
+  EXPECT_EQ(run.exit_code, 2) << arguments << "\n" << run.output;
+  EXPECT_TRUE(contains(run.output, message)) << arguments << "\n" << run.output;
+}
+
 constexpr const char* kTinyRun =
     "bench --frames 3 --repeats 1 --warmup 1 --size 64x48 --distinct 2 --ceiling-mib 2 "
     "--ops resize=32x24,gaussian=5:1.0";
@@ -212,12 +218,8 @@ TEST(BenchCommand, BadArgumentsAreUsageErrors) {
     EXPECT_EQ(imgpipe(std::string("bench --matrix ") + not_matrix).exit_code, 2)
         << not_matrix << ": the matrix's frames are its own";
   }
-  const CommandResult cpu_matrix = imgpipe("bench --matrix --backends cpu");
-  EXPECT_EQ(cpu_matrix.exit_code, 2) << cpu_matrix.output;
-  EXPECT_TRUE(contains(cpu_matrix.output, "--matrix has GPU rows only")) << cpu_matrix.output;
-  const CommandResult no_rows = imgpipe("bench --ops gray --backends cpu --sections kernel,stage");
-  EXPECT_EQ(no_rows.exit_code, 2) << no_rows.output;
-  EXPECT_TRUE(contains(no_rows.output, "nothing to measure")) << no_rows.output;
+  expect_usage_error("bench --matrix --backends cpu", "--matrix has GPU rows only");
+  expect_usage_error("bench --ops gray --backends cpu --sections kernel,stage", "nothing to measure");
 }
 
 // Options that can only fail at the end of a run fail before it: a --json that is a folder, and an --input
