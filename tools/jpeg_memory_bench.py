@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import cv2
@@ -39,12 +40,13 @@ def make_folder(folder: pathlib.Path, count: int, width: int, height: int) -> No
         (folder / f"photo_{index:07d}.jpg").write_bytes(encoded[index % len(encoded)])
 
 
-def resident_kb(pid: int) -> int:
+def memory_kb(pid: int, field: str) -> int:
+    """A /proc/PID/status field in kB (really KiB): VmRSS now, VmHWM the peak so far."""
     try:
         status = pathlib.Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0
-    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    found = re.search(field + r":\s+(\d+) kB", status)
     return int(found.group(1)) if found else 0
 
 
@@ -67,21 +69,25 @@ def run_job(imgpipe: str, folder: pathlib.Path, out: pathlib.Path, width: int, h
     command = [imgpipe, "batch", str(folder), str(out), "--ops", f"resize={width // 2}x{height // 2}", "--format",
                "jpg", "--quality", "90", "--decoder", codec, "--encoder", codec]
     start = time.perf_counter()
-    job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak_rss_kb, peak_gpu_mib, samples = 0, None, []
-    while job.poll() is None:
-        rss, gpu = resident_kb(job.pid), gpu_memory_mib(job.pid)
-        peak_rss_kb = max(peak_rss_kb, rss)
-        if gpu is not None:
-            peak_gpu_mib = max(peak_gpu_mib or 0, gpu)
-        samples.append((round(time.perf_counter() - start, 2), rss // 1024, gpu))
-        time.sleep(0.1)
-    errors = job.stderr.read()
+    # stderr into a file, not a pipe: a job that reports many bad files would fill a pipe read only at the end.
+    with tempfile.TemporaryFile(mode="w+") as stderr:
+        job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        peak_rss_kb, peak_gpu_mib, samples = 0, None, []
+        while job.poll() is None:
+            rss, gpu = memory_kb(job.pid, "VmRSS"), gpu_memory_mib(job.pid)
+            # The kernel's high-water mark: the peak between two samples too.
+            peak_rss_kb = max(peak_rss_kb, rss, memory_kb(job.pid, "VmHWM"))
+            if gpu is not None:
+                peak_gpu_mib = max(peak_gpu_mib or 0, gpu)
+            samples.append((round(time.perf_counter() - start, 2), rss // 1024, gpu))
+            time.sleep(0.1)
+        stderr.seek(0)
+        errors = stderr.read()
     summary = next((line for line in reversed(errors.replace("\r", "\n").splitlines()) if " done, " in line), "")
     rate = re.search(r"\(([\d.]+) images/s\)", summary)
     written = sum(1 for _ in out.iterdir()) if out.exists() else 0
     return {"exit": job.returncode, "summary": summary, "images_per_s": float(rate.group(1)) if rate else 0.0,
-            "outputs": written, "peak_resident_mb": peak_rss_kb / 1024, "peak_gpu_mib": peak_gpu_mib,
+            "outputs": written, "peak_resident_mb": peak_rss_kb * 1024 / 1e6, "peak_gpu_mib": peak_gpu_mib,
             "samples": samples}
 
 

@@ -5,7 +5,7 @@
 # times (an elementary stream concatenates: each copy starts with its headers and a keyframe), 1200 frames.
 #   tools/make_bench_video.sh OUTPUT_FOLDER
 set -euo pipefail
-out=${1:?usage: tools/make_bench_video.sh OUTPUT_FOLDER}
+out=$(realpath -m "${1:?usage: tools/make_bench_video.sh OUTPUT_FOLDER}")  # before the cd below
 cd "$(dirname "$0")/../data/images"
 mkdir -p "$out"
 zoom="scale=3840:2160:force_original_aspect_ratio=increase,crop=3840:2160,\

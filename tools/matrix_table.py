@@ -61,11 +61,15 @@ def misses(size, chain, c):
         found.append(f"batched {c['batched'] / floor:.2f}x its floor (target {BATCHED_OVER_FLOOR}x)")
     if floor and c.get("optimized") is not None and c["optimized"] > ONE_FRAME_OVER_FLOOR * floor:
         found.append(f"one frame {c['optimized'] / floor:.2f}x its floor (target {ONE_FRAME_OVER_FLOOR}x)")
+    # Optimized must be at least as fast as naive, and faster than NPP: a tie with NPP misses.
+    def behind(time, peer):
+        return time >= c[peer] if peer == "npp" else time > c[peer]
+
     for peer in ("naive", "npp"):
-        if c.get(peer) is not None and c.get("optimized") is not None and c["optimized"] > c[peer]:
+        if c.get(peer) is not None and c.get("optimized") is not None and behind(c["optimized"], peer):
             found.append(f"one frame behind {peer.upper() if peer == 'npp' else peer} "
                          f"({c['optimized']:.2f} against {c[peer]:.2f} us)")
-        if c.get(peer) is not None and c.get("batched") is not None and c["batched"] > c[peer]:
+        if c.get(peer) is not None and c.get("batched") is not None and behind(c["batched"], peer):
             found.append(f"batched behind {peer.upper() if peer == 'npp' else peer}")
     return [f"{size} `{chain}`: {m}" for m in found]
 

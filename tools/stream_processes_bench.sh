@@ -13,18 +13,26 @@ ops=${5:-resize=1280x720,gaussian=5:1.0}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 frames=$("$imgpipe" stream --input "$clip" --output - --ops "$ops" 2>&1 >/dev/null | sed -n 's/.*imgpipe: \([0-9]*\) frames in.*/\1/p')
+[ -n "$frames" ] || { echo "stream_processes_bench: $imgpipe stream on $clip gave no summary line" >&2; exit 1; }
 echo "clip $clip: $frames frames; ops $ops; output $output"
 for n in $counts; do
   start=$(date +%s.%N)
+  pids=()
   for i in $(seq "$n"); do
     if [ "$output" = raw ]; then
       "$imgpipe" stream --input "$clip" --output - --ops "$ops" > /dev/null 2> "$scratch/log.$i" &
     else
       "$imgpipe" stream --input "$clip" --output "$scratch/frames.$i/" --ops "$ops" 2> "$scratch/log.$i" &
     fi
+    pids+=("$!")
   done
-  wait
+  failed=0
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { failed=1; echo "process $((i + 1)) of $n failed:" >&2; tail -3 "$scratch/log.$((i + 1))" >&2; }
+  done
   end=$(date +%s.%N)
+  # The rate counts every process's frames: a failed one would inflate it.
+  [ "$failed" -eq 0 ] || { echo "$n processes: not every process finished; no rate" >&2; exit 1; }
   grep -h "frames in" "$scratch"/log.* | head -1 | sed 's/^/  one of them: /'
   awk -v n="$n" -v f="$frames" -v s="$start" -v e="$end" \
     'BEGIN { printf "%3d processes: %d frames in %.2f s = %.0f frames/s\n", n, n * f, e - s, n * f / (e - s) }'
