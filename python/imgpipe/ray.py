@@ -185,34 +185,20 @@ def _utf8(name):
         return False
 
 
-def _unreadable(path, check_file):
-    """Why a listed entry cannot go through the job, or "". Ray Data carries names in Arrow tables, whose strings
-    are UTF-8; with check_file (read="bytes" on a local folder, where Ray's read task would stop the whole job on
-    it) also what cannot be read as an image file."""
-    if not _utf8(path):
-        return ("the name is not valid UTF-8, which Ray Data cannot carry; imgpipe batch and "
-                "Pipeline.run_folder read it")
-    if not check_file:
-        return ""
-    if os.path.isfile(path):
-        return "" if os.access(path, os.R_OK) else "cannot open: Permission denied"
-    if os.path.isdir(path):
-        return "is a directory, not an image file"
-    if os.path.islink(path):
-        return "is a broken symbolic link"
-    return "is not a regular file (a FIFO, socket or device)"
-
-
-def _plan(input_root, names, output_dir, extension, overwrite, skip_existing, check_readable):
-    """(names to run, files skipped, [(path, message)] failed on the driver), as the batch job plans a folder: a
-    later input whose output an earlier one makes fails naming it; an existing output fails, unless overwrite
-    replaces it or skip_existing skips it."""
+def _plan(input_root, entries, output_dir, extension, overwrite, skip_existing):
+    """(names to run, files skipped, [(path, message)] failed on the driver) from the listing's (name, problem)
+    entries, as the batch job plans a folder: an entry that cannot be read as an image file fails with the
+    listing's reason (Ray's read task would stop the whole job on it), and so does a name that is not UTF-8 (Ray
+    Data carries names in Arrow tables, whose strings are UTF-8); a later input whose output an earlier one makes
+    fails naming it; an existing output fails, unless overwrite replaces it or skip_existing skips it."""
     work, skipped, failed = [], 0, []
     made_from = {}  # output -> the input that makes it
-    for name in names:
+    for name, problem in entries:
         path = os.path.join(input_root, name)
         output = os.path.join(output_dir, _output_relative(name, extension))
-        problem = _unreadable(path, check_readable)
+        if not problem and not _utf8(path):
+            problem = ("the name is not valid UTF-8, which Ray Data cannot carry; imgpipe batch and "
+                       "Pipeline.run_folder read it")
         if problem:
             failed.append((path, f"{path}: {problem}"))
             continue
@@ -260,7 +246,7 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
                read="auto", jobs=0):
     """Every image under input_path through the chain into output_dir on the Ray cluster `ray.init()` joined.
 
-    The driver lists input_path (a local folder through `imgpipe.list_images`, as files mode reads it; a URL
+    The driver lists input_path (a local folder through `imgpipe.list_image_entries`, as the batch job walks it; a URL
     through pyarrow), resolves a relative input_path and output_dir against its own working directory, and
     raises ValueError before any actor starts where output_dir is input_path or inside it (or the reverse), as
     `imgpipe batch` does. read: "files" (the actors read the files themselves; input_path on a file system every
@@ -295,7 +281,10 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
         raise ValueError("overwrite and skip_existing contradict each other")
     if format != "same" and format not in IMAGE_EXTENSIONS:
         raise ValueError(f"format {format!r}: same, or one of {', '.join(IMAGE_EXTENSIONS)}")
-    driver_pipeline = imgpipe.Pipeline(ops, backend="cpu")  # a bad chain fails here, before the cluster does any work
+    # A bad chain fails here, before the cluster does any work; on the cpu backend, which sets up nothing on a GPU,
+    # where the build has it (not without OpenCV).
+    cpu_built = any(b["name"] == "cpu" and b["compiled_in"] for b in imgpipe.backends())
+    driver_pipeline = imgpipe.Pipeline(ops, backend="cpu" if cpu_built else "auto")
     gpus = int(ray.cluster_resources().get("GPU", 0))
     backend = _resolve_backend(backend, gpus)
     gpu = backend != "cpu"
@@ -306,15 +295,15 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
     start = time.perf_counter()
     if _is_url(input_path):
         filesystem, root, names = _list_url(input_path)
+        entries = [(name, "") for name in names]
     else:
         import pyarrow.fs
 
         filesystem, root = pyarrow.fs.LocalFileSystem(), os.path.abspath(input_path)
         # run_files checks the folders first, with the command's rule and message; no files: nothing else runs.
         driver_pipeline.run_files(root, [], output_dir)
-        names = imgpipe.list_images(root)
-    names, skipped, errors = _plan(root, names, output_dir, format, overwrite, skip_existing,
-                                   check_readable=read == "bytes" and not _is_url(input_path))
+        entries = imgpipe.list_image_entries(root)
+    names, skipped, errors = _plan(root, entries, output_dir, format, overwrite, skip_existing)
     done = 0
     if names:
         batch_size, blocks = _batching(len(names), actors, batch_size, 64 if read == "files" else 16)

@@ -684,6 +684,16 @@ nb::list list_images(const std::filesystem::path& input_dir) {
   return names;
 }
 
+// list_images with each entry's problem: "" for a file to read, else why it cannot be read as an image file
+// (a folder, a broken link, a FIFO...), in the batch job's words.
+nb::list list_image_entries(const std::filesystem::path& input_dir) {
+  nb::list entries;
+  for (const io::FolderEntry& entry : io::list_image_entries(input_dir)) {
+    entries.append(nb::make_tuple(file_system_str(entry.relative), file_system_str(entry.problem)));
+  }
+  return entries;
+}
+
 // An image file's bytes as an (H, W, 3) uint8 array, decoded as the batch job decodes files.
 nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
   std::unique_ptr<std::uint8_t[]> pixels;
@@ -1002,6 +1012,9 @@ NB_MODULE(_imgpipe, m) {
   m.def("list_images", &imgpipe::python::list_images, nb::arg("input_dir"),
         "The images under input_dir, relative to it and sorted, as the batch job walks it; a name that is not "
         "UTF-8 comes back as os.fsdecode gives it, and leads back to its file as a path argument here");
+  m.def("list_image_entries", &imgpipe::python::list_image_entries, nb::arg("input_dir"),
+        "list_images as [(name, problem)]: problem is '' for a file to read, else why the entry, named like an "
+        "image, cannot be read as one (a folder, a broken link, a FIFO), as the batch job reports it");
   m.def("gpu_jpeg", &imgpipe::python::gpu_jpeg,
         "Whether run_folder can decode and encode JPEG on the GPU here (nvJPEG and a CUDA device), and what "
         "nvJPEG offers, one line each: {'usable', 'detail': [...]}");

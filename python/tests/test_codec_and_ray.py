@@ -50,6 +50,17 @@ def test_names_that_are_not_utf8_lead_to_their_files(tmp_path):
     assert again["done"] == 1 and os.path.exists(os.fsencode(tmp_path / "again") + b"/\xff.ppm")
 
 
+def test_list_image_entries_says_why_an_entry_cannot_be_read(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    os.symlink(tmp_path / "nowhere.ppm", source / "dead.ppm")
+    (source / "folder.ppm").mkdir()
+    entries = dict(imgpipe.list_image_entries(source))
+    assert sorted(entries) == imgpipe.list_images(source)
+    assert entries["broken.ppm"] == "" and entries["sub/p1.ppm"] == ""
+    assert entries["dead.ppm"] == "is a broken symbolic link"
+    assert entries["folder.ppm"].startswith("is a directory")
+
+
 def test_run_files_is_the_batch_job_on_chosen_files(tmp_path):
     source = folder_with_a_bad_file(tmp_path)
     listed = imgpipe.list_images(str(source))
