@@ -762,7 +762,7 @@ bool sobel_aos_fills_device(Extent extent, int frames) {
     return std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
   }();
   const dim3 grid = aos_tile_grid(extent, frames);
-  return static_cast<long long>(grid.x) * grid.y * grid.z >= 2LL * resident;
+  return static_cast<long long>(grid.x) * grid.y * grid.z >= resident;
 }
 
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,

@@ -90,9 +90,10 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
                    int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream);
 void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                    int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream);
-// Whether a sobel_aos launch over `frames` frames of `extent` fills the device twice over with blocks (its
-// occupancy, asked once per process). One that does not (one 1080p frame or less on an H200) measured slower than
-// sobel_naive frame by frame: 11.85 against 8.96 us for one 1280x720 frame (docs/performance.md).
+// Whether a sobel_aos launch over `frames` frames of `extent` fills the device with blocks, one whole wave (its
+// occupancy, asked once per process). One that does not (one 720p frame on an H200) measured slower than
+// sobel_naive frame by frame: 10.49 against 9.05 us for one 1280x720 frame; one 1080p frame, 1020 blocks for 792
+// resident, 15.26 against 16.71 (docs/performance.md).
 bool sobel_aos_fills_device(Extent extent, int frames);
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream);
