@@ -52,6 +52,15 @@ bool descriptor_is(int fd, const std::string& path) {
          same_file(by_fd, by_path);
 }
 
+// True when stdin and stdout are one regular file (`< frames.rgb >> frames.rgb`): every frame written would be
+// read again, so the stream would never end.
+bool stdin_is_stdout() {
+  struct stat in {};
+  struct stat out {};
+  return ::fstat(STDIN_FILENO, &in) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 && S_ISREG(in.st_mode) &&
+         same_file(in, out);
+}
+
 // True when `path` and `other` (an input or output, "-" for stdin or stdout) are one file: the same file where
 // both exist, else the same path once resolved (./out.mp4 and out.mp4 before either is written).
 bool is_same_file(const std::string& path, const std::string& other, int other_descriptor) {
@@ -74,6 +83,7 @@ void check_output_path(const StreamOptions& options) {
   const bool raw_in = options.input == "-", raw_out = options.output == "-";
   const std::string refusal = "; writing it would destroy the input, so nothing was opened: choose another output";
   if (raw_out) {
+    if (raw_in && stdin_is_stdout()) throw UsageError("stdout is the input file on stdin" + refusal);
     if (!raw_in && descriptor_is(STDOUT_FILENO, options.input)) {
       throw UsageError("stdout is the input file '" + options.input + "'" + refusal);
     }

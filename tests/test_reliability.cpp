@@ -1106,6 +1106,19 @@ TEST_F(StreamOutputs, AnOutputThatIsTheInputIsRefusedByAnyPath) {
   EXPECT_EQ(testing::file_bytes(input), input_bytes);
 }
 
+// Raw frames read from a file and appended to it: each frame written would be read again, without end (the
+// file-size limit stops such a run here).
+TEST(ReliabilityStream, RawStdoutAppendingToTheFileOnStdinIsRefused) {
+  TempDir dir;
+  const fs::path raw = make_raw(dir.path() / "frames.rgb", {8, 8}, 3);
+  const auto raw_bytes = testing::file_bytes(raw);
+  const CommandResult run = imgpipe_cmd(
+      "stream --input - --size 8x8 --output - --ops flip=h < " + quoted(raw) + " >> " + quoted(raw), "ulimit -f 64;");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "stdout is the input file on stdin")) << run.output;
+  EXPECT_EQ(testing::file_bytes(raw), raw_bytes);
+}
+
 TEST_F(StreamOutputs, AnExistingOutputIsKeptUnlessOverwriteIsGiven) {
   const fs::path output = dir.path() / "out.avi";
   write_bytes(output, "the user's file");
