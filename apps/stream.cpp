@@ -77,14 +77,19 @@ bool is_same_file(const std::string& path, const std::string& other, int other_d
   return !error_a && !error_b && resolved == other_resolved;
 }
 
+// The file an input names: FFmpeg opens a file: URL as the path after "file:" (file:///v.mp4 is ///v.mp4),
+// decoding nothing, so that path is the one to check.
+std::string input_file_path(const std::string& input) { return input.starts_with("file:") ? input.substr(5) : input; }
+
 // Before anything is opened: an output that is the input (by any path: a link, a hard link, ./name, or the
 // shell's redirection of stdin or stdout) would destroy it; an existing output needs --overwrite.
 void check_output_path(const StreamOptions& options) {
   const bool raw_in = options.input == "-", raw_out = options.output == "-";
+  const std::string input = input_file_path(options.input);
   const std::string refusal = "; writing it would destroy the input, so nothing was opened: choose another output";
   if (raw_out) {
     if (raw_in && stdin_is_stdout()) throw UsageError("stdout is the input file on stdin" + refusal);
-    if (!raw_in && descriptor_is(STDOUT_FILENO, options.input)) {
+    if (!raw_in && descriptor_is(STDOUT_FILENO, input)) {
       throw UsageError("stdout is the input file '" + options.input + "'" + refusal);
     }
     return;
@@ -113,9 +118,9 @@ void check_output_path(const StreamOptions& options) {
   }
   struct stat output {};
   if (::stat(options.output.c_str(), &output) == 0) {  // follows links
-    struct stat input {};
+    struct stat input_info {};
     if (raw_in ? descriptor_is(STDIN_FILENO, options.output)
-               : ::stat(options.input.c_str(), &input) == 0 && same_file(input, output)) {
+               : ::stat(input.c_str(), &input_info) == 0 && same_file(input_info, output)) {
       throw UsageError("--output '" + options.output + "' is the input " +
                        (raw_in ? std::string("on stdin") : "'" + options.input + "'") + " (the same file)" + refusal);
     }
@@ -208,9 +213,9 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   } else if (!options.size.empty()) {
     throw UsageError("--size applies to raw input (--input -); a video file knows its frame size");
   } else if (std::error_code error; options.input.find('%') == std::string::npos &&
-                                    options.input.find("://") == std::string::npos &&
-                                    !std::filesystem::exists(options.input, error)) {
-    // Image sequences (frame_%04d.png) and URLs are OpenCV's to resolve; a plain path must exist.
+                                    input_file_path(options.input).find("://") == std::string::npos &&
+                                    !std::filesystem::exists(input_file_path(options.input), error)) {
+    // Image sequences (frame_%04d.png) and URLs other than file: are OpenCV's to resolve; a file must exist.
     throw UsageError("--input '" + options.input + "' does not exist");
   }
   if (options.fps && !(std::isfinite(*options.fps) && *options.fps > 0 && *options.fps <= kMaxFps)) {
@@ -224,7 +229,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
       throw UsageError("--timestamps '" + options.timestamps + "' exists; --overwrite replaces it");
     }
-    if (is_same_file(options.timestamps, options.input, STDIN_FILENO) ||
+    if (is_same_file(options.timestamps, input_file_path(options.input), STDIN_FILENO) ||
         is_same_file(options.timestamps, options.output, STDOUT_FILENO)) {
       throw UsageError("--timestamps '" + options.timestamps + "' is the stream's input or output");
     }

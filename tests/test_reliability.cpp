@@ -1106,6 +1106,23 @@ TEST_F(StreamOutputs, AnOutputThatIsTheInputIsRefusedByAnyPath) {
   EXPECT_EQ(testing::file_bytes(input), input_bytes);
 }
 
+// FFmpeg opens a file: URL as the path after "file:", so such an input is that file to every check.
+TEST_F(StreamOutputs, AFileUrlInputIsTheFileItNames) {
+  const std::string url = "file://" + input.string();
+  CommandResult run = imgpipe_cmd("stream --input " + quoted(fs::path(url)) + " --output " + quoted(input) +
+                                  " --ops flip=h --overwrite");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "is the input '" + url + "' (the same file)")) << run.output;
+  EXPECT_EQ(testing::file_bytes(input), input_bytes);
+  run = imgpipe_cmd("stream --input " + quoted(fs::path("file:" + (dir.path() / "nope.avi").string())) + " --output " +
+                    quoted(dir.path() / "out.mkv") + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "does not exist")) << run.output;
+  run = imgpipe_cmd("stream --input " + quoted(fs::path(url)) + " --output " + quoted(dir.path() / "out.mkv") +
+                    " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
 // Raw frames read from a file and appended to it: each frame written would be read again, without end (the
 // file-size limit stops such a run here).
 TEST(ReliabilityStream, RawStdoutAppendingToTheFileOnStdinIsRefused) {
