@@ -20,9 +20,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -225,7 +227,16 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   }
   check_output_path(options);
   if (!options.timestamps.empty()) {
+    // The file is written once the stream has run: a path it cannot take would fail only then.
     std::error_code error;
+    if (std::filesystem::is_directory(options.timestamps, error)) {
+      throw UsageError("--timestamps '" + options.timestamps + "' is a folder, not a file");
+    }
+    const std::filesystem::path folder = std::filesystem::path(options.timestamps).parent_path();
+    if (::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
+      throw UsageError("--timestamps '" + options.timestamps +
+                       "': cannot write into its folder: " + std::strerror(errno));
+    }
     if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
       throw UsageError("--timestamps '" + options.timestamps + "' exists; --overwrite replaces it");
     }

@@ -1123,6 +1123,23 @@ TEST_F(StreamOutputs, AFileUrlInputIsTheFileItNames) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 
+// --timestamps is written once the stream has run: a path it cannot take is refused before anything is opened.
+TEST(ReliabilityStream, ATimestampsPathThatCannotBeWrittenIsRefusedBeforeTheStream) {
+  TempDir dir;
+  const fs::path raw = make_raw(dir.path() / "frames.rgb", {2, 2}, 3);
+  const fs::path out = dir.path() / "out.rgb";
+  const std::pair<fs::path, std::string> cases[] = {
+      {dir.path() / "missing" / "times.txt", "': cannot write into its folder: No such file or directory"},
+      {dir.path(), "' is a folder, not a file"}};
+  for (const auto& [timestamps, message] : cases) {
+    const CommandResult run = imgpipe_cmd("stream --input - --size 2x2 --output - --ops flip=h --timestamps " +
+                                          quoted(timestamps) + " < " + quoted(raw) + " > " + quoted(out));
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "--timestamps '" + timestamps.string() + message)) << run.output;
+    EXPECT_EQ(fs::file_size(out), 0u) << "no frame was written";
+  }
+}
+
 // Raw frames read from a file and appended to it: each frame written would be read again, without end (the
 // file-size limit stops such a run here).
 TEST(ReliabilityStream, RawStdoutAppendingToTheFileOnStdinIsRefused) {
