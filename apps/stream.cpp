@@ -362,7 +362,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                          "); they are not this stream's");
       }
     }
-    if (options.timestamps.empty()) return;
+    if (options.timestamps.empty() || result.done == 0) return;  // no frame, no times: nothing was written
     const std::string text = io::timestamps_v2(source.frame_times(), result.done,
                                                options.fps.value_or(reader->frame_rate().value_or(kDefaultFps)));
     io::write_file_atomically(options.timestamps,

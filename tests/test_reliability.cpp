@@ -483,11 +483,13 @@ TEST(ReliabilityUsage, MissingInputs) {
 TEST(ReliabilityStream, ZeroFrameInput) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
   TempDir dir;
-  const CommandResult run = imgpipe_cmd("stream --input - --size 4x4 --output - --ops flip=h < /dev/null > " +
-                                        quoted(dir.path() / "out.rgb"));
+  const CommandResult run =
+      imgpipe_cmd("stream --input - --size 4x4 --output - --ops flip=h --timestamps " +
+                  quoted(dir.path() / "times.txt") + " < /dev/null > " + quoted(dir.path() / "out.rgb"));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(contains(run.output, "no frames in stdin; nothing was written")) << run.output;
   EXPECT_EQ(fs::file_size(dir.path() / "out.rgb"), 0u);
+  EXPECT_FALSE(fs::exists(dir.path() / "times.txt")) << "no frame, so no times";
 }
 
 TEST(ReliabilityStream, VideoThatCannotBeOpened) {
