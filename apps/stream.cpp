@@ -79,6 +79,18 @@ bool is_same_file(const std::string& path, const std::string& other, int other_d
   return !error_a && !error_b && resolved == other_resolved;
 }
 
+// Why the folder `path` could not be made, or "" when it exists or can be: the nearest folder above it must
+// take new entries. It is made with the first frame written, so a run that writes none leaves nothing behind.
+std::string why_folder_cannot_be_made(const std::filesystem::path& path) {
+  std::error_code error;
+  std::filesystem::path existing = std::filesystem::absolute(path, error);
+  if (error) return error.message();
+  if (std::filesystem::exists(existing, error)) return "";
+  while (!std::filesystem::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
+  if (!std::filesystem::is_directory(existing, error)) return std::generic_category().message(ENOTDIR);
+  return ::access(existing.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+}
+
 // The file an input names: FFmpeg opens a file: URL as the path after "file:" (file:///v.mp4 is ///v.mp4),
 // decoding nothing, so that path is the one to check.
 std::string input_file_path(const std::string& input) { return input.starts_with("file:") ? input.substr(5) : input; }
@@ -97,14 +109,15 @@ void check_output_path(const StreamOptions& options) {
     return;
   }
   if (is_folder_output(options.output)) {
-    std::error_code error;
-    std::filesystem::create_directories(options.output, error);
-    if (error) throw UsageError("--output '" + options.output + "': cannot create the folder: " + error.message());
+    if (const std::string why = why_folder_cannot_be_made(options.output); !why.empty()) {
+      throw UsageError("--output '" + options.output + "': cannot create the folder: " + why);
+    }
     if (options.overwrite) return;
     // Any frame of this format, not only the first: a later one would be refused mid-stream. The first one
     // there is named.
     const std::string extension = "." + options.format;
     std::string first;
+    std::error_code error;  // a folder not made yet holds none
     for (const auto& entry : std::filesystem::directory_iterator(options.output, error)) {
       const std::string name = entry.path().filename().string();
       if (io::ImageSequenceSink::is_frame_name(name, extension) &&

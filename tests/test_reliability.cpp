@@ -1142,6 +1142,30 @@ TEST(ReliabilityStream, ATimestampsPathThatCannotBeWrittenIsRefusedBeforeTheStre
   }
 }
 
+// A folder output is made with the first frame written: a run that ends before one (a usage error, a video
+// that cannot be opened, no frames) leaves no folder behind.
+TEST(ReliabilityStream, AFolderOutputIsMadeWithTheFirstFrame) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  const std::string to_folder = " --output " + quoted(fs::path((out / "a" / "b").string() + "/")) + " --ops flip=h";
+  CommandResult run = imgpipe_cmd("stream --input - --size 2x2" + to_folder + " --decoder gpu < /dev/null");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "raw rgb24 input needs no decoder")) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+  if (!some_backend_usable()) return;  // the rest needs an engine
+  write_bytes(dir.path() / "notes.mp4", "this is text, not a video");
+  run = imgpipe_cmd("stream --input " + quoted(dir.path() / "notes.mp4") + to_folder);
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+  run = imgpipe_cmd("stream --input - --size 2x2" + to_folder + " --format ppm < /dev/null");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+  run = imgpipe_cmd("stream --input - --size 2x2" + to_folder + " --format ppm < " +
+                    quoted(make_raw(dir.path() / "frames.rgb", {2, 2}, 2)));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(fs::exists(out / "a" / "b" / "000001.ppm"));
+}
+
 // Raw frames read from a file and appended to it: each frame written would be read again, without end (the
 // file-size limit stops such a run here).
 TEST(ReliabilityStream, RawStdoutAppendingToTheFileOnStdinIsRefused) {
