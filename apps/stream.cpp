@@ -301,7 +301,12 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   if (raw_in) {
     reader = std::make_unique<io::RawFrameReader>(STDIN_FILENO, *raw_size, "stdin", stop_fd());
   } else {
-    reader = open_video_input(options, *engine, progress);
+    try {
+      reader = open_video_input(options, *engine, progress);
+    } catch (const io::PixelLimitError& e) {  // as for a frame over the limit, which NVDEC's reader finds
+      progress.message(e.what() + std::string(kPixelLimitHint) + "; nothing was written");
+      return {kExitSomeFailed, 0};
+    }
   }
   if (reader->decodes_on_device() && engine_options.devices.size() > 1) {
     // NVDEC's frames stay on its device: one stream decodes slower than one device runs the chain, so the others
