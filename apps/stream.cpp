@@ -501,7 +501,8 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
   }
   jobs = std::min<int>(jobs, static_cast<int>(videos.size()));
   Progress progress;
-  progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once" +
+  progress.message(std::to_string(videos.size()) + (videos.size() == 1 ? " video, " : " videos, ") +
+                   std::to_string(jobs) + " at once" +
                    (devices.size() > 1 ? " over devices " + device_list_text(devices) : ""));
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> frames{0};

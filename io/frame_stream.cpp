@@ -265,7 +265,7 @@ std::string video_writer_description(const std::filesystem::path& path) {
 std::string video_writers_description() {
   const std::string opencv = has_opencv_codecs() ? "OpenCV, at one frame rate" : "none in this build";
   if (!writes_timed_video("video.mp4")) return opencv;
-  return ".mp4, .mkv and .mov by " + timed_video_encoder() + ", each frame at its time; other names: " + opencv;
+  return ".mp4, .mkv and .mov: " + timed_video_encoder() + ", each frame at its time; other names: " + opencv;
 }
 
 std::string video_readers_description() {
