@@ -35,6 +35,13 @@ constexpr const char* kExitCodesHelp = R"(Exit codes:
   130  SIGINT, 143 SIGTERM: no new files or frames were read, those in flight were finished;
        a second Ctrl-C aborts at once with 130, removing the outputs not yet complete)";
 
+// As printf's %g writes it: 1000, not std::to_string's 1000.000000.
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 int list_backends() {
   std::printf("%-10s %-12s %-7s %s\n", "backend", "compiled in", "usable", "detail");
   for (const BackendInfo& b : available_backends()) {
@@ -204,8 +211,8 @@ int main(int argc, char** argv) {
   add_max_pixels_option(*stream_command, stream.max_pixels);
   stream_command->add_option("--fps", stream.fps,
                              "Output frame rate for a video file (for frames without a time of their own), above 0 "
-                             "and at most " + std::to_string(kMaxFps) + "; default: the rate the input declares, "
-                             "else 30");
+                             "and at most " +
+                                 number_text(kMaxFps) + "; default: the rate the input declares, else 30");
   stream_command->add_option("--timestamps", stream.timestamps,
                              "Also write each output frame's time, in ms, to this file (mkvmerge's timestamp format "
                              "v2): the input's own times where it has them (a container's), else 1/fps apart");
@@ -240,7 +247,7 @@ int main(int argc, char** argv) {
   stream_command->add_option("--format", stream.format, "Image files of a folder output")
       ->check(CLI::IsMember({"jpg", "png", "ppm", "webp", "bmp", "tif"}))
       ->capture_default_str();
-  stream_command->add_option("--quality", stream.quality, "JPEG quality of a folder output")
+  stream_command->add_option("--quality", stream.quality, "JPEG/WebP quality of a folder output")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   stream_command->add_option("--encoder", stream.encoder,

@@ -20,9 +20,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -52,6 +54,15 @@ bool descriptor_is(int fd, const std::string& path) {
          same_file(by_fd, by_path);
 }
 
+// True when stdin and stdout are one regular file (`< frames.rgb >> frames.rgb`): every frame written would be
+// read again, so the stream would never end.
+bool stdin_is_stdout() {
+  struct stat in {};
+  struct stat out {};
+  return ::fstat(STDIN_FILENO, &in) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 && S_ISREG(in.st_mode) &&
+         same_file(in, out);
+}
+
 // True when `path` and `other` (an input or output, "-" for stdin or stdout) are one file: the same file where
 // both exist, else the same path once resolved (./out.mp4 and out.mp4 before either is written).
 bool is_same_file(const std::string& path, const std::string& other, int other_descriptor) {
@@ -68,26 +79,45 @@ bool is_same_file(const std::string& path, const std::string& other, int other_d
   return !error_a && !error_b && resolved == other_resolved;
 }
 
+// Why the folder `path` could not be made, or "" when it exists or can be: the nearest folder above it must
+// take new entries. It is made with the first frame written, so a run that writes none leaves nothing behind.
+std::string why_folder_cannot_be_made(const std::filesystem::path& path) {
+  std::error_code error;
+  std::filesystem::path existing = std::filesystem::absolute(path, error);
+  if (error) return error.message();
+  if (std::filesystem::exists(existing, error)) return "";
+  while (!std::filesystem::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
+  if (!std::filesystem::is_directory(existing, error)) return std::generic_category().message(ENOTDIR);
+  return ::access(existing.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+}
+
+// The file an input names: FFmpeg opens a file: URL as the path after "file:" (file:///v.mp4 is ///v.mp4),
+// decoding nothing, so that path is the one to check.
+std::string input_file_path(const std::string& input) { return input.starts_with("file:") ? input.substr(5) : input; }
+
 // Before anything is opened: an output that is the input (by any path: a link, a hard link, ./name, or the
 // shell's redirection of stdin or stdout) would destroy it; an existing output needs --overwrite.
 void check_output_path(const StreamOptions& options) {
   const bool raw_in = options.input == "-", raw_out = options.output == "-";
+  const std::string input = input_file_path(options.input);
   const std::string refusal = "; writing it would destroy the input, so nothing was opened: choose another output";
   if (raw_out) {
-    if (!raw_in && descriptor_is(STDOUT_FILENO, options.input)) {
+    if (raw_in && stdin_is_stdout()) throw UsageError("stdout is the input file on stdin" + refusal);
+    if (!raw_in && descriptor_is(STDOUT_FILENO, input)) {
       throw UsageError("stdout is the input file '" + options.input + "'" + refusal);
     }
     return;
   }
   if (is_folder_output(options.output)) {
-    std::error_code error;
-    std::filesystem::create_directories(options.output, error);
-    if (error) throw UsageError("--output '" + options.output + "': cannot create the folder: " + error.message());
+    if (const std::string why = why_folder_cannot_be_made(options.output); !why.empty()) {
+      throw UsageError("--output '" + options.output + "': cannot create the folder: " + why);
+    }
     if (options.overwrite) return;
     // Any frame of this format, not only the first: a later one would be refused mid-stream. The first one
     // there is named.
     const std::string extension = "." + options.format;
     std::string first;
+    std::error_code error;  // a folder not made yet holds none
     for (const auto& entry : std::filesystem::directory_iterator(options.output, error)) {
       const std::string name = entry.path().filename().string();
       if (io::ImageSequenceSink::is_frame_name(name, extension) &&
@@ -103,9 +133,9 @@ void check_output_path(const StreamOptions& options) {
   }
   struct stat output {};
   if (::stat(options.output.c_str(), &output) == 0) {  // follows links
-    struct stat input {};
+    struct stat input_info {};
     if (raw_in ? descriptor_is(STDIN_FILENO, options.output)
-               : ::stat(options.input.c_str(), &input) == 0 && same_file(input, output)) {
+               : ::stat(input.c_str(), &input_info) == 0 && same_file(input_info, output)) {
       throw UsageError("--output '" + options.output + "' is the input " +
                        (raw_in ? std::string("on stdin") : "'" + options.input + "'") + " (the same file)" + refusal);
     }
@@ -198,9 +228,9 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   } else if (!options.size.empty()) {
     throw UsageError("--size applies to raw input (--input -); a video file knows its frame size");
   } else if (std::error_code error; options.input.find('%') == std::string::npos &&
-                                    options.input.find("://") == std::string::npos &&
-                                    !std::filesystem::exists(options.input, error)) {
-    // Image sequences (frame_%04d.png) and URLs are OpenCV's to resolve; a plain path must exist.
+                                    input_file_path(options.input).find("://") == std::string::npos &&
+                                    !std::filesystem::exists(input_file_path(options.input), error)) {
+    // Image sequences (frame_%04d.png) and URLs other than file: are OpenCV's to resolve; a file must exist.
     throw UsageError("--input '" + options.input + "' does not exist");
   }
   if (options.fps && !(std::isfinite(*options.fps) && *options.fps > 0 && *options.fps <= kMaxFps)) {
@@ -210,11 +240,20 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   }
   check_output_path(options);
   if (!options.timestamps.empty()) {
+    // The file is written once the stream has run: a path it cannot take would fail only then.
     std::error_code error;
+    if (std::filesystem::is_directory(options.timestamps, error)) {
+      throw UsageError("--timestamps '" + options.timestamps + "' is a folder, not a file");
+    }
+    const std::filesystem::path folder = std::filesystem::path(options.timestamps).parent_path();
+    if (::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
+      throw UsageError("--timestamps '" + options.timestamps +
+                       "': cannot write into its folder: " + std::strerror(errno));
+    }
     if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
       throw UsageError("--timestamps '" + options.timestamps + "' exists; --overwrite replaces it");
     }
-    if (is_same_file(options.timestamps, options.input, STDIN_FILENO) ||
+    if (is_same_file(options.timestamps, input_file_path(options.input), STDIN_FILENO) ||
         is_same_file(options.timestamps, options.output, STDOUT_FILENO)) {
       throw UsageError("--timestamps '" + options.timestamps + "' is the stream's input or output");
     }
@@ -262,7 +301,12 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
   if (raw_in) {
     reader = std::make_unique<io::RawFrameReader>(STDIN_FILENO, *raw_size, "stdin", stop_fd());
   } else {
-    reader = open_video_input(options, *engine, progress);
+    try {
+      reader = open_video_input(options, *engine, progress);
+    } catch (const io::PixelLimitError& e) {  // as for a frame over the limit, which NVDEC's reader finds
+      progress.message(e.what() + std::string(kPixelLimitHint) + "; nothing was written");
+      return {kExitSomeFailed, 0};
+    }
   }
   if (reader->decodes_on_device() && engine_options.devices.size() > 1) {
     // NVDEC's frames stay on its device: one stream decodes slower than one device runs the chain, so the others
@@ -336,7 +380,7 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                          "); they are not this stream's");
       }
     }
-    if (options.timestamps.empty()) return;
+    if (options.timestamps.empty() || result.done == 0) return;  // no frame, no times: nothing was written
     const std::string text = io::timestamps_v2(source.frame_times(), result.done,
                                                options.fps.value_or(reader->frame_rate().value_or(kDefaultFps)));
     io::write_file_atomically(options.timestamps,
@@ -457,7 +501,8 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
   }
   jobs = std::min<int>(jobs, static_cast<int>(videos.size()));
   Progress progress;
-  progress.message(std::to_string(videos.size()) + " videos, " + std::to_string(jobs) + " at once" +
+  progress.message(std::to_string(videos.size()) + (videos.size() == 1 ? " video, " : " videos, ") +
+                   std::to_string(jobs) + " at once" +
                    (devices.size() > 1 ? " over devices " + device_list_text(devices) : ""));
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> frames{0};

@@ -265,7 +265,7 @@ std::string video_writer_description(const std::filesystem::path& path) {
 std::string video_writers_description() {
   const std::string opencv = has_opencv_codecs() ? "OpenCV, at one frame rate" : "none in this build";
   if (!writes_timed_video("video.mp4")) return opencv;
-  return ".mp4, .mkv and .mov by " + timed_video_encoder() + ", each frame at its time; other names: " + opencv;
+  return ".mp4, .mkv and .mov: " + timed_video_encoder() + ", each frame at its time; other names: " + opencv;
 }
 
 std::string video_readers_description() {
@@ -359,11 +359,20 @@ std::vector<std::string> FrameStreamSource::read(const Item&, const FrameAllocat
 
 ImageSequenceSink::ImageSequenceSink(std::filesystem::path folder, std::string extension, int quality,
                                      Existing existing, const GpuJpegEncoders* gpu_encoders)
-    : folder_(std::move(folder)), extension_(std::move(extension)), quality_(quality), existing_(existing),
-      gpu_encoders_(extension_ == ".jpg" ? gpu_encoders : nullptr) {
-  std::error_code error;
-  std::filesystem::create_directories(folder_, error);
-  if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
+    : folder_(std::move(folder)),
+      extension_(std::move(extension)),
+      quality_(quality),
+      existing_(existing),
+      gpu_encoders_(extension_ == ".jpg" ? gpu_encoders : nullptr) {}
+
+// With the first frame, not before: a stream that writes none leaves no folder behind. A failure leaves the flag
+// unset, so each later frame tries again.
+void ImageSequenceSink::make_folder() {
+  std::call_once(folder_made_, [this] {
+    std::error_code error;
+    std::filesystem::create_directories(folder_, error);
+    if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
+  });
 }
 
 std::filesystem::path ImageSequenceSink::frame_path(const std::filesystem::path& folder, std::uint64_t index,
@@ -381,10 +390,12 @@ bool ImageSequenceSink::is_frame_name(const std::string& name, const std::string
 }
 
 void ImageSequenceSink::write(const Item& item, ConstFrameView frame) {
+  make_folder();
   write_image(frame_path(folder_, item.index, extension_), frame, quality_, existing_);
 }
 
 void ImageSequenceSink::write_from_device(const Item& item, DeviceFrame frame) {
+  make_folder();
   write_file_atomically(frame_path(folder_, item.index, extension_), gpu_encoders_->on(frame.device).encode(frame),
                         existing_);
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,7 +172,7 @@ std::string timestamps_v2(const std::vector<std::optional<double>>& times, std::
 // encoded (on several threads at once where the job has them) and written atomically (write_image; with
 // Existing::keep an existing file is an error, never replaced). With GPU JPEG encoders (one per device the
 // engine runs on) and `extension` .jpg, frames are encoded on the GPU from the engine's device outputs. The
-// folder is created when missing.
+// folder is created, where missing, with the first frame written.
 class ImageSequenceSink final : public Sink {
  public:
   ImageSequenceSink(std::filesystem::path folder, std::string extension, int quality, Existing existing,
@@ -188,11 +189,14 @@ class ImageSequenceSink final : public Sink {
   static bool is_frame_name(const std::string& name, const std::string& extension);
 
  private:
+  void make_folder();
+
   std::filesystem::path folder_;
   std::string extension_;
   int quality_;
   Existing existing_;
   const GpuJpegEncoders* gpu_encoders_;
+  std::once_flag folder_made_;
 };
 
 // Each item's frame to `writer`, in order; close() completes the writer.

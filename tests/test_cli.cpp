@@ -334,6 +334,10 @@ TEST(CliInfo, BackendsListsEveryKindAndWhatAutoPicks) {
   EXPECT_TRUE(contains(run.output, "video files are written on the CPU (" + io::video_writers_description() + ")"))
       << run.output;
   EXPECT_TRUE(contains(run.output, "CPU video decoding: " + io::video_readers_description() + "\n")) << run.output;
+  if (io::writes_timed_video("video.mp4")) {
+    EXPECT_TRUE(contains(run.output, "(.mp4, .mkv and .mov: " + io::timed_video_encoder() + ", each frame at its time"))
+        << run.output;
+  }
 }
 
 TEST(CliInfo, VersionAndHelp) {
@@ -345,6 +349,10 @@ TEST(CliInfo, VersionAndHelp) {
   for (const char* part : {"batch", "backends", "resize=WxH", "gaussian=K", "Exit codes"}) {
     EXPECT_TRUE(contains(help.output, part)) << part;
   }
+  const CommandResult stream = imgpipe("stream --help");
+  EXPECT_EQ(stream.exit_code, 0);
+  EXPECT_TRUE(contains(stream.output, "at most 1000; default")) << stream.output;
+  EXPECT_TRUE(contains(stream.output, "JPEG/WebP quality of a folder output")) << stream.output;
 }
 
 #ifdef IMGPIPE_TEST_WITH_OPENCV
@@ -912,6 +920,15 @@ TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
   const CommandResult to_stdout = imgpipe("stream --input " + quoted(videos) + " --output - --ops flip=h");
   EXPECT_EQ(to_stdout.exit_code, 2) << to_stdout.output;
   EXPECT_TRUE(contains(to_stdout.output, "is a folder of videos, so --output must be a folder")) << to_stdout.output;
+
+  const fs::path one = dir.path() / "one";
+  fs::create_directories(one);
+  fs::copy_file(video_file("clip.h264"), one / "clip.h264");
+  const CommandResult single =
+      imgpipe("stream --input " + quoted(one) + " --output " + quoted(fs::path((dir.path() / "out1").string() + "/")) +
+              " --ops flip=h --format ppm");
+  EXPECT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_TRUE(contains(single.output, "1 video, 1 at once")) << single.output;
 
   // A video that cannot be opened gives the folder the exit code it gives alone (3), and is not counted clean.
   testing::write_bytes(videos / "broken.mp4", "not a video");

@@ -402,8 +402,9 @@ TEST(ReliabilityStream, VideoDeclaringMoreThanTheLimitIsRefusedBeforeDecoding) {
   TempDir dir;
   const CommandResult run = imgpipe_cmd("stream --input " + quoted(fs::path(IMGPIPE_DATA_DIR) / "video/clip.mp4") +
                                         " --output " + quoted(dir.path() / "out.mp4") + " --ops flip=h --max-pixels 100");
-  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_EQ(run.exit_code, 1) << "as for any frame over the limit\n" << run.output;
   EXPECT_TRUE(contains(run.output, "exceeds the limit of 100 pixels (the frame size the video declares")) << run.output;
+  EXPECT_TRUE(contains(run.output, "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit")) << run.output;
   EXPECT_FALSE(fs::exists(dir.path() / "out.mp4"));
 }
 
@@ -483,11 +484,13 @@ TEST(ReliabilityUsage, MissingInputs) {
 TEST(ReliabilityStream, ZeroFrameInput) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
   TempDir dir;
-  const CommandResult run = imgpipe_cmd("stream --input - --size 4x4 --output - --ops flip=h < /dev/null > " +
-                                        quoted(dir.path() / "out.rgb"));
+  const CommandResult run =
+      imgpipe_cmd("stream --input - --size 4x4 --output - --ops flip=h --timestamps " +
+                  quoted(dir.path() / "times.txt") + " < /dev/null > " + quoted(dir.path() / "out.rgb"));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(contains(run.output, "no frames in stdin; nothing was written")) << run.output;
   EXPECT_EQ(fs::file_size(dir.path() / "out.rgb"), 0u);
+  EXPECT_FALSE(fs::exists(dir.path() / "times.txt")) << "no frame, so no times";
 }
 
 TEST(ReliabilityStream, VideoThatCannotBeOpened) {
@@ -1104,6 +1107,77 @@ TEST_F(StreamOutputs, AnOutputThatIsTheInputIsRefusedByAnyPath) {
   EXPECT_TRUE(contains(run.output, "stdout is the input file")) << run.output;
   EXPECT_EQ(testing::file_bytes(raw), raw_bytes);
   EXPECT_EQ(testing::file_bytes(input), input_bytes);
+}
+
+// FFmpeg opens a file: URL as the path after "file:", so such an input is that file to every check.
+TEST_F(StreamOutputs, AFileUrlInputIsTheFileItNames) {
+  const std::string url = "file://" + input.string();
+  CommandResult run = imgpipe_cmd("stream --input " + quoted(fs::path(url)) + " --output " + quoted(input) +
+                                  " --ops flip=h --overwrite");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "is the input '" + url + "' (the same file)")) << run.output;
+  EXPECT_EQ(testing::file_bytes(input), input_bytes);
+  run = imgpipe_cmd("stream --input " + quoted(fs::path("file:" + (dir.path() / "nope.avi").string())) + " --output " +
+                    quoted(dir.path() / "out.mkv") + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "does not exist")) << run.output;
+  run = imgpipe_cmd("stream --input " + quoted(fs::path(url)) + " --output " + quoted(dir.path() / "out.mkv") +
+                    " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
+// --timestamps is written once the stream has run: a path it cannot take is refused before anything is opened.
+TEST(ReliabilityStream, ATimestampsPathThatCannotBeWrittenIsRefusedBeforeTheStream) {
+  TempDir dir;
+  const fs::path raw = make_raw(dir.path() / "frames.rgb", {2, 2}, 3);
+  const fs::path out = dir.path() / "out.rgb";
+  const std::pair<fs::path, std::string> cases[] = {
+      {dir.path() / "missing" / "times.txt", "': cannot write into its folder: No such file or directory"},
+      {dir.path(), "' is a folder, not a file"}};
+  for (const auto& [timestamps, message] : cases) {
+    const CommandResult run = imgpipe_cmd("stream --input - --size 2x2 --output - --ops flip=h --timestamps " +
+                                          quoted(timestamps) + " < " + quoted(raw) + " > " + quoted(out));
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "--timestamps '" + timestamps.string() + message)) << run.output;
+    EXPECT_EQ(fs::file_size(out), 0u) << "no frame was written";
+  }
+}
+
+// A folder output is made with the first frame written: a run that ends before one (a usage error, a video
+// that cannot be opened, no frames) leaves no folder behind.
+TEST(ReliabilityStream, AFolderOutputIsMadeWithTheFirstFrame) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  const std::string to_folder = " --output " + quoted(fs::path((out / "a" / "b").string() + "/")) + " --ops flip=h";
+  CommandResult run = imgpipe_cmd("stream --input - --size 2x2" + to_folder + " --decoder gpu < /dev/null");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "raw rgb24 input needs no decoder")) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+  if (!some_backend_usable()) return;  // the rest needs an engine
+  write_bytes(dir.path() / "notes.mp4", "this is text, not a video");
+  run = imgpipe_cmd("stream --input " + quoted(dir.path() / "notes.mp4") + to_folder);
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+  run = imgpipe_cmd("stream --input - --size 2x2" + to_folder + " --format ppm < /dev/null");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+  run = imgpipe_cmd("stream --input - --size 2x2" + to_folder + " --format ppm < " +
+                    quoted(make_raw(dir.path() / "frames.rgb", {2, 2}, 2)));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(fs::exists(out / "a" / "b" / "000001.ppm"));
+}
+
+// Raw frames read from a file and appended to it: each frame written would be read again, without end (the
+// file-size limit stops such a run here).
+TEST(ReliabilityStream, RawStdoutAppendingToTheFileOnStdinIsRefused) {
+  TempDir dir;
+  const fs::path raw = make_raw(dir.path() / "frames.rgb", {8, 8}, 3);
+  const auto raw_bytes = testing::file_bytes(raw);
+  const CommandResult run = imgpipe_cmd(
+      "stream --input - --size 8x8 --output - --ops flip=h < " + quoted(raw) + " >> " + quoted(raw), "ulimit -f 64;");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "stdout is the input file on stdin")) << run.output;
+  EXPECT_EQ(testing::file_bytes(raw), raw_bytes);
 }
 
 TEST_F(StreamOutputs, AnExistingOutputIsKeptUnlessOverwriteIsGiven) {
