@@ -365,14 +365,15 @@ ImageSequenceSink::ImageSequenceSink(std::filesystem::path folder, std::string e
       existing_(existing),
       gpu_encoders_(extension_ == ".jpg" ? gpu_encoders : nullptr) {}
 
-// With the first frame, not before: a stream that writes none leaves no folder behind. A failure leaves the flag
-// unset, so each later frame tries again.
+// With the first frame, not before: a stream that writes none leaves no folder behind. A failure leaves it
+// unmade, so each later frame tries again.
 void ImageSequenceSink::make_folder() {
-  std::call_once(folder_made_, [this] {
-    std::error_code error;
-    std::filesystem::create_directories(folder_, error);
-    if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
-  });
+  std::lock_guard lock(folder_mutex_);
+  if (folder_made_) return;
+  std::error_code error;
+  std::filesystem::create_directories(folder_, error);
+  if (error) throw IoError(folder_, "cannot create the folder: " + error.message());
+  folder_made_ = true;
 }
 
 std::filesystem::path ImageSequenceSink::frame_path(const std::filesystem::path& folder, std::uint64_t index,

@@ -196,7 +196,8 @@ class ImageSequenceSink final : public Sink {
   int quality_;
   Existing existing_;
   const GpuJpegEncoders* gpu_encoders_;
-  std::once_flag folder_made_;
+  std::mutex folder_mutex_;
+  bool folder_made_ = false;
 };
 
 // Each item's frame to `writer`, in order; close() completes the writer.
