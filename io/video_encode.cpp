@@ -1,6 +1,7 @@
 // Video files written through FFmpeg's libavformat and libavcodec: H.264 (libx264, else FFmpeg's own MPEG-4
-// Part 2 encoder) in MP4, Matroska or QuickTime, each frame at its own presentation time, so a variable frame
-// rate survives the stream; and the input's audio, copied packet by packet beside the frames.
+// Part 2 encoder) in MP4, Matroska or QuickTime, each frame at its own presentation time counted from the first
+// frame's, so a variable frame rate survives the stream and the file starts at 0; and the input's audio, copied
+// packet by packet beside the frames, moved by the same amount.
 #include "video_encode.hpp"
 
 #include "file_bytes.hpp"
@@ -72,7 +73,7 @@ bool muxer_takes(const AVOutputFormat* format, const AVCodecParameters& audio, A
 }
 
 // The best audio stream of a video file, copied into an output's own stream as it is (no decoding), its packets
-// at their times in the file: the frames' times come from the same file, so sound and pictures stay together.
+// moved by the same origin as the frames, whose times come from the same file: sound and pictures stay together.
 class AudioCopy {
  public:
   // Adds the audio stream to `output`, before its header is written, where `source` has one that the output's
@@ -101,7 +102,14 @@ class AudioCopy {
     note_ = std::string("audio copied (") + codec + ")";
   }
 
-  // Writes the audio packets that start before `seconds` (a time of the source's frames).
+  // The source's time (90 kHz ticks) that the output's 0 stands for: the first frame's. Set before copy_until.
+  void start_at(std::int64_t origin_ticks) {
+    if (stream_ != nullptr) origin_ = av_rescale_q(origin_ticks, kTimeBase, input_->streams[source_index_]->time_base);
+  }
+
+  // Writes the audio packets that start before `seconds` (a time of the source's frames), each moved back by the
+  // origin; those that start before the origin are left out, as their times would be negative and the muxer
+  // would then shift every stream, moving the sound against the pictures.
   void copy_until(double seconds) {
     if (stream_ == nullptr) return;
     const AVRational source_base = input_->streams[source_index_]->time_base;
@@ -121,7 +129,14 @@ class AudioCopy {
         pending_ = true;
       }
       const std::int64_t start = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
+      if (start != AV_NOPTS_VALUE && start < origin_) {
+        av_packet_unref(packet_.get());
+        pending_ = false;
+        continue;
+      }
       if (start != AV_NOPTS_VALUE && static_cast<double>(start) * av_q2d(source_base) >= seconds) return;
+      if (packet_->pts != AV_NOPTS_VALUE) packet_->pts -= origin_;
+      if (packet_->dts != AV_NOPTS_VALUE) packet_->dts -= origin_;
       av_packet_rescale_ts(packet_.get(), source_base, stream_->time_base);
       packet_->stream_index = stream_->index;
       packet_->pos = -1;
@@ -138,6 +153,7 @@ class AudioCopy {
   libav::Input input_;
   int source_index_ = -1;
   AVStream* stream_ = nullptr;  // output_'s; nullptr once the audio is done, or where there is none to copy
+  std::int64_t origin_ = 0;     // start_at's, in the source stream's time base
   libav::Packet packet_ = libav::make_packet();
   bool pending_ = false;  // packet_ holds the next audio packet, read and not yet written
   std::string note_;
@@ -205,17 +221,23 @@ class LibavVideoWriter final : public FrameWriter {
     const std::uint8_t* const rgb[] = {frame.data};
     const int rgb_stride[] = {3 * frame.size.width};
     sws_scale(to_yuv_.get(), rgb, rgb_stride, 0, frame.size.height, frame_->data, frame_->linesize);
+    // The first frame's time is the file's 0 (as the ffmpeg command starts its outputs), else a stream cut from
+    // late in its source, or a .ts whose clock starts well above 0, would begin with a long still picture.
+    if (frames_ == 0 && time) {
+      origin_ = std::llround(*time * kTimeBase.den);
+      if (audio_) audio_->start_at(origin_);
+    }
     // Each frame at its own time; one without, or whose time does not come after the one before (the encoder
     // needs rising times), a frame's length after the one before.
     std::int64_t pts = frames_ == 0 ? 0 : last_pts_ + ticks_per_frame_;
     if (time) {
-      const std::int64_t own = std::llround(*time * kTimeBase.den);
+      const std::int64_t own = std::llround(*time * kTimeBase.den) - origin_;
       if (frames_ == 0 || own > last_pts_) pts = own;
     }
     frame_->pts = pts;
     last_pts_ = pts;
     // The sound up to this frame's end, so that the muxer can interleave the two as it goes.
-    if (audio_) copy_audio(static_cast<double>(pts + ticks_per_frame_) / kTimeBase.den);
+    if (audio_) copy_audio(static_cast<double>(origin_ + pts + ticks_per_frame_) / kTimeBase.den);
     encode(frame_.get());
     ++frames_;
   }
@@ -271,6 +293,7 @@ class LibavVideoWriter final : public FrameWriter {
   std::unique_ptr<SwsContext, ScalerDeleter> to_yuv_;
   std::optional<AudioCopy> audio_;
   std::uint64_t frames_ = 0;
+  std::int64_t origin_ = 0;  // the first frame's time (90 kHz ticks), or 0 where it has none
   std::int64_t last_pts_ = 0;
 };
 

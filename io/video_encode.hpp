@@ -18,14 +18,15 @@ bool writes_timed_video(const std::filesystem::path& path);
 // The encoder open_timed_video_writer uses ("H.264 by libx264 through FFmpeg"), or empty where there is none.
 std::string timed_video_encoder();
 
-// Writes frames of `size` under a temporary name in the same folder, each at the time write() gives it, or
-// 1 / `fps` after the frame before when it has none or its time does not come after that frame's; close()
-// finishes the container and renames it to `path` (never over an existing file with Existing::keep). Any
-// failure throws IoError naming `path`; nothing is left under `path` and the temporary is removed. H.264 by
-// libx264 (CRF 18, 4:2:0, or 4:4:4 for an odd width or height) where FFmpeg has it, else MPEG-4 Part 2; the
-// frames go to BT.601 limited-range YUV by libswscale, tagged so. With `audio_from` (the video file the frames
-// were decoded from), its best audio stream is copied beside the frames as it is, each packet at its time in
-// that file, up to the last frame's end, where the output's container takes its codec (FrameWriter::audio()
+// Writes frames of `size` under a temporary name in the same folder, each at the time write() gives it less
+// the first frame's (the file starts at 0), or 1 / `fps` after the frame before when it has none or its time
+// does not come after that frame's; close() finishes the container and renames it to `path` (never over an
+// existing file with Existing::keep). Any failure throws IoError naming `path`; nothing is left under `path`
+// and the temporary is removed. H.264 by libx264 (CRF 18, 4:2:0, or 4:4:4 for an odd width or height) where
+// FFmpeg has it, else MPEG-4 Part 2; the frames go to BT.601 limited-range YUV by libswscale, tagged so. With
+// `audio_from` (the video file the frames were decoded from), its best audio stream is copied beside the
+// frames as it is, each packet at its time in that file less the first frame's (packets before that frame are
+// left out), up to the last frame's end, where the output's container takes its codec (FrameWriter::audio()
 // says). writes_timed_video(path) must hold.
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                      Existing existing, const std::filesystem::path& audio_from = {});

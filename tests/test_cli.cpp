@@ -651,10 +651,12 @@ CommandResult with_tone(const fs::path& video, const std::string& codec, const f
                                             " " + quoted(out));
 }
 
-// The times (seconds) of a file's audio packets that are played (not cut by an edit list), by ffprobe.
-std::vector<double> audio_packet_times(const fs::path& path) {
-  const CommandResult probe = testing::run_command(
-      "ffprobe", "-v error -select_streams a -show_entries packet=pts_time,flags -of csv=p=0 " + quoted(path));
+// The times (seconds) of a file's packets of one kind (`streams`: "a" for audio, "v" for video) that are played
+// (not cut by an edit list), by ffprobe, in the order they are shown.
+std::vector<double> packet_times(const fs::path& path, const std::string& streams) {
+  const CommandResult probe =
+      testing::run_command("ffprobe", "-v error -select_streams " + streams +
+                                          " -show_entries packet=pts_time,flags -of csv=p=0 " + quoted(path));
   EXPECT_EQ(probe.exit_code, 0) << probe.output;
   std::vector<double> times;
   std::istringstream lines(probe.output);
@@ -663,6 +665,7 @@ std::vector<double> audio_packet_times(const fs::path& path) {
     if (comma == std::string::npos || line.find('D', comma) != std::string::npos) continue;
     times.push_back(std::stod(line.substr(0, comma)));
   }
+  std::sort(times.begin(), times.end());  // a video's packets come in decoding order
   return times;
 }
 
@@ -680,7 +683,7 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
   }
   // clip_remuxed.mp4's 28 frames are shown from 0 to 1.2 s (the last two 1 / 25 s after the one before).
   std::vector<double> expected;
-  for (const double t : audio_packet_times(aac)) {
+  for (const double t : packet_times(aac, "a")) {
     if (t < 1.2) expected.push_back(t);
   }
   ASSERT_GT(expected.size(), 40u);
@@ -689,7 +692,7 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
     const CommandResult run = imgpipe("stream --input " + quoted(aac) + " --output " + quoted(out) + " --ops flip=h");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_TRUE(contains(run.output, "; audio copied (aac)")) << run.output;
-    const std::vector<double> times = audio_packet_times(out);
+    const std::vector<double> times = packet_times(out, "a");
     ASSERT_EQ(times.size(), expected.size()) << name;
     for (std::size_t n = 0; n < times.size(); ++n)
       EXPECT_NEAR(times[n], expected[n], 0.0011) << name << " packet " << n;
@@ -700,7 +703,7 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
   ASSERT_EQ(refused.exit_code, 0) << refused.output;
   EXPECT_TRUE(contains(refused.output, "; audio not carried: MP4 (MPEG-4 Part 14) takes no pcm_s16le"))
       << refused.output;
-  EXPECT_TRUE(audio_packet_times(no_sound).empty());
+  EXPECT_TRUE(packet_times(no_sound, "a").empty());
   // FLAC, which the MP4 muxer refuses only when it starts (as experimental): the video is still written.
   const fs::path flac = dir.path() / "with_flac.mkv", from_flac = dir.path() / "from_flac.mp4";
   ASSERT_EQ(with_tone(video_file("clip_vfr.mkv"), "flac", flac).exit_code, 0);
@@ -714,6 +717,54 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
         imgpipe("stream --input " + quoted(aac) + " --output " + quoted(dir.path() / "out.avi") + " --ops flip=h");
     ASSERT_EQ(avi.exit_code, 0) << avi.output;
     EXPECT_TRUE(contains(avi.output, "; audio not carried: OpenCV's writer takes none")) << avi.output;
+  }
+}
+
+// A video file output starts at 0, as the ffmpeg command's do, where the input starts late (a .ts's clock, a
+// stream cut from a longer one): each frame at its time after the first frame's, and the sound moved with the
+// pictures, without its packets from before the first frame.
+TEST(CliStream, AVideoFileOutputStartsAtZeroWhereTheInputStartsLate) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, at one rate from 0";
+  if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make a video that starts late";
+  const bool nvdec_times = io::gpu_video_unavailable().empty() && io::container_demuxing_unavailable().empty();
+  if (!nvdec_times && !io::ffmpeg_video_decoding_unavailable().empty()) {
+    GTEST_SKIP() << "no decoder here gives a Matroska file's frames their times";
+  }
+  TempDir dir;
+  const fs::path toned = dir.path() / "with_aac.mkv", late = dir.path() / "late.mkv";
+  ASSERT_EQ(with_tone(video_file("clip_vfr.mkv"), "aac", toned).exit_code, 0);
+  // The pictures 0.2 s after the sound, and the whole file 10 s late.
+  const CommandResult made =
+      testing::run_command("ffmpeg", "-loglevel error -i " + quoted(toned) + " -itsoffset 0.2 -i " + quoted(toned) +
+                                         " -map 1:v -map 0:a -c copy -output_ts_offset 10 " + quoted(late));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::vector<double> late_frames = packet_times(late, "v");
+  ASSERT_EQ(late_frames.size(), 30u);
+  const double origin = late_frames.front();
+  ASSERT_GT(origin, 10.0);
+  const std::vector<double> late_sound = packet_times(late, "a");
+  std::vector<double> expected_sound;
+  for (const double t : late_sound) {
+    if (t >= origin) expected_sound.push_back(t - origin);
+  }
+  // Some of the sound comes before the first frame, and none after the last, whose end cuts the sound.
+  ASSERT_GT(late_sound.size(), expected_sound.size());
+  ASSERT_GT(expected_sound.size(), 40u);
+  ASSERT_LT(late_sound.back(), late_frames.back());
+  for (const char* name : {"out.mkv", "out.mp4"}) {
+    const fs::path out = dir.path() / name;
+    const CommandResult run = imgpipe("stream --input " + quoted(late) + " --output " + quoted(out) + " --ops flip=h");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(contains(run.output, "; audio copied (aac)")) << run.output;
+    const std::vector<double> frames = packet_times(out, "v");
+    ASSERT_EQ(frames.size(), late_frames.size()) << name;
+    for (std::size_t n = 0; n < frames.size(); ++n)
+      EXPECT_NEAR(frames[n], late_frames[n] - origin, 0.001) << name << " frame " << n;
+    const std::vector<double> sound = packet_times(out, "a");
+    ASSERT_EQ(sound.size(), expected_sound.size()) << name;
+    for (std::size_t n = 0; n < sound.size(); ++n)
+      EXPECT_NEAR(sound[n], expected_sound[n], 0.0011) << name << " packet " << n;
   }
 }
 

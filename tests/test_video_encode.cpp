@@ -120,6 +120,23 @@ TEST(TimedVideoWriter, FramesWithoutRisingTimesComeAFrameApart) {
   for (std::size_t f = 0; f < expected.size(); ++f) EXPECT_NEAR(read[f], expected[f], 0.0005) << "frame " << f;
 }
 
+// The first frame's time is the file's 0: a stream from late in its source (a .ts whose clock starts an hour in)
+// does not open on a still picture that long; the frames after it keep their spacing, and the rules above.
+TEST(TimedVideoWriter, StartsAtTheFirstFramesTime) {
+  SKIP_WITHOUT_TIMED_VIDEO();
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  for (const char* name : {"late.mp4", "late.mkv"}) {
+    const fs::path path = dir.path() / name;
+    write_video(path, moving_photo({64, 48}, 5), {3601.4, 3601.44, 3601.52, 3601.5, std::nullopt}, 25);
+    const std::vector<double> expected = {0, 0.04, 0.12, 0.16, 0.2};
+    const std::vector<double> read = frame_times(path);
+    ASSERT_EQ(read.size(), expected.size()) << name;
+    for (std::size_t f = 0; f < expected.size(); ++f)
+      EXPECT_NEAR(read[f], expected[f], 0.0005) << name << " frame " << f;
+  }
+}
+
 // An odd width or height is encoded in 4:4:4 (4:2:0 needs even ones) and decodes as closely.
 TEST(TimedVideoWriter, OddSizesAreWritten) {
   SKIP_WITHOUT_TIMED_VIDEO();

@@ -972,14 +972,15 @@ NB_MODULE(_imgpipe, m) {
   nb::class_<imgpipe::python::VideoWriter>(
       m, "VideoWriter",
       "Frames into a video file, as `imgpipe stream` writes one: .mp4, .mkv and .mov through FFmpeg's libraries "
-      "(H.264 by libx264 at CRF 18), each frame at its time; .avi, and builds without those libraries, through "
-      "OpenCV at fps. The file appears under its name only when close() completes it; as a context manager it "
-      "is closed at the end of the block, or, when the block raises, discarded")
+      "(H.264 by libx264 at CRF 18), each frame at its time after the first frame's (the file starts at 0); .avi, "
+      "and builds without those libraries, through OpenCV at fps. The file appears under its name only when "
+      "close() completes it; as a context manager it is closed at the end of the block, or, when the block "
+      "raises, discarded")
       .def(nb::init<const std::string&, double, bool, const std::optional<std::string>&>(), nb::arg("path"),
            nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false, nb::arg("audio_from") = nb::none(),
            "fps: the rate of frames written without a time. audio_from: the video file the frames come from, "
-           "whose sound is copied beside them at its times (as `imgpipe stream` copies it; .mp4, .mkv, .mov). "
-           "OSError naming the file when it exists (unless overwrite)")
+           "whose sound is copied beside them at its times less the first frame's (as `imgpipe stream` copies it; "
+           ".mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite)")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
            "1 / fps after it; ValueError beyond 1e9 s either way, or NaN); every frame must have the first's size")
