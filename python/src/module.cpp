@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -748,17 +749,36 @@ class VideoReader {
     return {HostFrame(raw, 3, shape, owner), time};
   }
 
-  std::optional<double> frame_rate() const { return reader_->frame_rate(); }
-  std::optional<std::uint64_t> frames_expected() const { return reader_->frames_expected(); }
-  std::string decoder() const { return reader_->decoder(); }
-  std::vector<std::uint64_t> damaged_frames() const { return reader_->corrupt_frames(); }
+ private:
+  template <class Question>
+  auto locked(Question question) {
+    nb::gil_scoped_release released;
+    const std::lock_guard one_at_a_time(mutex_);
+    return question();
+  }
+
+ public:
+  // The reader is asked under the lock next() holds, so that a thread polling it (a progress display) never
+  // reads it while another thread decodes. The GIL goes first, as in next(), so the two never wait on each other.
+  std::optional<double> frame_rate() {
+    return locked([&] { return reader_->frame_rate(); });
+  }
+  std::optional<std::uint64_t> frames_expected() {
+    return locked([&] { return reader_->frames_expected(); });
+  }
+  std::string decoder() {
+    return locked([&] { return reader_->decoder(); });
+  }
+  std::vector<std::uint64_t> damaged_frames() {
+    return locked([&] { return reader_->corrupt_frames(); });
+  }
   std::uint64_t frames_read() const { return frames_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   std::unique_ptr<io::FrameReader> reader_;
-  std::uint64_t frames_ = 0;
+  std::atomic<std::uint64_t> frames_ = 0;  // read without the lock
   std::mutex mutex_;
 };
 
@@ -827,7 +847,7 @@ class VideoWriter {
   std::unique_ptr<io::FrameWriter> writer_;
   std::string audio_;  // what the writer said of the sound, kept once it is closed
   std::mutex mutex_;
-  std::uint64_t frames_ = 0;
+  std::atomic<std::uint64_t> frames_ = 0;  // read without the lock
 };
 
 // The bytes of the file the batch job would write for `extension` (".png", ".jpg", ".ppm", ...).

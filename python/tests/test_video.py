@@ -1,6 +1,8 @@
 """imgpipe.VideoReader against the command: the frames `imgpipe stream` decodes on the CPU, with their times."""
 import shutil
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -63,6 +65,39 @@ def test_bad_files_raise_oserror_naming_them(tmp_path, capfd):
     assert len(list(reader)) == 17
     with pytest.raises(StopIteration):
         next(reader)
+
+
+def test_a_reader_can_be_asked_about_while_another_thread_reads_it(tmp_path):
+    # A long damaged stream: clip.h264 over and over, bytes flipped in every copy but the first.
+    clip = (VIDEO / "clip.h264").read_bytes()
+    copies = 200
+    damaged = tmp_path / "damaged.h264"
+    with damaged.open("wb") as out:
+        for n in range(copies):
+            copy = bytearray(clip)
+            for at in range(len(copy) // 8, len(copy), 101 + n) if n else ():
+                copy[at] ^= 0xFF
+            out.write(copy)
+    for _ in range(6):
+        reader = open_or_skip(damaged)
+        if "OpenCV" in reader.decoder:
+            pytest.skip("this build decodes video through OpenCV, which names no damaged frame")
+        finished = threading.Event()
+
+        def read_to_the_end():
+            for _ in reader:
+                pass
+            finished.set()
+
+        threading.Thread(target=read_to_the_end).start()
+        polls = 0
+        while not finished.is_set():
+            seen = reader.damaged_frames
+            assert seen == sorted(set(seen)) and all(0 <= n < copies * 30 for n in seen), seen[-4:]
+            assert reader.frame_rate == 25.0 and reader.frames_expected is None and reader.decoder
+            polls += 1
+            time.sleep(0.0002)  # as a progress display would, leaving the reader the GIL
+        assert polls > 10 and reader.damaged_frames and reader.damaged_frames[-1] < reader.frames_read
 
 
 def psnr(a, b):
