@@ -719,7 +719,7 @@ nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
 // decodes them there (FFmpeg's libraries where the build has them, else OpenCV).
 class VideoReader {
  public:
-  VideoReader(const std::string& path, std::uint64_t max_pixels) : path_(path) {
+  VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
     nb::gil_scoped_release released;
     reader_ = io::open_video_reader(path, max_pixels);
   }
@@ -773,10 +773,10 @@ class VideoReader {
     return locked([&] { return reader_->corrupt_frames(); });
   }
   std::uint64_t frames_read() const { return frames_; }
-  const std::string& path() const { return path_; }
+  nb::str path() const { return file_system_str(path_.native()); }
 
  private:
-  std::string path_;
+  std::filesystem::path path_;
   std::unique_ptr<io::FrameReader> reader_;
   std::atomic<std::uint64_t> frames_ = 0;  // read without the lock
   std::mutex mutex_;
@@ -786,7 +786,8 @@ class VideoReader {
 // by close(); a writer dropped or left by an exception leaves nothing under the name.
 class VideoWriter {
  public:
-  VideoWriter(const std::string& path, double fps, bool overwrite, const std::optional<std::string>& audio_from)
+  VideoWriter(const std::filesystem::path& path, double fps, bool overwrite,
+              const std::optional<std::filesystem::path>& audio_from)
       : path_(path) {
     if (!(fps > 0)) throw nb::value_error("fps: more than 0");
     std::error_code error;
@@ -794,7 +795,7 @@ class VideoWriter {
       throw io::IoError(path, "exists; overwrite=True replaces it (once the new video is complete)");
     }
     writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep,
-                                                   audio_from.value_or(""));
+                                                   audio_from.value_or(std::filesystem::path()));
   }
 
   static constexpr double kLatestFrameSeconds = 1e9;  // about 32 years either way
@@ -813,7 +814,7 @@ class VideoWriter {
     }
     nb::gil_scoped_release released;
     const std::lock_guard one_at_a_time(mutex_);  // threads sharing a writer write in turn
-    if (!writer_) throw nb::value_error((path_ + ": the writer is closed").c_str());
+    if (!writer_) throw nb::value_error((path_.string() + ": the writer is closed").c_str());
     writer_->write({frame.data(), shape.size}, seconds);
     ++frames_;
   }
@@ -843,7 +844,7 @@ class VideoWriter {
   }
 
  private:
-  std::string path_;
+  std::filesystem::path path_;
   std::unique_ptr<io::FrameWriter> writer_;
   std::string audio_;  // what the writer said of the sound, kept once it is closed
   std::mutex mutex_;
@@ -970,7 +971,7 @@ NB_MODULE(_imgpipe, m) {
       "A video file's frames, decoded on the CPU as `imgpipe stream` decodes them there: iterate for (frame, seconds) "
       "pairs, each frame an (H, W, 3) uint8 NumPy array, seconds when the container shows it (None for an "
       "elementary stream, or where the build decodes through OpenCV)")
-      .def(nb::init<const std::string&, std::uint64_t>(), nb::arg("path"), nb::kw_only(),
+      .def(nb::init<const std::filesystem::path&, std::uint64_t>(), nb::arg("path"), nb::kw_only(),
            nb::arg("max_pixels") = io::kDefaultMaxPixels,
            "Opens path at its video stream; OSError naming the file when it cannot be opened, or when the frame "
            "size it declares is above max_pixels")
@@ -988,7 +989,8 @@ NB_MODULE(_imgpipe, m) {
       .def_prop_ro("damaged_frames", &imgpipe::python::VideoReader::damaged_frames,
                    "Numbers (from 0) of the frames read so far that the decoder reported damaged and concealed")
       .def_prop_ro("frames_read", &imgpipe::python::VideoReader::frames_read, "How many frames were read")
-      .def_prop_ro("path", &imgpipe::python::VideoReader::path, "The file");
+      .def_prop_ro("path", &imgpipe::python::VideoReader::path,
+                   "The file, as str (a name that is not UTF-8 as os.fsdecode gives it)");
   nb::class_<imgpipe::python::VideoWriter>(
       m, "VideoWriter",
       "Frames into a video file, as `imgpipe stream` writes one: .mp4, .mkv and .mov through FFmpeg's libraries "
@@ -996,7 +998,8 @@ NB_MODULE(_imgpipe, m) {
       "and builds without those libraries, through OpenCV at fps. The file appears under its name only when "
       "close() completes it; as a context manager it is closed at the end of the block, or, when the block "
       "raises, discarded")
-      .def(nb::init<const std::string&, double, bool, const std::optional<std::string>&>(), nb::arg("path"),
+      .def(nb::init<const std::filesystem::path&, double, bool, const std::optional<std::filesystem::path>&>(),
+           nb::arg("path"),
            nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false, nb::arg("audio_from") = nb::none(),
            "fps: the rate of frames written without a time. audio_from: the video file the frames come from, "
            "whose sound is copied beside them at its times less the first frame's (as `imgpipe stream` copies it; "

@@ -1,4 +1,5 @@
 """imgpipe.VideoReader against the command: the frames `imgpipe stream` decodes on the CPU, with their times."""
+import os
 import shutil
 import subprocess
 import threading
@@ -98,6 +99,31 @@ def test_a_reader_can_be_asked_about_while_another_thread_reads_it(tmp_path):
             polls += 1
             time.sleep(0.0002)  # as a progress display would, leaving the reader the GIL
         assert polls > 10 and reader.damaged_frames and reader.damaged_frames[-1] < reader.frames_read
+
+
+def test_videos_are_named_as_every_other_path_is(tmp_path):
+    odd = os.fsdecode(b"clip-\xff")  # not UTF-8: a surrogate, as os.fsdecode and list_images give it
+    (tmp_path / odd).mkdir()
+    shutil.copy(VIDEO / "clip_vfr.mkv", tmp_path / odd / "in.mkv")
+    source = tmp_path / odd / "in.mkv"
+    open_or_skip(source)
+    for name in (source, str(source), os.fsencode(source)):
+        reader = imgpipe.VideoReader(name)
+        assert reader.path == str(source) and len(list(reader)) == 30
+    frame = np.zeros((48, 64, 3), np.uint8)
+    for n, name in enumerate((tmp_path / odd / "a.mkv", os.fsencode(tmp_path / odd / "b.mkv"))):
+        try:
+            with imgpipe.VideoWriter(name, fps=25, audio_from=source if n else os.fsencode(source)) as writer:
+                writer.write(frame)
+        except OSError as error:
+            pytest.skip(f"no video writer in this build: {error}")
+    assert sorted(os.listdir(tmp_path / odd)) == ["a.mkv", "b.mkv", "in.mkv"]
+    # An embedded NUL would cut the name short: refused as every path argument refuses it.
+    for call in (imgpipe.VideoReader, imgpipe.VideoWriter, imgpipe.list_images):
+        with pytest.raises(TypeError):
+            call(str(source) + "\0.mkv")
+    with pytest.raises(TypeError):
+        imgpipe.VideoWriter(tmp_path / "c.mkv", audio_from=str(source) + "\0")
 
 
 def psnr(a, b):
