@@ -233,9 +233,10 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     // Image sequences (frame_%04d.png) and URLs other than file: are OpenCV's to resolve; a file must exist.
     throw UsageError("--input '" + options.input + "' does not exist");
   }
-  if (options.fps && !(std::isfinite(*options.fps) && *options.fps > 0 && *options.fps <= kMaxFps)) {
+  if (options.fps && !(std::isfinite(*options.fps) && *options.fps > 0 && *options.fps <= io::kMaxFps)) {
     char text[160];
-    std::snprintf(text, sizeof text, "--fps %g: the frame rate must be above 0 and at most %g", *options.fps, kMaxFps);
+    std::snprintf(text, sizeof text, "--fps %g: the frame rate must be above 0 and at most %g", *options.fps,
+                  io::kMaxFps);
     throw UsageError(text);
   }
   check_output_path(options);

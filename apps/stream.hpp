@@ -11,7 +11,6 @@
 
 namespace imgpipe::app {
 
-constexpr double kMaxFps = 1000;
 // Frames in flight for a video or raw output, whose one writer takes frames in order.
 constexpr int kDefaultStreamSlots = 3;
 

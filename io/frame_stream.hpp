@@ -109,6 +109,9 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
                                                std::uint64_t max_pixels = kDefaultMaxPixels);
 // Frames per second the file declares, or nullopt when it declares none.
 std::optional<double> video_fps(const std::filesystem::path& path);
+// The highest frame rate a video is written at (a rate without a time, or a default): above it the file is one
+// that players refuse or misplay.
+constexpr double kMaxFps = 1000;
 // Writes frames of `size` under a temporary name in the same folder, then renames it to `path` (never over an
 // existing file with Existing::keep). Any failure, at open, write or close, throws IoError naming `path` and the
 // OS error where there is one; nothing is left under `path` and the temporary is removed. An .mp4, .mkv or .mov

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -789,7 +790,11 @@ class VideoWriter {
   VideoWriter(const std::filesystem::path& path, double fps, bool overwrite,
               const std::optional<std::filesystem::path>& audio_from)
       : path_(path) {
-    if (!(fps > 0)) throw nb::value_error("fps: more than 0");
+    if (!(fps > 0 && fps <= io::kMaxFps)) {  // NaN too
+      char text[96];
+      std::snprintf(text, sizeof text, "fps %g: the frame rate must be above 0 and at most %g", fps, io::kMaxFps);
+      throw nb::value_error(text);
+    }
     std::error_code error;
     if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
       throw io::IoError(path, "exists; overwrite=True replaces it (once the new video is complete)");
@@ -975,8 +980,9 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("max_pixels") = io::kDefaultMaxPixels,
            "Opens path at its video stream; OSError naming the file when it cannot be opened, or when the frame "
            "size it declares is above max_pixels")
-      .def("__iter__", [](imgpipe::python::VideoReader& self) -> imgpipe::python::VideoReader& { return self; },
-           nb::rv_policy::reference)
+      .def(
+          "__iter__", [](imgpipe::python::VideoReader& self) -> imgpipe::python::VideoReader& { return self; },
+          nb::rv_policy::reference)
       .def("__next__", &imgpipe::python::VideoReader::next,
            "The next (frame, seconds); OSError naming the file where the stream cannot be read on")
       .def_prop_ro("frame_rate", &imgpipe::python::VideoReader::frame_rate,
@@ -999,9 +1005,10 @@ NB_MODULE(_imgpipe, m) {
       "close() completes it; as a context manager it is closed at the end of the block, or, when the block "
       "raises, discarded")
       .def(nb::init<const std::filesystem::path&, double, bool, const std::optional<std::filesystem::path>&>(),
-           nb::arg("path"),
-           nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false, nb::arg("audio_from") = nb::none(),
-           "fps: the rate of frames written without a time. audio_from: the video file the frames come from, "
+           nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false,
+           nb::arg("audio_from") = nb::none(),
+           "fps: the rate of frames written without a time (above 0, at most 1000). audio_from: the video file the "
+           "frames come from, "
            "whose sound is copied beside them at its times less the first frame's (as `imgpipe stream` copies it; "
            ".mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite)")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
