@@ -99,7 +99,7 @@ class FfmpegVideoReader final : public FrameReader {
  public:
   FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
     if (const int error = libav::open_input(path, format_); error < 0) {
-      throw IoError(path, "cannot open as a video: " + libav::error_text(error));
+      throw IoError(path, "cannot open as a video: " + libav::error_text(error), libav::system_error_of(error));
     }
     const AVCodec* codec = nullptr;
     stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);

@@ -115,7 +115,7 @@ class Walker {
     std::error_code error;
     fs::directory_iterator it(root_ / relative, error), end;
     if (error) {
-      if (relative.empty()) throw IoError(root_, "cannot list the folder: " + error.message());
+      if (relative.empty()) throw IoError(root_, "cannot list the folder: " + error.message(), error);
       listing_.entries.push_back(
           {relative, "cannot list the folder: " + error.message() + "; images in it were not processed"});
       return;
@@ -167,7 +167,7 @@ class Walker {
       }
     }
     if (error) {
-      if (relative.empty()) throw IoError(root_, "cannot list the folder: " + error.message());
+      if (relative.empty()) throw IoError(root_, "cannot list the folder: " + error.message(), error);
       listing_.entries.push_back({relative, "cannot list the whole folder: " + error.message()});
     }
     for (const fs::path& folder : folders) walk(folder);

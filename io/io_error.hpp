@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace imgpipe::io {
 
@@ -13,6 +14,12 @@ class IoError : public std::runtime_error {
   explicit IoError(const std::string& reason) : std::runtime_error(reason), reason_(reason) {}
   IoError(const std::filesystem::path& path, const std::string& reason)
       : std::runtime_error(path.string() + ": " + reason), path_(path), reason_(reason) {}
+  // With the operating system's error behind the reason, so a caller can tell a missing file from other failures.
+  IoError(const std::filesystem::path& path, const std::string& reason, std::error_code code) : IoError(path, reason) {
+    code_ = code;
+  }
+
+  const std::error_code& code() const noexcept { return code_; }
 
   const std::filesystem::path& path() const noexcept { return path_; }
   const std::string& reason() const noexcept { return reason_; }
@@ -20,6 +27,7 @@ class IoError : public std::runtime_error {
  private:
   std::filesystem::path path_;
   std::string reason_;
+  std::error_code code_;  // empty where no system call failed
 };
 
 // An image refused because it is larger than the pixel limit (a decompression bomb, or simply too big):

@@ -1,6 +1,6 @@
 // What io/'s users of FFmpeg's libraries share (container_demux.cpp, cpu_video.cpp, video_encode.cpp; only files
-// built with FFmpeg include it): an error code as text, FFmpeg's objects freed by their owners, and a stream's
-// rotation.
+// built with FFmpeg include it): an error code as text or as the system error it carries, FFmpeg's objects freed by
+// their owners, and a stream's rotation.
 #pragma once
 
 extern "C" {
@@ -17,6 +17,7 @@ extern "C" {
 #include <memory>
 #include <new>
 #include <string>
+#include <system_error>
 
 namespace imgpipe::io::libav {
 
@@ -25,6 +26,13 @@ inline std::string error_text(int code) {
   char text[AV_ERROR_MAX_STRING_SIZE] = {};
   av_strerror(code, text, sizeof text);
   return text;
+}
+
+// The system error an AVERROR code carries (FFmpeg's AVERROR(errno) for a failed system call), or an empty code
+// for FFmpeg's own errors, which are tags far outside errno's range.
+inline std::error_code system_error_of(int code) {
+  constexpr int kHighestErrno = 4095;
+  return code < 0 && -code <= kHighestErrno ? std::error_code(-code, std::generic_category()) : std::error_code();
 }
 
 struct PacketFree {

@@ -41,6 +41,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -893,6 +894,19 @@ nb::dict gpu_jpeg() {
   return d;
 }
 
+// OSError with the command's message; where a system call's errno is behind it, with that errno and the file,
+// so that Python raises the matching subclass (FileNotFoundError, PermissionError, ...).
+void set_os_error(const std::string& message, const std::error_code& code, const std::filesystem::path& path) {
+  if (!code || (code.category() != std::generic_category() && code.category() != std::system_category())) {
+    PyErr_SetObject(PyExc_OSError, file_system_str(message).ptr());
+    return;
+  }
+  const nb::object arguments =
+      path.empty() ? nb::make_tuple(code.value(), file_system_str(message))
+                   : nb::make_tuple(code.value(), file_system_str(message), file_system_str(path.native()));
+  PyErr_SetObject(PyExc_OSError, arguments.ptr());
+}
+
 }  // namespace
 }  // namespace imgpipe::python
 
@@ -910,9 +924,9 @@ NB_MODULE(_imgpipe, m) {
     try {
       std::rethrow_exception(error);
     } catch (const io::IoError& e) {
-      PyErr_SetString(PyExc_OSError, e.what());
+      imgpipe::python::set_os_error(e.what(), e.code(), e.path());
     } catch (const std::filesystem::filesystem_error& e) {
-      PyErr_SetString(PyExc_OSError, e.what());
+      imgpipe::python::set_os_error(e.what(), e.code(), e.path1());
     } catch (const DeviceOutOfMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     }

@@ -1,5 +1,6 @@
 """The module against the imgpipe command: same bytes for the same chain and backend, on real photographs,
 one frame or a batch, a folder job with a bad file in it, and the command's error messages."""
+import errno
 import re
 import shutil
 
@@ -231,3 +232,18 @@ def test_the_cpu_backend_ignores_device():
     if not usable("cpu"):
         pytest.skip("the cpu backend is not usable here")
     assert imgpipe.Pipeline(CHAIN, backend="cpu", device=7).device is None
+
+
+def test_a_missing_file_or_folder_is_file_not_found_error(tmp_path):
+    missing = tmp_path / "missing"
+    calls = [lambda: imgpipe.list_images(missing), lambda: imgpipe.list_image_entries(missing),
+             lambda: imgpipe.Pipeline("flip=h", backend="cpu").run_folder(missing, tmp_path / "out")]
+    if "OpenCV" not in imgpipe.VideoReader(DATA / "video" / "clip.mp4").decoder:  # OpenCV's reader says no errno
+        calls.append(lambda: imgpipe.VideoReader(missing))
+    for call in calls:
+        with pytest.raises(FileNotFoundError, match="missing: ") as raised:
+            call()
+        assert raised.value.errno == errno.ENOENT and raised.value.filename == str(missing)
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(NotADirectoryError):
+        imgpipe.list_images(tmp_path / "file")
