@@ -784,6 +784,17 @@ class VideoReader {
   std::mutex mutex_;
 };
 
+// audio_from must name a file to copy the sound from: a missing one, or a folder, is an error here rather than a
+// note after the first frame. A FIFO keeps the writer's note: the sound cannot be read beside the frames.
+void check_audio_source(const std::filesystem::path& source) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(source, error);
+  if (error) throw io::IoError(source, "audio_from cannot be read: " + error.message(), error);
+  if (!std::filesystem::is_regular_file(status) && !std::filesystem::is_fifo(status)) {
+    throw io::IoError(source, "audio_from is not a file (a folder, socket or device)");
+  }
+}
+
 // Frames into a video file, as `imgpipe stream` writes one: written under a temporary name and renamed into place
 // by close(); a writer dropped or left by an exception leaves nothing under the name.
 class VideoWriter {
@@ -800,6 +811,7 @@ class VideoWriter {
     if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
       throw io::IoError(path, "exists; overwrite=True replaces it (once the new video is complete)");
     }
+    if (audio_from) check_audio_source(*audio_from);
     writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep,
                                                    audio_from.value_or(std::filesystem::path()));
   }
@@ -1024,7 +1036,8 @@ NB_MODULE(_imgpipe, m) {
            "fps: the rate of frames written without a time (above 0, at most 1000). audio_from: the video file the "
            "frames come from, "
            "whose sound is copied beside them at its times less the first frame's (as `imgpipe stream` copies it; "
-           ".mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite)")
+           ".mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite), or when audio_from is "
+           "missing or not a file")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
            "1 / fps after it; ValueError beyond 1e9 s either way, or NaN); every frame must have the first's size")
