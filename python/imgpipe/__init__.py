@@ -15,8 +15,8 @@
             writer.write(p(frame), seconds)
     imgpipe.ray.run_folder(...)     # the same on a Ray cluster (imgpipe/ray.py)
 """
-from ._imgpipe import (Pipeline, VideoReader, VideoWriter, backends, decode, encode, gpu_jpeg, list_image_entries,
-                       list_images)
+from ._imgpipe import (Pipeline, VideoReader, VideoWriter, __version__, backends, decode, encode, gpu_jpeg,
+                       list_image_entries, list_images)
 
-__all__ = ["Pipeline", "VideoReader", "VideoWriter", "backends", "decode", "encode", "gpu_jpeg",
+__all__ = ["Pipeline", "VideoReader", "VideoWriter", "__version__", "backends", "decode", "encode", "gpu_jpeg",
            "list_image_entries", "list_images"]

@@ -926,6 +926,7 @@ NB_MODULE(_imgpipe, m) {
   using namespace imgpipe;
   using imgpipe::python::Pipeline;
   m.doc() = "imgpipe: op chains over RGB frames on the CPU (OpenCV) or a CUDA GPU";
+  m.attr("__version__") = IMGPIPE_VERSION;
   // As the command without --verbose: the codec libraries print nothing; every failure comes back as an exception
   // in imgpipe's words.
   io::set_library_logging(false);

@@ -1,6 +1,7 @@
 """The module against the imgpipe command: same bytes for the same chain and backend, on real photographs,
 one frame or a batch, a folder job with a bad file in it, and the command's error messages."""
 import errno
+import pathlib
 import re
 import shutil
 
@@ -50,6 +51,11 @@ def test_jax_host_arrays_come_in_through_dlpack(backend):
     frame = next(iter(photos().values()))
     out = p(jax.device_put(frame, jax.devices("cpu")[0]))  # JAX puts arrays on its GPU where it has one
     assert isinstance(out, np.ndarray) and np.array_equal(out, p(frame))
+
+
+def test_the_version_is_the_projects():
+    project = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    assert imgpipe.__version__ == re.search(r"project\(imgpipe VERSION ([0-9.]+)", project).group(1)
 
 
 def test_output_size_follows_the_chain():
