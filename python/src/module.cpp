@@ -1035,10 +1035,9 @@ NB_MODULE(_imgpipe, m) {
            nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false,
            nb::arg("audio_from") = nb::none(),
            "fps: the rate of frames written without a time (above 0, at most 1000). audio_from: the video file the "
-           "frames come from, "
-           "whose sound is copied beside them at its times less the first frame's (as `imgpipe stream` copies it; "
-           ".mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite), or when audio_from is "
-           "missing or not a file")
+           "frames come from, whose sound is copied beside them at its times less the first frame's (as `imgpipe "
+           "stream` copies it; .mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite), or when "
+           "audio_from is missing or not a file")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
            "1 / fps after it; ValueError beyond 1e9 s either way, or NaN); every frame must have the first's size")
