@@ -51,7 +51,8 @@ namespace {
 
 // One plan per entry, appended to `plans` in the entries' order.
 void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& entries, const fs::path& output_dir,
-                  std::string_view format, ExistingOutputs existing, std::vector<FilePlan>& plans) {
+                  std::string_view format, ExistingOutputs existing, std::string_view existing_hint,
+                  std::vector<FilePlan>& plans) {
   const fs::path output_root = resolved(output_dir);
   std::map<std::string, std::string> first_input_for_output;  // resolved output -> input
   for (const FolderEntry& entry : entries) {
@@ -72,7 +73,7 @@ void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& ent
       if (existing == ExistingOutputs::skip) {
         plan.skip = true;
       } else {
-        plan.refusal = "output " + plan.output + " exists; --overwrite replaces it, --skip-existing skips it";
+        plan.refusal = "output " + plan.output + " exists; " + std::string(existing_hint);
       }
     }
     plans.push_back(std::move(plan));
@@ -82,15 +83,16 @@ void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& ent
 }  // namespace
 
 FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
-                        ExistingOutputs existing, bool follow_links) {
+                        ExistingOutputs existing, bool follow_links, std::string_view existing_hint) {
   const FolderListing listing = list_folder(input_dir, {follow_links, output_dir});
   FolderPlan folder{{}, listing.unsupported, listing.links_not_followed, listing.unfinished_outputs};
-  plan_entries(input_dir, listing.entries, output_dir, format, existing, folder.files);
+  plan_entries(input_dir, listing.entries, output_dir, format, existing, existing_hint, folder.files);
   return folder;
 }
 
 FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& relative_paths,
-                      const fs::path& output_dir, std::string_view format, ExistingOutputs existing) {
+                      const fs::path& output_dir, std::string_view format, ExistingOutputs existing,
+                      std::string_view existing_hint) {
   std::vector<FolderEntry> entries;
   entries.reserve(relative_paths.size());
   for (const fs::path& relative : relative_paths) {
@@ -105,7 +107,7 @@ FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& re
     entries.push_back(std::move(entry));
   }
   FolderPlan folder;
-  plan_entries(input_dir, entries, output_dir, format, existing, folder.files);
+  plan_entries(input_dir, entries, output_dir, format, existing, existing_hint, folder.files);
   return folder;
 }
 

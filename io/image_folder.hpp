@@ -50,14 +50,18 @@ struct FolderPlan {
   std::size_t links_not_followed = 0;
   std::size_t unfinished_outputs = 0;
 };
+// How to get past an existing output, in the words of the command's options; the Python module passes its own.
+inline constexpr std::string_view kExistingOutputHint = "--overwrite replaces it, --skip-existing skips it";
 FolderPlan plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
-                        std::string_view format, ExistingOutputs existing, bool follow_links = false);
+                        std::string_view format, ExistingOutputs existing, bool follow_links = false,
+                        std::string_view existing_hint = kExistingOutputHint);
 
 // The same plans for a chosen list of files under input_dir, given relative to it (as list_folder lists them):
 // one batch of a distributed job whose driver listed the folder once. A path that is absolute or leads out of
 // input_dir is refused with the reason; a file that cannot be read fails when it is read, by name.
 FolderPlan plan_files(const std::filesystem::path& input_dir, const std::vector<std::filesystem::path>& relative_paths,
-                      const std::filesystem::path& output_dir, std::string_view format, ExistingOutputs existing);
+                      const std::filesystem::path& output_dir, std::string_view format, ExistingOutputs existing,
+                      std::string_view existing_hint = kExistingOutputHint);
 
 // One of `count` shards of a folder's files, for running a batch as N independent copies (a Slurm job array, a
 // Kubernetes Indexed Job) with no coordinator and no overlap: keeps the files whose relative path hashes

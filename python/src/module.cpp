@@ -54,6 +54,7 @@ using Frames = nb::ndarray<const std::uint8_t, nb::c_contig>;  // HxWx3 or NxHxW
 using OutFrames = nb::ndarray<std::uint8_t, nb::c_contig>;      // where a device call writes
 
 constexpr const char* kLimitHint = "; max_pixels= raises the limit";
+constexpr std::string_view kExistingOutputHint = "overwrite=True replaces it, skip_existing=True skips it";
 
 // The frames an array holds: (H, W, 3) is one frame, (N, H, W, 3) a batch of N.
 struct Shape {
@@ -660,7 +661,7 @@ nb::dict run_folder(Pipeline& pipeline, const std::filesystem::path& input_dir, 
   const JpegCodecs codecs{decoder, encoder, full_chroma, gpu_decode_threads};
   check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
-  io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing);
+  io::FolderPlan folder = io::plan_outputs(input_dir, output_dir, format, existing, false, kExistingOutputHint);
   if (shard) io::keep_shard(folder, input_dir, shard->first, shard->second);
   return run_plan(pipeline, folder, output_dir, quality, jobs, overwrite, max_pixels, codecs);
 }
@@ -675,8 +676,8 @@ nb::dict run_files(Pipeline& pipeline, const std::filesystem::path& input_dir,
   const JpegCodecs codecs{decoder, encoder, full_chroma, gpu_decode_threads};
   check_output_options(pipeline, format, quality, codecs);
   io::check_folders(input_dir, output_dir);
-  return run_plan(pipeline, io::plan_files(input_dir, files, output_dir, format, existing), output_dir, quality, jobs,
-                  overwrite, max_pixels, codecs);
+  return run_plan(pipeline, io::plan_files(input_dir, files, output_dir, format, existing, kExistingOutputHint),
+                  output_dir, quality, jobs, overwrite, max_pixels, codecs);
 }
 
 // The images under a folder, relative to it, sorted, as the batch job walks it (entries named like images that

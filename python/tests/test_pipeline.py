@@ -123,6 +123,9 @@ def test_run_folder_is_the_batch_job(tmp_path):
         assert np.array_equal(read_ppm(tmp_path / "out" / name), read_ppm(tmp_path / "command" / name)), name
     again = p.run_folder(str(source), str(tmp_path / "out"), skip_existing=True)
     assert again["skipped"] == len(photos()) and again["done"] == 0
+    refused = p.run_files(str(source), [next(iter(photos()))], str(tmp_path / "out"))
+    [(_, existing)] = refused["errors"]
+    assert existing.endswith("exists; overwrite=True replaces it, skip_existing=True skips it"), existing
     with pytest.raises(ValueError, match="inside it"):
         p.run_folder(str(source), str(source / "out"))
 
