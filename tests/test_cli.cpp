@@ -669,6 +669,13 @@ std::vector<double> packet_times(const fs::path& path, const std::string& stream
   return times;
 }
 
+// As many `times` as `expected`, each within `tolerance` of its expected one (`what` names them in a failure).
+void expect_times_near(const std::vector<double>& times, const std::vector<double>& expected, double tolerance,
+                       const std::string& what) {
+  ASSERT_EQ(times.size(), expected.size()) << what;
+  for (std::size_t n = 0; n < times.size(); ++n) EXPECT_NEAR(times[n], expected[n], tolerance) << what << " " << n;
+}
+
 // A video file output carries the input's sound, copied as it is at its times, up to the end of the last frame,
 // where the container takes its codec; where it does not, or the writer is OpenCV's, the summary says so.
 TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
@@ -692,10 +699,7 @@ TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
     const CommandResult run = imgpipe("stream --input " + quoted(aac) + " --output " + quoted(out) + " --ops flip=h");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_TRUE(contains(run.output, "; audio copied (aac)")) << run.output;
-    const std::vector<double> times = packet_times(out, "a");
-    ASSERT_EQ(times.size(), expected.size()) << name;
-    for (std::size_t n = 0; n < times.size(); ++n)
-      EXPECT_NEAR(times[n], expected[n], 0.0011) << name << " packet " << n;
+    ASSERT_NO_FATAL_FAILURE(expect_times_near(packet_times(out, "a"), expected, 0.0011, std::string(name) + " packet"));
   }
   const fs::path no_sound = dir.path() / "no_sound.mp4";
   const CommandResult refused =
@@ -743,6 +747,8 @@ TEST(CliStream, AVideoFileOutputStartsAtZeroWhereTheInputStartsLate) {
   ASSERT_EQ(late_frames.size(), 30u);
   const double origin = late_frames.front();
   ASSERT_GT(origin, 10.0);
+  std::vector<double> expected_frames;
+  for (const double t : late_frames) expected_frames.push_back(t - origin);
   const std::vector<double> late_sound = packet_times(late, "a");
   std::vector<double> expected_sound;
   for (const double t : late_sound) {
@@ -757,14 +763,10 @@ TEST(CliStream, AVideoFileOutputStartsAtZeroWhereTheInputStartsLate) {
     const CommandResult run = imgpipe("stream --input " + quoted(late) + " --output " + quoted(out) + " --ops flip=h");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_TRUE(contains(run.output, "; audio copied (aac)")) << run.output;
-    const std::vector<double> frames = packet_times(out, "v");
-    ASSERT_EQ(frames.size(), late_frames.size()) << name;
-    for (std::size_t n = 0; n < frames.size(); ++n)
-      EXPECT_NEAR(frames[n], late_frames[n] - origin, 0.001) << name << " frame " << n;
-    const std::vector<double> sound = packet_times(out, "a");
-    ASSERT_EQ(sound.size(), expected_sound.size()) << name;
-    for (std::size_t n = 0; n < sound.size(); ++n)
-      EXPECT_NEAR(sound[n], expected_sound[n], 0.0011) << name << " packet " << n;
+    ASSERT_NO_FATAL_FAILURE(
+        expect_times_near(packet_times(out, "v"), expected_frames, 0.001, std::string(name) + " frame"));
+    ASSERT_NO_FATAL_FAILURE(
+        expect_times_near(packet_times(out, "a"), expected_sound, 0.0011, std::string(name) + " packet"));
   }
 }
 
