@@ -7,8 +7,8 @@ namespace imgpipe::app {
 
 enum ExitCode : int {
   kExitOk = 0,           // every file (or frame) succeeded
-  kExitSomeFailed = 1,   // the batch ran, some files failed (each reported on stderr); a stream had no frames or
-                         // a bad frame ended it (the frames before it were written)
+  kExitSomeFailed = 1,   // the batch ran, some files failed (each reported on stderr); a stream had no frames,
+                         // a bad frame ended it, or its file was damaged (the frames read were written)
   kExitUsage = 2,        // bad arguments: unknown option, bad op chain, bad folders; nothing was written
   kExitRuntime = 3,      // no usable backend, or a failure that stopped the run
   kExitDevice = 4,       // the GPU failed for good (a sticky CUDA error such as an illegal address): the run

@@ -456,11 +456,17 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     return {kExitSomeFailed, 0};
   }
   summary("");
+  int exit_code = kExitOk;
   if (const std::vector<std::uint64_t> damaged = reader->corrupt_frames(); !damaged.empty()) {
     progress.message(damaged_frames_message(input_name, damaged));
-    return {kExitSomeFailed, result.done};
+    exit_code = kExitSomeFailed;
   }
-  return {kExitOk, result.done};
+  if (const std::string damage = reader->container_damage(); !damage.empty()) {
+    progress.message(input_name + ": the container is damaged or cut short (FFmpeg's demuxer: " + damage +
+                     "); frames may be missing, the " + std::to_string(result.done) + " read were written");
+    exit_code = kExitSomeFailed;
+  }
+  return {exit_code, result.done};
 }
 
 // The files a folder of videos runs: elementary streams and the containers OpenCV's FFmpeg reads.

@@ -43,7 +43,9 @@ struct StreamOptions {
 };
 
 // Returns the exit code: kExitOk; kExitSomeFailed when the input had no frames, a bad frame ended it (the
-// frames before it were written) or the decoder reported damaged frames (concealed and written); kExitDevice after a sticky CUDA error; 128 + the signal after SIGINT/SIGTERM.
+// frames before it were written), the decoder reported damaged frames (concealed and written) or the demuxer a
+// damaged container (a file cut short); kExitDevice after a sticky CUDA error; 128 + the signal after
+// SIGINT/SIGTERM.
 // Throws UsageError for bad arguments, before anything is read or written.
 // The engine comes from `make_engine_for_stream` (default: make_engine for --backend).
 int run_stream_command(const StreamOptions& options);

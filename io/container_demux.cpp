@@ -5,6 +5,7 @@
 // decodes them and shows none of them, as FFmpeg's own decoders do.
 #include "video_demux.hpp"
 
+#include "libav_log.hpp"
 #include "libav_support.hpp"
 
 extern "C" {
@@ -15,6 +16,7 @@ extern "C" {
 }
 
 #include <memory>
+#include <mutex>
 #include <optional>
 
 namespace imgpipe::io {
@@ -32,7 +34,7 @@ std::optional<double> rate_of(AVRational rate) {
 class ContainerStream final : public Bitstream {
  public:
   explicit ContainerStream(const std::filesystem::path& path) : path_(path) {
-    if (const int error = libav::open_input(path, format_); error < 0) {
+    if (const int error = libav::open_input(path, format_, &log_); error < 0) {
       throw IoError(path, "cannot be opened as a video container: " + libav::error_text(error));
     }
     stream_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
@@ -74,6 +76,16 @@ class ContainerStream final : public Bitstream {
   std::optional<double> frame_rate() const override { return frame_rate_; }
   bool pieces_are_pictures() const override { return true; }
   std::string container() const override { return container_; }
+  std::string container_damage() const override {
+    std::string damage = log_.demuxer_error();
+    const std::lock_guard lock(mutex_);
+    if (packets_skipped_ > 0) {
+      damage += (damage.empty() ? "" : "; ") + std::to_string(packets_skipped_) + " packet" +
+                (packets_skipped_ == 1 ? "" : "s") + " that could not be turned into Annex B skipped (" +
+                first_skip_reason_ + ")";
+    }
+    return damage;
+  }
 
   std::optional<BitstreamPiece> next() override {
     av_packet_unref(filtered_.get());
@@ -85,7 +97,13 @@ class ContainerStream final : public Bitstream {
                               (filtered_->flags & AV_PKT_FLAG_DISCARD) != 0};
       }
       if (got == AVERROR_EOF) return std::nullopt;
-      if (got != AVERROR(EAGAIN)) throw IoError(path_, "its video packets cannot be filtered: " + libav::error_text(got));
+      if (got != AVERROR(EAGAIN)) {
+        // A packet the filter cannot parse (a sample cut short, a damaged NAL length): NVDEC goes on without it,
+        // as FFmpeg's decoders go on past a packet they refuse.
+        const std::lock_guard lock(mutex_);
+        if (packets_skipped_++ == 0) first_skip_reason_ = libav::error_text(got);
+        continue;
+      }
       feed_filter();
     }
   }
@@ -112,6 +130,7 @@ class ContainerStream final : public Bitstream {
   }
 
   std::filesystem::path path_;
+  libav::ReaderLog log_;  // outlives format_, which logs to it
   libav::Input format_;
   std::unique_ptr<AVBSFContext, FilterFreer> filter_;
   libav::Packet demuxed_ = libav::make_packet();
@@ -121,6 +140,9 @@ class ContainerStream final : public Bitstream {
   double seconds_per_tick_ = 0;
   std::optional<double> frame_rate_;
   std::string container_;
+  mutable std::mutex mutex_;  // the skipped packets are counted on the decoder's thread
+  std::uint64_t packets_skipped_ = 0;
+  std::string first_skip_reason_;
 };
 
 }  // namespace

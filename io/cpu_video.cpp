@@ -18,11 +18,7 @@ extern "C" {
 }
 
 #include <cmath>
-#include <cstdarg>
 #include <cstring>
-#include <mutex>
-#include <set>
-#include <unordered_set>
 #include <vector>
 
 namespace imgpipe::io {
@@ -43,62 +39,10 @@ void turn(ConstFrameView source, int quarter_turns, FrameView target) {
   }
 }
 
-// Damage a decoder's threads log, by packet number (reordered_opaque, which libavcodec copies into the thread
-// context decoding the packet and into the frames it starts). A frame thread hands out pictures with
-// decode_error_flags copied before another thread concealed their damage; its log is reliable.
-class DamageLog {
- public:
-  DamageLog() {
-    listen();
-    const std::lock_guard lock(mutex());
-    logs().insert(this);
-  }
-  ~DamageLog() {
-    const std::lock_guard lock(mutex());
-    logs().erase(this);
-  }
-  DamageLog(const DamageLog&) = delete;
-  DamageLog& operator=(const DamageLog&) = delete;
-
-  // Sets the callback again: OpenCV sets its own when it opens a video.
-  static void listen() { av_log_set_callback(&DamageLog::log); }
-
-  bool take(std::int64_t packet) {
-    const std::lock_guard lock(mutex());
-    return damaged_.erase(packet) > 0;
-  }
-
- private:
-  // Notes errors and concealment (logged as information) of live DamageLogs' decoders; prints as before.
-  static void log(void* object, int level, const char* format, va_list arguments) {
-    if (object != nullptr && format != nullptr &&
-        (level <= AV_LOG_ERROR || (level == AV_LOG_INFO && std::strncmp(format, "concealing ", 11) == 0)) &&
-        *static_cast<const AVClass* const*>(object) == avcodec_get_class()) {
-      const auto* context = static_cast<const AVCodecContext*>(object);
-      const std::lock_guard lock(mutex());
-      const auto found = logs().find(static_cast<DamageLog*>(context->opaque));
-      if (found != logs().end() && context->reordered_opaque != AV_NOPTS_VALUE) {
-        (*found)->damaged_.insert(context->reordered_opaque);
-      }
-    }
-    av_log_default_callback(object, level, format, arguments);
-  }
-  static std::mutex& mutex() {
-    static std::mutex shared;
-    return shared;
-  }
-  static std::unordered_set<DamageLog*>& logs() {
-    static std::unordered_set<DamageLog*> live;
-    return live;
-  }
-
-  std::set<std::int64_t> damaged_;  // under mutex()
-};
-
 class FfmpegVideoReader final : public FrameReader {
  public:
   FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
-    if (const int error = libav::open_input(path, format_); error < 0) {
+    if (const int error = libav::open_input(path, format_, &log_); error < 0) {
       throw IoError(path, "cannot open as a video: " + libav::error_text(error), libav::system_error_of(error));
     }
     const AVCodec* codec = nullptr;
@@ -127,7 +71,7 @@ class FfmpegVideoReader final : public FrameReader {
     decoder_->pkt_timebase = video.time_base;
     decoder_->thread_count = 0;  // one per core
     decoder_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-    decoder_->opaque = &damage_log_;  // copied into the threads' contexts
+    log_.watch(*decoder_);  // copied into the threads' contexts
     if (const int error = avcodec_open2(decoder_.get(), codec, nullptr); error < 0) {
       throw IoError(path, std::string("cannot open as a video: FFmpeg's ") + codec->name +
                               " decoder refused it: " + libav::error_text(error));
@@ -162,7 +106,7 @@ class FfmpegVideoReader final : public FrameReader {
     if (has_times_ && frame_->best_effort_timestamp != AV_NOPTS_VALUE) {
       shown_time_ = static_cast<double>(frame_->best_effort_timestamp) * seconds_per_tick_;
     }
-    const bool damage_logged = damage_log_.take(frame_->reordered_opaque);
+    const bool damage_logged = log_.take_damaged_packet(frame_->reordered_opaque);
     if (frame_->decode_error_flags != 0 || (frame_->flags & AV_FRAME_FLAG_CORRUPT) != 0 || packets_refused_ > 0 ||
         damage_logged) {
       corrupt_.push_back(frames_);  // a refused packet's loss shows in the next frame out
@@ -191,12 +135,13 @@ class FfmpegVideoReader final : public FrameReader {
   std::optional<double> frame_time() const override { return shown_time_; }
   std::optional<std::uint64_t> frames_expected() const override { return frames_expected_; }
   std::vector<std::uint64_t> corrupt_frames() const override { return corrupt_; }
+  std::string container_damage() const override { return log_.demuxer_error(); }
   std::string decoder() const override { return description_; }
 
  private:
   // Decodes the next frame to show into frame_; false at the end of the stream.
   bool decode_next() {
-    DamageLog::listen();
+    libav::ReaderLog::listen();
     av_frame_unref(frame_.get());
     while (true) {
       const int received = avcodec_receive_frame(decoder_.get(), frame_.get());
@@ -280,8 +225,8 @@ class FfmpegVideoReader final : public FrameReader {
   }
 
   std::filesystem::path path_;
+  libav::ReaderLog log_;  // outlives format_ and decoder_, which log to it
   libav::Input format_;
-  DamageLog damage_log_;  // outlives decoder_
   libav::Codec decoder_;
   libav::Frame frame_;
   libav::Packet packet_ = libav::make_packet();

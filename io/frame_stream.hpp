@@ -43,6 +43,9 @@ class FrameReader {
   virtual std::optional<double> frame_time() const { return std::nullopt; }
   // Frames that came out of the decoder damaged (concealed), and their positions for messages, from 0.
   virtual std::vector<std::uint64_t> corrupt_frames() const { return {}; }
+  // The first error the container's demuxer reported (a file cut short, damaged packets it skipped), empty where
+  // it reported none: frames may be missing even though every frame read decoded cleanly.
+  virtual std::string container_damage() const { return {}; }
   // Which decoder reads the frames, for the summary.
   virtual std::string decoder() const { return "CPU"; }
 };

@@ -420,6 +420,8 @@ class NvdecReader final : public FrameReader {
     return corrupt_;
   }
 
+  std::string container_damage() const override { return bitstream_->container_damage(); }
+
   std::string decoder() const override {
     const std::string container = bitstream_->container();
     return format_.description + (container.empty() ? "" : ", demuxed from " + container) + why_one_decoder_;
@@ -708,6 +710,8 @@ class SplitNvdecReader final : public FrameReader {
     const std::lock_guard lock(mutex_);
     return corrupt_;
   }
+
+  std::string container_damage() const override { return bitstream_->container_damage(); }
 
   std::string decoder() const override {
     const std::lock_guard lock(mutex_);

@@ -1,7 +1,9 @@
 // What io/'s users of FFmpeg's libraries share (container_demux.cpp, cpu_video.cpp, video_encode.cpp; only files
 // built with FFmpeg include it): an error code as text or as the system error it carries, FFmpeg's objects freed by
-// their owners, and a stream's rotation.
+// their owners, a file opened for demuxing, and a stream's rotation.
 #pragma once
+
+#include "libav_log.hpp"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -11,6 +13,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -56,8 +59,11 @@ struct FrameFree {
 using Frame = std::unique_ptr<AVFrame, FrameFree>;
 
 // Opens `path` into `input` and reads its streams' parameters: 0, or the AVERROR code of the step that failed.
-inline int open_input(const std::filesystem::path& path, Input& input) {
-  AVFormatContext* opened = nullptr;
+// The demuxer's messages go to `log` where one is given, from the first.
+inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog* log = nullptr) {
+  AVFormatContext* opened = avformat_alloc_context();
+  if (opened == nullptr) return AVERROR(ENOMEM);
+  if (log != nullptr) log->watch(*opened);
   if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) return error;
   input.reset(opened);
   return std::min(avformat_find_stream_info(input.get(), nullptr), 0);

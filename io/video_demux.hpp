@@ -41,6 +41,8 @@ class Bitstream {
   virtual bool pieces_are_pictures() const { return false; }
   // "QuickTime / MOV", "Matroska / WebM", ... for the summary; empty for an elementary stream.
   virtual std::string container() const { return {}; }
+  // FrameReader::container_damage() of the container; empty for an elementary stream.
+  virtual std::string container_damage() const { return {}; }
 };
 
 // What a container says of one picture's packet.

@@ -36,6 +36,7 @@ struct DecodedVideo {
   std::vector<Image> frames;
   std::vector<std::optional<double>> times;
   std::vector<std::uint64_t> corrupt;
+  std::string container_damage;
   std::string decoder;
 };
 
@@ -51,6 +52,7 @@ DecodedVideo decode(const fs::path& path) {
     video.frames.push_back(std::move(frame));
   }
   video.corrupt = reader->corrupt_frames();
+  video.container_damage = reader->container_damage();
   video.decoder = reader->decoder();
   return video;
 }
@@ -256,6 +258,28 @@ TEST(CpuVideo, DamagedStreamsAreReadToTheirEndWithTheDamagedFramesNamed) {
     const DecodedVideo decoded = decode(cut_h264);
     EXPECT_EQ(decoded.frames.size(), 13u) << "run " << run;
     EXPECT_EQ(decoded.corrupt, std::vector<std::uint64_t>{12}) << "run " << run;
+  }
+}
+
+// A Matroska file cut short ends its stream cleanly as far as the decoder can tell, and an MP4 whose index
+// outlives its bytes ends with a partial sample: only the demuxer's log says so. Whole files report nothing.
+TEST(CpuVideo, AContainerCutShortIsReportedAndWholeOnesAreNot) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  TempDir dir;
+  for (const char* clip : {"clip_open_gop.mp4", "clip_remuxed.mp4"}) {
+    EXPECT_EQ(decode(video_file(clip)).container_damage, "") << clip;
+  }
+  // Files whose index comes first (an MP4 made with +faststart), so that the first 60% opens.
+  for (const char* clip : {"clip.mp4", "clip_vfr.mkv"}) {
+    const DecodedVideo whole = decode(video_file(clip));
+    EXPECT_EQ(whole.container_damage, "") << clip;
+    const std::vector<std::uint8_t> data = file_bytes(video_file(clip));
+    const fs::path cut = dir.path() / (std::string("cut_") + clip);
+    write_bytes(cut, std::string(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(data.size() * 6 / 10)));
+    const DecodedVideo decoded = decode(cut);
+    EXPECT_NE(decoded.container_damage, "") << clip;
+    EXPECT_GT(decoded.frames.size(), 0u) << clip;
+    EXPECT_LT(decoded.frames.size(), whole.frames.size()) << clip;
   }
 }
 

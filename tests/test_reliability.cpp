@@ -509,6 +509,24 @@ TEST(ReliabilityStream, VideoThatCannotBeOpened) {
   EXPECT_FALSE(fs::exists(dir.path() / "out.mp4"));
 }
 
+// A Matroska file cut short: its demuxer ends the stream as if it were whole, having logged the cut. The frames
+// before the cut are written, a message names the file, and the exit code says the run was not clean.
+TEST(ReliabilityStream, AVideoCutShortIsNamedAndItsFramesWritten) {
+  if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const std::string clip = read_text(fs::path(IMGPIPE_DATA_DIR) / "video/clip_vfr.mkv");
+  const fs::path cut = dir.path() / "cut.mkv";
+  write_bytes(cut, clip.substr(0, clip.size() * 6 / 10));
+  const CommandResult run =
+      imgpipe_cmd("stream --input " + quoted(cut) + " --output " + quoted(dir.path() / "out.mkv") + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, cut.string() + ": the container is damaged or cut short (FFmpeg's demuxer: "))
+      << run.output;
+  EXPECT_TRUE(contains(run.output, "frames may be missing")) << run.output;
+  EXPECT_GT(fs::file_size(dir.path() / "out.mkv"), 0u);
+}
+
 TEST(ReliabilityStream, ShortLastRawFrameNamesTheFrameAndExitsOne) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
   TempDir dir;

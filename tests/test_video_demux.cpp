@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace imgpipe::testing {
 namespace {
@@ -107,6 +108,49 @@ TEST(ContainerDemux, ChunksOfAContainerTakeTheirPicturesTimings) {
     EXPECT_NEAR(static_cast<double>(pts[n]) * stream->seconds_per_tick(), (static_cast<double>(n) - 2) / 25, 1e-9);
   }
   EXPECT_TRUE(buffer.take_timings(1).empty());
+}
+
+// Only the demuxer's log tells a file cut short from a whole one: the reader passes on what it logged.
+TEST(ContainerDemux, AContainerCutShortIsReportedAndWholeOnesAreNot) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  io::set_demuxer_logging(false);
+  TempDir dir;
+  for (const char* clip : {"clip_open_gop.mp4", "clip_remuxed.mp4"}) {
+    const std::unique_ptr<io::Bitstream> whole = io::open_container(video_file(clip));
+    demux(*whole);
+    EXPECT_EQ(whole->container_damage(), "") << clip;
+  }
+  // Files whose index comes first (an MP4 made with +faststart), so that the first 60% opens.
+  for (const char* clip : {"clip.mp4", "clip_vfr.mkv"}) {
+    const std::unique_ptr<io::Bitstream> whole = io::open_container(video_file(clip));
+    const std::size_t whole_pictures = demux(*whole).pts.size();
+    EXPECT_EQ(whole->container_damage(), "") << clip;
+    const std::vector<std::uint8_t> data = file_bytes(video_file(clip));
+    const fs::path cut = dir.path() / (std::string("cut_") + clip);
+    write_bytes(cut, std::string(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(data.size() * 6 / 10)));
+    const std::unique_ptr<io::Bitstream> stream = io::open_container(cut);
+    const std::size_t pictures = demux(*stream).pts.size();
+    EXPECT_NE(stream->container_damage(), "") << clip;
+    EXPECT_GT(pictures, 0u) << clip;
+    EXPECT_LT(pictures, whole_pictures) << clip;
+  }
+}
+
+// Random bytes over the middle of an MP4 break the length fields of its NAL units: the packets the filter cannot
+// parse are skipped and named, and the pictures after them still come out.
+TEST(ContainerDemux, PacketsTooDamagedToParseAreSkippedAndTheRestRead) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  io::set_demuxer_logging(false);
+  TempDir dir;
+  std::vector<std::uint8_t> data = file_bytes(video_file("clip.mp4"));
+  std::mt19937 random(7);
+  for (std::size_t i = data.size() / 2; i < data.size() / 2 + 3000; ++i) data[i] = static_cast<std::uint8_t>(random());
+  const fs::path damaged = dir.path() / "damaged.mp4";
+  write_bytes(damaged, std::string(data.begin(), data.end()));
+  const std::unique_ptr<io::Bitstream> stream = io::open_container(damaged);
+  const std::size_t pictures = demux(*stream).pts.size();
+  EXPECT_NE(stream->container_damage().find("skipped"), std::string::npos) << stream->container_damage();
+  EXPECT_GT(pictures, 100u) << "of 114";
 }
 
 TEST(ContainerDemux, ElementaryStreamsComeInReadsOfTheirBytesWithoutTimes) {

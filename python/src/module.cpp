@@ -775,6 +775,10 @@ class VideoReader {
   std::vector<std::uint64_t> damaged_frames() {
     return locked([&] { return reader_->corrupt_frames(); });
   }
+  std::optional<std::string> container_damage() {
+    std::string damage = locked([&] { return reader_->container_damage(); });
+    return damage.empty() ? std::nullopt : std::optional(std::move(damage));
+  }
   std::uint64_t frames_read() const { return frames_; }
   nb::str path() const { return file_system_str(path_.native()); }
 
@@ -1022,6 +1026,9 @@ NB_MODULE(_imgpipe, m) {
                    "What decodes the frames, as `imgpipe stream`'s summary names it")
       .def_prop_ro("damaged_frames", &imgpipe::python::VideoReader::damaged_frames,
                    "Numbers (from 0) of the frames read so far that the decoder reported damaged and concealed")
+      .def_prop_ro("container_damage", &imgpipe::python::VideoReader::container_damage,
+                   "The first error the container's demuxer reported so far (a file cut short ends its frames early "
+                   "without one), or None")
       .def_prop_ro("frames_read", &imgpipe::python::VideoReader::frames_read, "How many frames were read")
       .def_prop_ro("path", &imgpipe::python::VideoReader::path,
                    "The file, as str (a name that is not UTF-8 as os.fsdecode gives it)");

@@ -101,6 +101,19 @@ def test_a_reader_can_be_asked_about_while_another_thread_reads_it(tmp_path):
         assert polls > 10 and reader.damaged_frames and reader.damaged_frames[-1] < reader.frames_read
 
 
+def test_a_file_cut_short_says_so_after_its_last_frame(tmp_path):
+    whole = open_or_skip(VIDEO / "clip_vfr.mkv")
+    frames = sum(1 for _ in whole)
+    if "OpenCV" in whole.decoder:
+        pytest.skip("OpenCV's reader says nothing of a damaged container")
+    assert whole.container_damage is None
+    data = (VIDEO / "clip_vfr.mkv").read_bytes()
+    (tmp_path / "cut.mkv").write_bytes(data[: len(data) * 6 // 10])
+    cut = imgpipe.VideoReader(tmp_path / "cut.mkv")
+    assert 0 < sum(1 for _ in cut) < frames
+    assert "File ended prematurely" in cut.container_damage
+
+
 def test_videos_are_named_as_every_other_path_is(tmp_path):
     odd = os.fsdecode(b"clip-\xff")  # not UTF-8: a surrogate, as os.fsdecode and list_images give it
     (tmp_path / odd).mkdir()
