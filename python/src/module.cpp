@@ -912,15 +912,17 @@ nb::dict gpu_jpeg() {
 }
 
 // OSError with the command's message; where a system call's errno is behind it, with that errno and the file,
-// so that Python raises the matching subclass (FileNotFoundError, PermissionError, ...).
-void set_os_error(const std::string& message, const std::error_code& code, const std::filesystem::path& path) {
+// so that Python raises the matching subclass (FileNotFoundError, PermissionError, ...). Python's own text for
+// such an error ends with the file's name, so its message is `reason`, the message without the name in front.
+void set_os_error(const std::string& message, const std::string& reason, const std::error_code& code,
+                  const std::filesystem::path& path) {
   if (!code || (code.category() != std::generic_category() && code.category() != std::system_category())) {
     PyErr_SetObject(PyExc_OSError, file_system_str(message).ptr());
     return;
   }
   const nb::object arguments =
       path.empty() ? nb::make_tuple(code.value(), file_system_str(message))
-                   : nb::make_tuple(code.value(), file_system_str(message), file_system_str(path.native()));
+                   : nb::make_tuple(code.value(), file_system_str(reason), file_system_str(path.native()));
   PyErr_SetObject(PyExc_OSError, arguments.ptr());
 }
 
@@ -942,9 +944,9 @@ NB_MODULE(_imgpipe, m) {
     try {
       std::rethrow_exception(error);
     } catch (const io::IoError& e) {
-      imgpipe::python::set_os_error(e.what(), e.code(), e.path());
+      imgpipe::python::set_os_error(e.what(), e.reason(), e.code(), e.path());
     } catch (const std::filesystem::filesystem_error& e) {
-      imgpipe::python::set_os_error(e.what(), e.code(), e.path1());
+      imgpipe::python::set_os_error(e.what(), e.code().message(), e.code(), e.path1());
     } catch (const DeviceOutOfMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     }

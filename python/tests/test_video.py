@@ -170,7 +170,7 @@ def test_a_writer_refuses_an_existing_file_and_leaves_nothing_when_the_block_rai
     with pytest.raises(OSError, match="kept.mkv: exists; overwrite=True replaces it"):
         imgpipe.VideoWriter(str(kept))
     assert kept.read_bytes() == b"the user's file"
-    with pytest.raises(FileNotFoundError, match="missing.mp4: audio_from cannot be read"):
+    with pytest.raises(FileNotFoundError, match="audio_from cannot be read: No such file or directory: .*missing.mp4'$"):
         imgpipe.VideoWriter(tmp_path / "a.mkv", audio_from=tmp_path / "missing.mp4")
     with pytest.raises(OSError, match="audio_from is not a file"):
         imgpipe.VideoWriter(tmp_path / "a.mkv", audio_from=tmp_path)
