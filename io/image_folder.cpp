@@ -31,16 +31,26 @@ fs::path folder_link_on(const fs::path& root, const fs::path& relative) {
   return {};
 }
 
+// Whether `path` is `folder` or lies inside it, by the folders' identity (device and inode) rather than their
+// names: a link resolves to the folder it points at, and a bind mount of `folder` is `folder`.
+bool lies_in(const fs::path& path, const fs::path& folder) {
+  std::error_code error;
+  for (fs::path at = resolved(path);; at = at.parent_path()) {
+    if (fs::equivalent(at, folder, error)) return true;
+    if (at == at.parent_path()) return false;
+  }
+}
+
 }  // namespace
 
 void check_folders(const fs::path& input_dir, const fs::path& output_dir) {
   const fs::path input = resolved(input_dir), output = resolved(output_dir);
-  if (is_within(output, input)) {
+  if (lies_in(output, input)) {
     throw std::invalid_argument("the output folder '" + output_dir.string() + "' is the input folder '" +
                                 input_dir.string() + "' or inside it; choose one outside it so outputs never mix "
                                 "with inputs");
   }
-  if (is_within(input, output)) {
+  if (lies_in(input, output)) {
     throw std::invalid_argument("the input folder '" + input_dir.string() + "' is inside the output folder '" +
                                 output_dir.string() + "'; choose folders side by side so outputs never mix with "
                                 "inputs");
@@ -55,6 +65,8 @@ void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& ent
                   std::vector<FilePlan>& plans) {
   const fs::path output_root = resolved(output_dir);
   std::map<std::string, std::string> first_input_for_output;  // resolved output -> input
+  std::map<std::string, std::string> first_input_for_folder;  // resolved folder an output goes in -> input
+  std::vector<std::pair<std::size_t, std::string>> planned;   // plans to be written, with their resolved output
   for (const FolderEntry& entry : entries) {
     fs::path relative_output = entry.relative;
     if (format != "same") relative_output.replace_extension(format);
@@ -64,19 +76,35 @@ void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& ent
       plans.push_back(std::move(plan));
       continue;
     }
-    const auto [claimed, fresh] =
-        first_input_for_output.emplace((output_root / relative_output).lexically_normal().string(), plan.input);
+    const fs::path output = (output_root / relative_output).lexically_normal();
+    const auto [claimed, fresh] = first_input_for_output.emplace(output.string(), plan.input);
     std::error_code error;
+    const fs::file_status found = fs::symlink_status(plan.output, error);
     if (!fresh) {
       plan.refusal = "its output " + plan.output + " is already made from " + claimed->second;
-    } else if (existing != ExistingOutputs::overwrite && fs::exists(fs::symlink_status(plan.output, error))) {
+    } else if (fs::is_directory(found)) {
+      plan.refusal = "its output " + plan.output + " is a folder";
+    } else if (existing != ExistingOutputs::overwrite && fs::exists(found)) {
       if (existing == ExistingOutputs::skip) {
         plan.skip = true;
       } else {
         plan.refusal = "output " + plan.output + " exists; " + std::string(existing_hint);
       }
+    } else {
+      for (fs::path folder = output.parent_path(); folder != output_root && is_within(folder, output_root);
+           folder = folder.parent_path()) {
+        first_input_for_folder.emplace(folder.string(), plan.input);
+      }
+      planned.emplace_back(plans.size(), output.string());
     }
     plans.push_back(std::move(plan));
+  }
+  // An output file whose name another output needs as its folder (x.jpg and x.png/y.png, both as png).
+  for (const auto& [index, output] : planned) {
+    if (const auto folder = first_input_for_folder.find(output); folder != first_input_for_folder.end()) {
+      plans[index].refusal =
+          "its output " + plans[index].output + " is the folder the output of " + folder->second + " goes in";
+    }
   }
 }
 
@@ -85,7 +113,7 @@ void plan_entries(const fs::path& input_dir, const std::vector<FolderEntry>& ent
 FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, std::string_view format,
                         ExistingOutputs existing, bool follow_links, std::string_view existing_hint) {
   const FolderListing listing = list_folder(input_dir, {follow_links, output_dir});
-  FolderPlan folder{{}, listing.unsupported, listing.links_not_followed, listing.unfinished_outputs};
+  FolderPlan folder{{}, input_dir, listing.unsupported, listing.links_not_followed, listing.unfinished_outputs};
   plan_entries(input_dir, listing.entries, output_dir, format, existing, existing_hint, folder.files);
   return folder;
 }
@@ -107,6 +135,7 @@ FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& re
     entries.push_back(std::move(entry));
   }
   FolderPlan folder;
+  folder.input_dir = input_dir;
   plan_entries(input_dir, entries, output_dir, format, existing, existing_hint, folder.files);
   return folder;
 }
@@ -253,11 +282,23 @@ ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing e
                                  const GpuJpegEncoders* gpu_encoders)
     : plan_(plan), quality_(quality), existing_(existing), gpu_encoders_(gpu_encoders) {}
 
-fs::path ImageFolderSink::prepare_output(const Item& item) const {
+fs::path ImageFolderSink::prepare_output(const Item& item) {
   const fs::path output = plan_.files[item.index].output;
+  const fs::path folder = output.parent_path();
   std::error_code error;
-  fs::create_directories(output.parent_path(), error);
-  if (error) throw IoError(output.parent_path(), "cannot create the folder: " + error.message());
+  fs::create_directories(folder, error);
+  if (error) throw IoError(folder, "cannot create the folder: " + error.message());
+  // A link (or a mount) inside the output folder can lead back into the input folder, past check_folders.
+  const std::lock_guard lock(checked_mutex_);
+  if (!checked_folders_.contains(folder.native())) {
+    if (lies_in(folder, plan_.input_dir)) {
+      throw IoError(output, "not written: its folder " + folder.string() + " leads into the input folder " +
+                                plan_.input_dir.string() +
+                                " (through a link or a mount), and outputs never go "
+                                "among the inputs");
+    }
+    checked_folders_.insert(folder.native());
+  }
   return output;
 }
 

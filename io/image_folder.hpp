@@ -11,8 +11,10 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace imgpipe::io {
@@ -34,7 +36,8 @@ enum class ExistingOutputs {
 };
 
 // Throws std::invalid_argument when the output folder is the input folder, lies inside it, or holds it
-// (outputs would become inputs, or land among them). Links are resolved first.
+// (outputs would become inputs, or land among them). Links are resolved first, and folders compared by identity
+// too, so that a bind mount of a folder counts as the folder.
 void check_folders(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir);
 
 // One plan per image under input_dir, in sorted order. `format` is "same" or an extension without its dot.
@@ -46,6 +49,7 @@ void check_folders(const std::filesystem::path& input_dir, const std::filesystem
 // folder). Also counts what the walk passed over: files that are not images, links to folders not followed.
 struct FolderPlan {
   std::vector<FilePlan> files;
+  std::filesystem::path input_dir;  // where the inputs are: no output is written inside it
   std::size_t unsupported = 0;
   std::size_t links_not_followed = 0;
   std::size_t unfinished_outputs = 0;
@@ -121,10 +125,12 @@ class ImageFolderSink final : public Sink {
   std::uint64_t gpu_encoded() const { return gpu_encoded_.load(); }
 
  private:
-  // The item's output path, its folder created.
-  std::filesystem::path prepare_output(const Item& item) const;
+  // The item's output path, its folder created. Throws IoError where that folder leads into the input folder.
+  std::filesystem::path prepare_output(const Item& item);
 
   const FolderPlan& plan_;
+  std::mutex checked_mutex_;                         // writers prepare outputs on several threads
+  std::unordered_set<std::string> checked_folders_;  // output folders known to lie outside the input folder
   int quality_;
   Existing existing_;
   const GpuJpegEncoders* gpu_encoders_;

@@ -105,6 +105,38 @@ TEST(Folder, PlanFilesRefusesAPathThroughALinkToAFolder) {
   EXPECT_TRUE(plan.files[3].refusal.empty()) << plan.files[3].refusal;
 }
 
+// An output that is a folder is never taken for an existing file (skipped or replaced), and an output file whose
+// name another output needs as its folder is refused, naming that output's input.
+TEST(Folder, AnOutputThatIsOrMustBeAFolderIsRefused) {
+  TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  fs::create_directories(out / "taken.png");
+  for (const ExistingOutputs existing : {ExistingOutputs::refuse, ExistingOutputs::overwrite, ExistingOutputs::skip}) {
+    const FolderPlan plan = plan_files(in, {"taken.jpg"}, out, "png", existing);
+    EXPECT_FALSE(plan.files[0].skip);
+    EXPECT_EQ(plan.files[0].refusal, "its output " + (out / "taken.png").string() + " is a folder");
+  }
+  const FolderPlan plan =
+      plan_files(in, {"x.jpg", "x.png/inner.png", "x.png/deeper/y.png"}, out, "png", ExistingOutputs::refuse);
+  ASSERT_EQ(plan.files.size(), 3u);
+  EXPECT_EQ(plan.files[0].refusal, "its output " + (out / "x.png").string() + " is the folder the output of " +
+                                       (in / "x.png/inner.png").string() + " goes in");
+  EXPECT_EQ(plan.files[1].refusal, "");
+  EXPECT_EQ(plan.files[2].refusal, "");
+}
+
+// A folder and a bind mount or link of it are the same folder; a folder beside it is not.
+TEST(Folder, CheckFoldersComparesFoldersThroughLinks) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "in/sub");
+  fs::create_directories(dir.path() / "out");
+  fs::create_directory_symlink(dir.path() / "in/sub", dir.path() / "sub-link");
+  EXPECT_NO_THROW(check_folders(dir.path() / "in", dir.path() / "out"));
+  EXPECT_THROW(check_folders(dir.path() / "in", dir.path() / "sub-link/out"), std::invalid_argument);
+  EXPECT_THROW(check_folders(dir.path() / "sub-link", dir.path() / "in"), std::invalid_argument);
+  EXPECT_THROW(check_folders(dir.path() / "in", dir.path() / "in/../in/new"), std::invalid_argument);
+}
+
 TEST(Folder, MissingFolderIsAnIoErrorNamingIt) {
   TempDir dir;
   try {

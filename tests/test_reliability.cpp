@@ -450,6 +450,28 @@ TEST(ReliabilityUsage, OutputFolderThroughALinkIntoTheInputIsRefused) {
                      "is the input folder", dir.path() / "in" / "out");
 }
 
+// A link inside the output folder that leads back into the input folder: the outputs that would go through it
+// are refused by name, and the input under it is left as it was, even with --overwrite.
+TEST(ReliabilityUsage, AnOutputFolderLinkIntoTheInputIsNeverWrittenThrough) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const fs::path input = dir.path() / "in" / "sub" / "a.ppm";
+  fs::create_directories(input.parent_path());
+  io::write_image(input, testing::random_image({4, 4}, 1));
+  io::write_image(dir.path() / "in" / "b.ppm", testing::random_image({4, 4}, 2));
+  fs::create_directories(dir.path() / "out");
+  fs::create_directory_symlink("../in/sub", dir.path() / "out" / "sub");
+  const std::string before = read_text(input);
+  const CommandResult run = imgpipe_cmd("batch " + quoted(dir.path() / "in") + " " + quoted(dir.path() / "out") +
+                                        " --ops flip=h --overwrite");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, (dir.path() / "out" / "sub" / "a.ppm").string() + ": not written: its folder " +
+                                       (dir.path() / "out" / "sub").string() + " leads into the input folder"))
+      << run.output;
+  EXPECT_EQ(read_text(input), before);
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "b.ppm")) << "the other files are written";
+}
+
 TEST(ReliabilityUsage, OutputFolderThatCannotBeCreated) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend (the folder is created after the backend)";
   TempDir dir;
