@@ -135,7 +135,8 @@ void TemporaryFile::commit(Existing existing) {
     return;
   }
   // Never replace: renameat2(RENAME_NOREPLACE), or link + unlink where the file system lacks it; both refuse
-  // atomically when the destination exists.
+  // atomically when the destination exists. File systems with neither (FAT and exFAT drives, SMB shares, many
+  // FUSE mounts) get a check before a plain rename, which only a writer racing imgpipe for the name can beat.
   if (::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) == 0) {
     committed_ = true;
     return;
@@ -145,6 +146,15 @@ void TemporaryFile::commit(Existing existing) {
       ::unlink(temporary_.c_str());
       committed_ = true;
       return;
+    }
+    if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS) {
+      struct stat existing_file {};
+      if (::lstat(path_.c_str(), &existing_file) == 0) {
+        errno = EEXIST;
+      } else if (errno == ENOENT && ::rename(temporary_.c_str(), path_.c_str()) == 0) {
+        committed_ = true;
+        return;
+      }
     }
   }
   if (errno == EEXIST) fail("exists (it appeared while imgpipe was writing); not replaced");

@@ -472,6 +472,28 @@ TEST(ReliabilityUsage, AnOutputFolderLinkIntoTheInputIsNeverWrittenThrough) {
   EXPECT_TRUE(fs::exists(dir.path() / "out" / "b.ppm")) << "the other files are written";
 }
 
+// On a file system without hard links or renameat2's flags (FAT, exFAT, SMB), outputs are still written under
+// their names, and an existing one is still kept.
+TEST_F(Reliability, OutputsAreWrittenOnAFileSystemWithoutHardLinks) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "in");
+  io::write_image(dir.path() / "in" / "a.ppm", testing::random_image({4, 4}, 1));
+  io::write_image(dir.path() / "in" / "b.ppm", testing::random_image({4, 4}, 2));
+  write_bytes(dir.path() / "out" / "b.ppm", "the user's file");
+  const std::string environment =
+      "LD_PRELOAD=" + quoted(NO_HARD_LINKS_LIBRARY) + " ASAN_OPTIONS=verify_asan_link_order=0";
+  const CommandResult run = imgpipe_cmd(
+      "batch " + quoted(dir.path() / "in") + " " + quoted(dir.path() / "out") + " --ops flip=h", environment);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 done, 1 failed")) << run.output;
+  EXPECT_TRUE(contains(run.output, "output " + (dir.path() / "out" / "b.ppm").string() + " exists")) << run.output;
+  EXPECT_EQ(io::read_image(dir.path() / "out" / "a.ppm").image.size(), (Size{4, 4}));
+  EXPECT_EQ(read_text(dir.path() / "out" / "b.ppm"), "the user's file");
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path() / "out")) ++files;
+  EXPECT_EQ(files, 2u) << "no temporary left";
+}
+
 TEST(ReliabilityUsage, OutputFolderThatCannotBeCreated) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend (the folder is created after the backend)";
   TempDir dir;
