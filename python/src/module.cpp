@@ -29,11 +29,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -117,6 +120,36 @@ cudaStream_t stream_of(const nb::object& stream) {
         "`cuda_stream` (PyTorch) or `ptr` (CuPy)");
   }
   return reinterpret_cast<cudaStream_t>(value);
+}
+
+// How often a thread waiting for a job runs Python's signal handlers: Ctrl-C stops the job within this, plus the
+// time the items in flight take to finish.
+constexpr std::chrono::milliseconds kSignalPollInterval{50};
+
+// run_job for a caller that released the GIL, stopped by Ctrl-C as Python code is. Python runs signal handlers
+// only on the main thread, when that thread asks (PyErr_CheckSignals), and the job polls stop_requested on its
+// own worker threads. So the job runs on a thread of its own while the calling thread waits for it, taking the
+// GIL every kSignalPollInterval to run the handlers. A handler that raises (KeyboardInterrupt) stops the job:
+// the items in flight are finished, no other starts, and its exception is thrown once the job is over, in place
+// of the job's own outcome (an error the caller catches must not swallow the Ctrl-C). Off the main thread no
+// handler runs, and the job goes to its end.
+JobSummary run_job_until_interrupted(Source& source, Engine& engine, Sink& sink, JobOptions options,
+                                     const std::function<void(const ItemResult&)>& on_result = {}) {
+  std::atomic<bool> interrupted = false;
+  options.stop_requested = [&] { return interrupted.load(); };
+  std::future<JobSummary> job =
+      std::async(std::launch::async, [&] { return run_job(source, engine, sink, options, on_result); });
+  std::optional<nb::python_error> interruption;
+  while (job.wait_for(kSignalPollInterval) != std::future_status::ready) {
+    if (interruption) continue;  // a second Ctrl-C stays pending: Python raises it once the call has returned
+    const nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      interruption.emplace();  // takes the handler's exception out of the error indicator, for later
+      interrupted = true;
+    }
+  }
+  if (interruption) throw std::move(*interruption);
+  return job.get();
 }
 
 // Host frames of a NumPy batch as a job's source and sink: each frame is copied into the engine slot the job
@@ -444,7 +477,7 @@ class Pipeline {
                                                              engine_devices()});
         }
         ArrayFrames array(data, in.size, result, out_size, in.frames);
-        const JobSummary summary = run_job(array, *engine_, array, JobOptions{slots_, true, {}});
+        const JobSummary summary = run_job_until_interrupted(array, *engine_, array, JobOptions{slots_, true, {}});
         if (summary.first_failure) std::rethrow_exception(summary.first_failure->error);
       }
     }
@@ -607,11 +640,12 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::f
     io::ImageFolderSource source(folder, chain, max_pixels, decoder ? &*decoder : nullptr);
     io::ImageFolderSink sink(folder, quality, overwrite ? io::Existing::replace : io::Existing::keep,
                              encoder ? &*encoder : nullptr);
-    summary = run_job(source, *engine, sink, JobOptions{workers, false, {}}, [&](const ItemResult& result) {
-      if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
-        failures.emplace_back(result.item.name, io::failure_message(result, kLimitHint));
-      }
-    });
+    summary =
+        run_job_until_interrupted(source, *engine, sink, JobOptions{workers, false, {}}, [&](const ItemResult& result) {
+          if (result.status != ItemResult::Status::done && result.status != ItemResult::Status::skipped) {
+            failures.emplace_back(result.item.name, io::failure_message(result, kLimitHint));
+          }
+        });
     gpu_decoding = decoder.has_value();
     gpu_encoding = encoder.has_value();
     decoded_by = source.jpeg_decoders();
@@ -981,7 +1015,8 @@ NB_MODULE(_imgpipe, m) {
            "an object with cuda_stream or ptr; None: the default stream) and not waited for: read the result on "
            "that stream, or synchronize it first; the producer's pending writes are ordered before that stream "
            "(DLPack's handshake, or the stream __cuda_array_interface__ names). Frames must be C-contiguous uint8: "
-           "nothing is converted or copied on the way in.")
+           "nothing is converted or copied on the way in. Ctrl-C during a host batch raises KeyboardInterrupt once the "
+           "frames in flight are done, and the batch's result is dropped.")
       .def("run_folder", &imgpipe::python::run_folder, nb::arg("input_dir"), nb::arg("output_dir"), nb::kw_only(),
            nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0, nb::arg("overwrite") = false,
            nb::arg("skip_existing") = false, nb::arg("max_pixels") = io::kDefaultMaxPixels,
@@ -997,14 +1032,19 @@ NB_MODULE(_imgpipe, m) {
            "saying why it cannot); 'decoder' and 'encoder' in the result say which ran, 'jpeg_decoded_by' how "
            "many JPEG files each GPU-side decoder took ({'hardware', 'gpu_hybrid', 'cpu'}; None when decoding on "
            "the CPU). full_chroma: GPU-encoded JPEG in 4:4:4 instead of 4:2:0. gpu_decode_threads (1 to 64): the "
-           "threads that hand files to the GPU's hardware JPEG decoder, as --gpu-decode-threads.")
+           "threads that hand files to the GPU's hardware JPEG decoder, as --gpu-decode-threads. Ctrl-C (on the main "
+           "thread) stops the job as it stops the command: the files in flight are finished, no other is started, "
+           "and KeyboardInterrupt is raised. Each file is written under a temporary name and renamed into place "
+           "once complete, so the files finished before stay in output_dir, none half written; skip_existing=True "
+           "goes on from there.")
       .def("run_files", &imgpipe::python::run_files, nb::arg("input_dir"), nb::arg("files"), nb::arg("output_dir"),
            nb::kw_only(), nb::arg("format") = "same", nb::arg("quality") = 95, nb::arg("jobs") = 0,
            nb::arg("overwrite") = false, nb::arg("skip_existing") = false,
            nb::arg("max_pixels") = io::kDefaultMaxPixels, nb::arg("decoder") = "auto", nb::arg("encoder") = "auto",
            nb::arg("full_chroma") = false, nb::arg("gpu_decode_threads") = io::GpuJpegDecoder::Options{}.decode_threads,
            "run_folder on chosen files of input_dir, given relative to it (as imgpipe.list_images lists them): "
-           "one batch of a distributed job whose driver listed the folder once. Same result dict.");
+           "one batch of a distributed job whose driver listed the folder once. Same result dict, and Ctrl-C stops "
+           "it as it stops run_folder.");
   nb::class_<imgpipe::python::VideoReader>(
       m, "VideoReader",
       "A video file's frames, decoded on the CPU as `imgpipe stream` decodes them there: iterate for (frame, seconds) "
