@@ -67,15 +67,17 @@ std::vector<std::string> to_rgb8(const cv::Mat& decoded, const FrameAllocator& a
   return warnings;
 }
 
+// `transparency`: the file may hold transparent pixels, which are looked for before the alpha channel is dropped.
 std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes, const FrameAllocator& allocate,
-                                            std::uint64_t max_pixels) {
-  // JPEG has no alpha, so read it as colour, which applies its EXIF orientation; keep the rest unchanged
-  // so that alpha and 16-bit samples are seen before they are converted.
-  const bool jpeg = starts_with(bytes, {0xFF, 0xD8, 0xFF});
+                                            std::uint64_t max_pixels, bool transparency) {
+  // A file without transparency is read as imread reads it, as colour, which also applies an EXIF orientation
+  // (JPEG, PNG) and takes 16-bit samples to 8 bits as its decoder does (PNG keeps the high byte). A file that may
+  // have it (any PNG with it, and the formats whose headers imgpipe does not read for it) is read unchanged, so
+  // that transparent pixels are seen before the alpha channel is dropped.
   const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
   cv::Mat decoded;
   try {
-    decoded = cv::imdecode(encoded, jpeg ? cv::IMREAD_COLOR : cv::IMREAD_UNCHANGED);
+    decoded = cv::imdecode(encoded, transparency ? cv::IMREAD_UNCHANGED : cv::IMREAD_COLOR);
   } catch (const cv::Exception& e) {
     throw IoError("OpenCV could not decode it: " + e.msg);
   }
@@ -156,7 +158,7 @@ std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const
     if (turbo.decoded) return {};
     std::vector<std::string> warnings;
     try {
-      warnings = decode_with_opencv(bytes, allocate_once, max_pixels);
+      warnings = decode_with_opencv(bytes, allocate_once, max_pixels, false);
     } catch (const PixelLimitError&) {
       throw;
     } catch (const IoError&) {
@@ -167,7 +169,8 @@ std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const
     return warnings;
   }
 #endif
-  return decode_with_opencv(bytes, allocate, max_pixels);
+  const bool jpeg_or_png = header.format == "JPEG" || header.format == "PNG";
+  return decode_with_opencv(bytes, allocate, max_pixels, !jpeg_or_png || header.transparency);
 #else
   // Other netpbm kinds get decode_ppm's own explanation of what it does not read.
   if (starts_with(bytes, {'P'}) || extension == ".ppm") {

@@ -21,9 +21,10 @@ struct ReadResult {
   std::vector<std::string> warnings;
 };
 
-// Any image as 8-bit RGB: grayscale is copied into three channels, 16-bit samples are scaled down
-// (v / 257), an alpha channel is dropped (with a warning when any pixel is not fully opaque).
-// JPEG EXIF orientation is applied. The format comes from the file's contents, not its name.
+// Any image as 8-bit RGB, as imread reads it: grayscale is copied into three channels, 16-bit samples are scaled
+// down, the EXIF orientation of a JPEG or PNG is applied, an alpha channel is dropped (with a warning when any
+// pixel is not fully opaque; a PNG with transparency is read unchanged to look, so its orientation is not applied
+// and its 16-bit samples are rounded, v / 257). The format comes from the file's contents, not its name.
 //
 // Refused with IoError naming the path: missing, unreadable, a directory or not a regular file, empty, corrupt,
 // truncated (JPEG without its end-of-image marker, PNG without IEND, PPM short of its raster). Refused with

@@ -35,6 +35,8 @@ void read_png(Bytes b, ImageHeader& header) {
   header.format = "PNG";
   if (b.size() < 24 || chunk_name(b, 12) != "IHDR") return;
   header.size = DeclaredSize{be32(b, 16), be32(b, 20)};
+  constexpr std::uint8_t kGrayAlpha = 4, kRgbAlpha = 6;
+  header.transparency = b.size() > 25 && (b[25] == kGrayAlpha || b[25] == kRgbAlpha);
   std::size_t pos = 8;
   while (pos + 8 <= b.size()) {
     const std::uint64_t length = be32(b, pos);
@@ -46,6 +48,7 @@ void read_png(Bytes b, ImageHeader& header) {
       return;
     }
     if (name == "IEND") return;
+    if (name == "tRNS") header.transparency = true;
     pos += 12 + length;
   }
   header.truncated = "truncated PNG: the file ends before its IEND chunk (" + std::to_string(b.size()) + " bytes)";

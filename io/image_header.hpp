@@ -31,6 +31,8 @@ struct ImageHeader {
   std::optional<DeclaredSize> size;  // what the header declares; nullopt when it cannot be read here
   std::string truncated;             // why the file ends early (JPEG, PNG), or "" when it is whole / not checked
   ExifOrientation orientation;       // JPEG only
+  // PNG only: an alpha channel (colour type 4 or 6) or a tRNS chunk, so that some pixels may be transparent.
+  bool transparency = false;
 };
 
 // Reads PNG (IHDR, then every chunk up to IEND), JPEG (every segment up to the end-of-image marker, the frame

@@ -106,6 +106,16 @@ inline std::vector<std::uint8_t> with_app1(const std::vector<std::uint8_t>& jpeg
   return out;
 }
 
+// `png` with an eXIf chunk holding `tiff_block` right after its IHDR chunk.
+inline std::vector<std::uint8_t> with_exif_chunk(const std::vector<std::uint8_t>& png,
+                                                 const std::vector<std::uint8_t>& tiff_block) {
+  constexpr std::size_t kAfterIhdr = 8 + 12 + 13;
+  std::vector<std::uint8_t> out(png.begin(), png.begin() + kAfterIhdr);
+  png_chunk(out, "eXIf", tiff_block);
+  out.insert(out.end(), png.begin() + kAfterIhdr, png.end());
+  return out;
+}
+
 // An APP1 payload: "Exif\0\0", then the TIFF block.
 inline std::vector<std::uint8_t> exif(const std::vector<std::uint8_t>& tiff_block) {
   const char header[] = "Exif\0";  // six bytes with the terminator

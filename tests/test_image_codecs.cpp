@@ -88,6 +88,47 @@ TEST(ImageCodecs, SixteenBitSamplesAreScaledDown) {
   EXPECT_EQ(image.at(2, 0, 2), 255);
 }
 
+// PNG as imread reads it: an eXIf chunk's orientation applied, 16-bit samples to their high byte, grey to three
+// channels; one with an alpha channel or a tRNS chunk is read unchanged to warn of transparent pixels, then the
+// alpha channel dropped.
+TEST(ImageCodecs, PngIsReadAsImreadReadsIt) {
+  TempDir dir;
+  const auto expect_imread_pixels = [&](const std::string& name, const std::vector<std::uint8_t>& png) {
+    const fs::path path = dir.path() / name;
+    testing::write_bytes(path, testing::as_string(png));
+    const cv::Mat expected = cv::imread(path.string(), cv::IMREAD_COLOR);
+    const ReadResult read = read_image(path);
+    EXPECT_EQ(read.image.size(), (Size{expected.cols, expected.rows})) << name;
+    if (read.image.size() != Size{expected.cols, expected.rows}) return read;
+    int largest = 0;
+    for (int y = 0; y < expected.rows; ++y) {
+      for (int x = 0; x < expected.cols; ++x) {
+        for (int c = 0; c < 3; ++c) {
+          largest = std::max(largest, std::abs(read.image.at(x, y, c) - expected.at<cv::Vec3b>(y, x)[2 - c]));
+        }
+      }
+    }
+    EXPECT_EQ(largest, 0) << name;
+    return read;
+  };
+  const auto encoded = [](const cv::Mat& image) {
+    std::vector<std::uint8_t> png;
+    cv::imencode(".png", image, png);
+    return png;
+  };
+  cv::Mat rgb(24, 40, CV_8UC3), deep(24, 40, CV_16UC3), deep_gray(24, 40, CV_16UC1), rgba(24, 40, CV_8UC4);
+  cv::randu(rgb, 0, 256);
+  cv::randu(deep, 0, 65536);
+  cv::randu(deep_gray, 0, 65536);
+  cv::randu(rgba, 0, 256);
+  const std::vector<std::uint8_t> turned =
+      testing::with_exif_chunk(encoded(rgb), testing::tiff(false, {{0x0112, 3, 1, 6}}));
+  EXPECT_EQ(expect_imread_pixels("turned.png", turned).image.size(), (Size{24, 40})) << "orientation 6 turns it";
+  expect_imread_pixels("deep.png", encoded(deep));
+  expect_imread_pixels("deep_gray.png", encoded(deep_gray));
+  EXPECT_EQ(expect_imread_pixels("rgba.png", encoded(rgba)).warnings.size(), 1u);
+}
+
 // A PPM of 16-bit samples (maxval 65535, two bytes each, most significant first) or of another maxval is read by
 // OpenCV, as the same samples in a PNG are: imgpipe's own reader takes maxval 255 only.
 TEST(ImageCodecs, PpmOfOtherDepthsIsReadAsOpenCvReadsIt) {
