@@ -28,6 +28,13 @@ bool starts_with(std::span<const std::uint8_t> bytes, std::initializer_list<std:
 
 #ifdef IMGPIPE_HAVE_OPENCV
 
+// OpenCV's message for an exception, without the line break it ends with.
+std::string message_of(const cv::Exception& e) {
+  std::string message = e.msg;
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return message;
+}
+
 // Decoded samples of any depth and channel count -> 8-bit RGB in allocate(size), noting lost transparency.
 std::vector<std::string> to_rgb8(const cv::Mat& decoded, const FrameAllocator& allocate) {
   cv::Mat samples;
@@ -79,7 +86,7 @@ std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes,
   try {
     decoded = cv::imdecode(encoded, transparency ? cv::IMREAD_UNCHANGED : cv::IMREAD_COLOR);
   } catch (const cv::Exception& e) {
-    throw IoError("OpenCV could not decode it: " + e.msg);
+    throw IoError("OpenCV could not decode it: " + message_of(e));
   }
   if (decoded.empty()) throw IoError("not a decodable image (corrupt, truncated, or a format OpenCV does not read)");
   // A format whose header imgpipe does not read itself is checked once decoded, before the frame is allocated.
@@ -92,6 +99,11 @@ std::vector<std::string> decode_with_opencv(std::span<const std::uint8_t> bytes,
 }
 
 std::vector<std::uint8_t> encode_with_opencv(ConstFrameView image, const std::string& extension, int quality) {
+  constexpr int kWebpLargestSide = 16383;  // the format's 14-bit width and height fields
+  if (extension == ".webp" && (image.size.width > kWebpLargestSide || image.size.height > kWebpLargestSide)) {
+    throw IoError("WebP holds at most " + std::to_string(kWebpLargestSide) + " pixels a side; this image is " +
+                  to_string(image.size));
+  }
   const cv::Mat rgb(image.size.height, image.size.width, CV_8UC3, const_cast<std::uint8_t*>(image.data));
   cv::Mat bgr;
   cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
@@ -102,7 +114,7 @@ std::vector<std::uint8_t> encode_with_opencv(ConstFrameView image, const std::st
   try {
     if (!cv::imencode(extension, bgr, bytes, params)) throw IoError("OpenCV could not encode " + extension);
   } catch (const cv::Exception& e) {
-    throw IoError("OpenCV could not encode " + extension + ": " + e.msg);
+    throw IoError("OpenCV could not encode " + extension + ": " + message_of(e));
   }
   return bytes;
 }

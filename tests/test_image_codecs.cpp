@@ -129,6 +129,20 @@ TEST(ImageCodecs, PngIsReadAsImreadReadsIt) {
   EXPECT_EQ(expect_imread_pixels("rgba.png", encoded(rgba)).warnings.size(), 1u);
 }
 
+TEST(ImageCodecs, AnImageTooWideForWebpIsRefusedSayingSo) {
+  TempDir dir;
+  const Image wide = testing::random_image({16384, 1}, 5);
+  try {
+    write_image(dir.path() / "wide.webp", wide);
+    FAIL() << "wrote a WebP wider than the format holds";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.reason(), "WebP holds at most 16383 pixels a side; this image is 16384x1");
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "wide.webp"));
+  write_image(dir.path() / "widest.webp", testing::random_image({16383, 1}, 5));
+  EXPECT_EQ(read_image(dir.path() / "widest.webp").image.size(), (Size{16383, 1}));
+}
+
 // A PPM of 16-bit samples (maxval 65535, two bytes each, most significant first) or of another maxval is read by
 // OpenCV, as the same samples in a PNG are: imgpipe's own reader takes maxval 255 only.
 TEST(ImageCodecs, PpmOfOtherDepthsIsReadAsOpenCvReadsIt) {
