@@ -271,6 +271,10 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
   std::string line = counts;
   if (summary.skipped > 0) line += ", " + std::to_string(summary.skipped) + " skipped (output exists)";
   if (not_started > 0) line += ", " + std::to_string(not_started) + " not started";
+  char timing[192];
+  std::snprintf(timing, sizeof timing, " in %.2f s (%.1f images/s)", summary.seconds,
+                summary.seconds > 0 ? summary.done / summary.seconds : 0.0);
+  line += timing;
   if (folder.unsupported > 0 || folder.links_not_followed > 0 || folder.unfinished_outputs > 0) {
     std::string passed_over;
     const auto add = [&passed_over](const std::string& what) {
@@ -287,14 +291,12 @@ int run_batch(const BatchOptions& options, const EngineFactory& make_engine_for_
     }
     line += "; skipped: " + passed_over;
   }
-  char timing[192];
-  std::snprintf(timing, sizeof timing, " in %.2f s (%.1f images/s) on the %s", summary.seconds,
-                summary.seconds > 0 ? summary.done / summary.seconds : 0.0, engine->describe().c_str());
   const std::string shard_text = shard ? "; shard " + options.shard + ": " + std::to_string(folder.files.size()) +
                                              " of " + std::to_string(all_files) + " images"
                                        : "";
-  progress.message(line + timing + codec_summary(source, sink, gpu_decoder.has_value(), gpu_encoder.has_value()) +
-                   shard_text + "; outputs in " + options.output_dir.string());
+  progress.message(line + "; on the " + engine->describe() +
+                   codec_summary(source, sink, gpu_decoder.has_value(), gpu_encoder.has_value()) + shard_text +
+                   "; outputs in " + options.output_dir.string());
   if (options.timings) {
     const io::GpuJpegDecoders* decoder_used = gpu_decoder ? &*gpu_decoder : nullptr;
     const io::GpuJpegEncoders* encoder_used = gpu_encoder ? &*gpu_encoder : nullptr;

@@ -16,9 +16,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -71,9 +74,10 @@ void add_engine_options(CLI::App& command, std::string& memory, int& slots, cons
   command.add_option("--memory", memory, "GPU engine host buffers: pageable, pinned or managed (unified memory)")
       ->check(CLI::IsMember({"pageable", "pinned", "managed"}))
       ->capture_default_str();
-  auto* option = command.add_option("--slots", slots, "Frames in flight in the GPU engine (1.." +
-                                                          std::to_string(kMaxSlots) + ")" +
-                                                          (slots_default.empty() ? "" : "; " + slots_default));
+  auto* option = command.add_option(
+      "--slots", slots,
+      "Frames in flight in the GPU engine (" + std::string(slots_default.empty() ? "1" : "0") + ".." +
+          std::to_string(kMaxSlots) + ")" + (slots_default.empty() ? "" : "; " + slots_default));
   option->check(CLI::Range(slots_default.empty() ? 1 : 0, kMaxSlots));
   if (slots_default.empty()) option->capture_default_str();
 }
@@ -85,13 +89,16 @@ void add_devices_option(CLI::App& command, std::string& devices, const std::stri
                      "CUDA_VISIBLE_DEVICES leaves them numbered); " + what);
 }
 
+constexpr std::uint64_t kMostMaxPixels = std::uint64_t{1} << 34;
+
 // The decompression-bomb guard, shared by batch and stream.
 void add_max_pixels_option(CLI::App& command, std::uint64_t& max_pixels) {
-  command.add_option("--max-pixels", max_pixels,
-                     "Refuse images (and frames the chain makes) above this many pixels, from the header, "
-                     "before decoding")
+  command
+      .add_option("--max-pixels", max_pixels,
+                  "Refuse images (and frames the chain makes) above this many pixels, from the header, "
+                  "before decoding")
       ->envname("IMGPIPE_MAX_PIXELS")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 34))
+      ->check(CLI::Range(std::uint64_t{1}, kMostMaxPixels))
       ->capture_default_str();
 }
 
@@ -133,7 +140,9 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingDirectory);
   batch_command->add_option("OUTPUT_DIR", batch.output_dir, "Where outputs go, keeping relative paths and base names")
-      ->required();
+      ->required()
+      ->check(CLI::Validator([](const std::string& folder) { return folder.empty() ? "an empty folder name" : ""; },
+                             "FOLDER"));
   batch_command->add_option("--ops", batch.ops, "The op chain, e.g. \"resize=1280x720,gaussian=5:1.0\"")->required();
   batch_command->add_option("--backend", batch.backend, "auto: optimized with a CUDA device, else cpu")
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
@@ -282,10 +291,20 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
     return kExitUsage;
   }
   // CLI11's errors as imgpipe's own: prefixed like every other message, pointing at the help of the command given.
-  app.failure_message([](const CLI::App* root, const CLI::Error& e) {
+  // A bad value that came from the environment is named as such, not blamed on a flag that was not given.
+  const bool max_pixels_given = std::any_of(argv + 1, argv + argc, [](const char* argument) {
+    return std::string_view(argument).starts_with("--max-pixels");
+  });
+  app.failure_message([max_pixels_given](const CLI::App* root, const CLI::Error& e) {
     std::string command = "imgpipe";
     for (const CLI::App* sub : root->get_subcommands()) command += " " + sub->get_name();
-    return "imgpipe: " + std::string(e.what()) + " (" + command + " --help explains the options)\n";
+    std::string what = e.what();
+    if (const char* environment = std::getenv("IMGPIPE_MAX_PIXELS");
+        environment != nullptr && !max_pixels_given && what.starts_with("--max-pixels:")) {
+      what = "IMGPIPE_MAX_PIXELS='" + std::string(environment) + "' in the environment: expected a whole number of " +
+             "pixels from 1 to " + std::to_string(kMostMaxPixels) + ", as --max-pixels takes";
+    }
+    return "imgpipe: " + what + " (" + command + " --help explains the options)\n";
   });
   try {
     app.parse(argc, argv);

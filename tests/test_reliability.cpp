@@ -503,6 +503,27 @@ TEST(ReliabilityUsage, OutputFolderThatCannotBeCreated) {
                      dir.path() / "file" / "out");
 }
 
+TEST(ReliabilityUsage, AnEmptyOutputFolderNameIsAUsageError) {
+  const CommandResult run = imgpipe_cmd("batch " + quoted(photo_folder()) + " '' --ops flip=h");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "OUTPUT_DIR: an empty folder name")) << run.output;
+}
+
+// A bad IMGPIPE_MAX_PIXELS is named as the environment's, not blamed on a --max-pixels that was not given.
+TEST(ReliabilityUsage, ABadMaxPixelsFromTheEnvironmentIsNamedAsSuch) {
+  TempDir dir;
+  const std::string batch = "batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") + " --ops flip=h";
+  const CommandResult run = imgpipe_cmd(batch, "IMGPIPE_MAX_PIXELS=lots");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output,
+                       "IMGPIPE_MAX_PIXELS='lots' in the environment: expected a whole number of pixels "
+                       "from 1 to 17179869184"))
+      << run.output;
+  const CommandResult flag = imgpipe_cmd(batch + " --max-pixels 0", "IMGPIPE_MAX_PIXELS=lots");
+  EXPECT_TRUE(contains(flag.output, "--max-pixels: Value 0 not in range")) << flag.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
+}
+
 TEST(ReliabilityUsage, OverwriteAndSkipExistingContradict) {
   TempDir dir;
   expect_usage_error("batch " + quoted(photo_folder()) + " " + quoted(dir.path() / "out") +
