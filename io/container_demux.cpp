@@ -88,6 +88,7 @@ class ContainerStream final : public Bitstream {
   }
 
   std::optional<BitstreamPiece> next() override {
+    libav::ReaderLog::listen();
     av_packet_unref(filtered_.get());
     while (true) {
       const int got = av_bsf_receive_packet(filter_.get(), filtered_.get());

@@ -155,6 +155,7 @@ std::vector<std::string> decode_image(std::span<const std::uint8_t> bytes, const
                           header.format + " header says so, and nothing was decoded");
   }
   if (!header.truncated.empty()) throw IoError(header.truncated);
+  if (header.animated) throw IoError("an animated WebP, which OpenCV does not read (imgpipe reads still images)");
 #ifdef IMGPIPE_HAVE_TURBOJPEG
   if (starts_with(bytes, {0xFF, 0xD8, 0xFF})) {
     // A frame allocated for TurboJPEG is the one imread decodes into, should TurboJPEG leave the file to it.

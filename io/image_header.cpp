@@ -171,6 +171,8 @@ void read_webp(Bytes b, ImageHeader& header) {
   if (b.size() < 30) return;
   const std::string chunk = chunk_name(b, 12);
   if (chunk == "VP8X") {
+    constexpr std::uint8_t kAnimationFlag = 0x02;
+    header.animated = (b[20] & kAnimationFlag) != 0;
     header.size = DeclaredSize{std::uint64_t{le24(b, 24)} + 1, std::uint64_t{le24(b, 27)} + 1};
   } else if (chunk == "VP8L" && b[20] == 0x2F) {
     const std::uint32_t bits = le32(b, 21);

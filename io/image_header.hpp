@@ -33,6 +33,7 @@ struct ImageHeader {
   ExifOrientation orientation;       // JPEG only
   // PNG only: an alpha channel (colour type 4 or 6) or a tRNS chunk, so that some pixels may be transparent.
   bool transparency = false;
+  bool animated = false;  // WebP only: its VP8X header says it holds an animation
 };
 
 // Reads PNG (IHDR, then every chunk up to IEND), JPEG (every segment up to the end-of-image marker, the frame

@@ -126,6 +126,20 @@ TEST(ImageHeader, BmpWebpAndTiffHeaders) {
   const ImageHeader x = read_image_header(webp("VP8X", vp8x));
   EXPECT_EQ(x.size->width, 16384u);
   EXPECT_EQ(x.size->height, 10u);
+  EXPECT_FALSE(x.animated);
+  Bytes animation = vp8x;
+  animation[0] = 0x02;  // the VP8X flag for an animation
+  EXPECT_TRUE(read_image_header(webp("VP8X", animation)).animated);
+#ifdef IMGPIPE_TEST_WITH_OPENCV
+  TempDir dir;
+  write_bytes(dir.path() / "animated.webp", as_string(webp("VP8X", animation)));
+  try {
+    read_image(dir.path() / "animated.webp");
+    FAIL() << "read an animated WebP";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.reason().find("an animated WebP, which OpenCV does not read"), std::string::npos) << e.what();
+  }
+#endif
   Bytes vp8l = {0x2F};
   put_le(vp8l, (99u) | (49u << 14), 4);
   EXPECT_EQ(read_image_header(webp("VP8L", vp8l)).size->width, 100u);
