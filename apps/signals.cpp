@@ -29,8 +29,14 @@ void make_wake_pipe() {
   });
 }
 
+// Whether stderr is a terminal, where a progress line may be open: a message from the handler starts a new line
+// there, and nowhere else. Set when the handler is installed (isatty is not async-signal-safe).
+std::atomic<bool> g_stderr_is_terminal{false};
+
+// `text` starts with a line break, written only where stderr is a terminal.
 void write_stderr(const char* text, std::size_t length) {
-  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text, length);
+  const std::size_t skip = g_stderr_is_terminal.load() ? 0 : 1;
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text + skip, length - skip);
 }
 
 // Records the first signal and wakes stop_fd(). Async-signal-safe: lock-free atomics and write(2).
@@ -65,6 +71,7 @@ extern "C" void on_stop_signal(int signal) {
 }  // namespace
 
 void install_signal_handling() {
+  g_stderr_is_terminal.store(::isatty(STDERR_FILENO) == 1);
   make_wake_pipe();
   struct sigaction action {};
   action.sa_handler = on_stop_signal;

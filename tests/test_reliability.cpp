@@ -1514,6 +1514,8 @@ TEST_F(Reliability, ASecondSigintAbortsAtOnceAndLeavesNoPartialOutput) {
   const std::string err = read_text(options.stderr_path);
   EXPECT_TRUE(contains(err, "imgpipe: stopping: finishing the frames in flight (press Ctrl-C again to abort at once)"))
       << err;
+  EXPECT_FALSE(err.starts_with("\n") || contains(err, "\n\n")) << "stderr is a file: no progress line to break\n"
+                                                               << err;
   if (contains(err, " done, 0 failed")) GTEST_SKIP() << "the batch finished before the second signal\n" << err;
   EXPECT_EQ(exit_code, 130) << err;
   EXPECT_TRUE(contains(err, "imgpipe: aborted; unfinished outputs were removed")) << err;
