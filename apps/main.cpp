@@ -11,6 +11,7 @@
 #include "gpu_video.hpp"
 #include "image_file.hpp"
 #include "library_logging.hpp"
+#include "progress.hpp"
 #include "signals.hpp"
 #include "stream.hpp"
 
@@ -286,7 +287,7 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
   app.add_flag("--verbose", verbose, "Show the warnings of the libraries imgpipe uses (OpenCV, FFmpeg, GStreamer)");
 
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
-    std::cerr << "imgpipe: '" << unknown << "' is not a command; the commands are " << command_list(app)
+    std::cerr << "imgpipe: '" << printable(unknown) << "' is not a command; the commands are " << command_list(app)
               << " (imgpipe --help explains them)\n";
     return kExitUsage;
   }
@@ -322,10 +323,10 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
     if (*bench_command) return run_bench(bench);
     if (*stream_command) return run_stream_command(stream);
   } catch (const UsageError& e) {
-    std::cerr << "imgpipe: " << e.what() << "\n";
+    std::cerr << "imgpipe: " << printable(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "imgpipe: " << e.what() << "\n";
+    std::cerr << "imgpipe: " << printable(e.what()) << "\n";
     return kExitRuntime;
   }
   return kExitUsage;  // unreachable: require_subcommand(1) rejects a missing command

@@ -10,6 +10,23 @@
 
 namespace imgpipe::app {
 
+// `text` with its control characters (a file name's newline or escape sequence) as \xHH, so that a name
+// can neither break a message's line nor drive the terminal.
+inline std::string printable(const std::string& text) {
+  std::string shown;
+  shown.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7F) {
+      shown += c;
+      continue;
+    }
+    constexpr char kHex[] = "0123456789abcdef";
+    shown += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xF]};
+  }
+  return shown;
+}
+
 // Follows every pixel-limit refusal the commands print.
 inline constexpr const char* kPixelLimitHint = "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit";
 
@@ -24,7 +41,7 @@ class Progress {
     static std::mutex whole_lines;
     const std::lock_guard lock(whole_lines);
     clear();
-    std::cerr << "imgpipe: " + prefix_ + text + "\n" << std::flush;  // one write, whole, beside other writers
+    std::cerr << "imgpipe: " + printable(prefix_ + text) + "\n" << std::flush;  // one write, whole, beside others
   }
   void show(const std::string& line) {
     if (terminal_) std::cerr << "\r\033[K" << line << std::flush;

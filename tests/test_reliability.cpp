@@ -216,6 +216,16 @@ TEST_F(Reliability, ZeroByteFile) {
   expect_reported(in / "zero.png", "empty file");
 }
 
+// A name with a terminal escape sequence and a line break is shown with those bytes as \xHH: it can neither
+// recolour the terminal nor split its message.
+TEST_F(Reliability, ControlCharactersInANameAreShownEscaped) {
+  write_bytes(in / "bad\x1b[31m\nname.png", "");
+  const CommandResult run = imgpipe_cmd("batch " + quoted(in) + " " + quoted(out) + " --ops flip=h");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, (in / "bad\\x1b[31m\\x0aname.png").string() + ": empty file")) << run.output;
+  EXPECT_FALSE(contains(run.output, "\x1b")) << run.output;
+}
+
 TEST_F(Reliability, RandomBytesWithAnImageExtension) {
   std::string noise(4096, '\0');
   std::uint32_t state = 7;
