@@ -56,6 +56,8 @@ class FfmpegVideoReader final : public FrameReader {
     if (stream_ < 0) throw IoError(path, "cannot open as a video: the file holds no video stream");
     const AVStream& video = *format_->streams[stream_];
     quarter_turns_ = libav::clockwise_quarter_turns(video);
+    display_aspect_ = libav::anamorphic_display_aspect(*format_, *format_->streams[stream_]);
+    if (display_aspect_ && quarter_turns_ % 2 == 1) std::swap(display_aspect_->width, display_aspect_->height);
     const Size declared = turned({video.codecpar->width, video.codecpar->height}, quarter_turns_);
     if (declared.width >= 1 && declared.height >= 1 && declared.pixels() > max_pixels) {
       throw PixelLimitError(path, pixel_limit_reason(static_cast<std::uint64_t>(declared.width),
@@ -136,6 +138,7 @@ class FfmpegVideoReader final : public FrameReader {
   std::optional<std::uint64_t> frames_expected() const override { return frames_expected_; }
   std::vector<std::uint64_t> corrupt_frames() const override { return corrupt_; }
   std::string container_damage() const override { return log_.demuxer_error(); }
+  std::optional<DisplayAspect> display_aspect() const override { return display_aspect_; }
   std::string decoder() const override { return description_; }
 
  private:
@@ -219,9 +222,16 @@ class FfmpegVideoReader final : public FrameReader {
       sws_setColorspaceDetails(scaler_, coefficients, source_full, coefficients, target_full, brightness, contrast,
                                saturation);
     }
-    std::uint8_t* const planes[] = {target.data};
-    const int strides[] = {3 * target.size.width};
+    const int width = target.size.width, height = target.size.height;
+    const std::size_t stride = libav::padded_rgb_stride(width);
+    padded_rows_.resize(stride * static_cast<std::size_t>(height));
+    std::uint8_t* const planes[] = {padded_rows_.data()};
+    const int strides[] = {static_cast<int>(stride)};
     sws_scale(scaler_, frame_->data, frame_->linesize, 0, frame_->height, planes, strides);
+    for (int row = 0; row < height; ++row) {
+      std::memcpy(target.data + static_cast<std::size_t>(row) * 3 * width, padded_rows_.data() + row * stride,
+                  3 * static_cast<std::size_t>(width));
+    }
   }
 
   std::filesystem::path path_;
@@ -242,6 +252,7 @@ class FfmpegVideoReader final : public FrameReader {
   ScalerKey scaler_key_{};
   int stream_ = -1;
   int quarter_turns_ = 0;
+  std::optional<DisplayAspect> display_aspect_;
   double seconds_per_tick_ = 0;
   bool has_times_ = false;
   double frame_rate_ = 0;
@@ -256,6 +267,7 @@ class FfmpegVideoReader final : public FrameReader {
   std::vector<std::uint64_t> corrupt_;
   std::uint64_t frames_ = 0;
   std::vector<std::uint8_t> upright_scratch_;
+  std::vector<std::uint8_t> padded_rows_;  // libav::padded_rgb_stride apart
 };
 
 }  // namespace

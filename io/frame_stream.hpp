@@ -46,6 +46,9 @@ class FrameReader {
   // The first error the container's demuxer reported (a file cut short, damaged packets it skipped), empty where
   // it reported none: frames may be missing even though every frame read decoded cleanly.
   virtual std::string container_damage() const { return {}; }
+  // The shape the frames are shown in where their pixels are not square (an anamorphic video), upright;
+  // nullopt for square pixels or where the input does not say.
+  virtual std::optional<DisplayAspect> display_aspect() const { return std::nullopt; }
   // Which decoder reads the frames, for the summary.
   virtual std::string decoder() const { return "CPU"; }
 };
@@ -122,9 +125,11 @@ constexpr double kMaxFps = 1000;
 // otherwise OpenCV writes it at `fps` (constant frame rate; .mp4: mp4v, .avi: MJPG, .mkv: XVID), and close()
 // checks that the finished file holds every frame. With `audio_from` (the video the frames come from), its sound
 // is copied into the new file where the writer and the container can carry it (FFmpeg's), and audio() says
-// what became of it.
+// what became of it. `shown_as`: the shape an anamorphic video is shown in (FFmpeg's writer declares its pixel
+// aspect; OpenCV's writes square pixels).
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                               Existing existing, const std::filesystem::path& audio_from = {});
+                                               Existing existing, const std::filesystem::path& audio_from = {},
+                                               std::optional<DisplayAspect> shown_as = std::nullopt);
 
 // What encodes a video file of this name on the CPU, for the summary: "OpenCV", or the FFmpeg encoder that
 // keeps each frame's time.
@@ -137,7 +142,8 @@ std::string video_readers_description();
 // A video file opened at its first frame, once the chain's output size is known; otherwise open_video_writer's.
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
                                                               Existing existing,
-                                                              const std::filesystem::path& audio_from = {});
+                                                              const std::filesystem::path& audio_from = {},
+                                                              std::optional<DisplayAspect> shown_as = std::nullopt);
 
 // A frame stream as a job's source, one frame after another: every frame must have the first frame's size (a
 // video's output has one size) and stay within `max_pixels`, for the frame and every frame the chain makes

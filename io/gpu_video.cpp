@@ -421,6 +421,7 @@ class NvdecReader final : public FrameReader {
   }
 
   std::string container_damage() const override { return bitstream_->container_damage(); }
+  std::optional<DisplayAspect> display_aspect() const override { return bitstream_->display_aspect(); }
 
   std::string decoder() const override {
     const std::string container = bitstream_->container();
@@ -712,6 +713,7 @@ class SplitNvdecReader final : public FrameReader {
   }
 
   std::string container_damage() const override { return bitstream_->container_damage(); }
+  std::optional<DisplayAspect> display_aspect() const override { return bitstream_->display_aspect(); }
 
   std::string decoder() const override {
     const std::lock_guard lock(mutex_);

@@ -3,6 +3,7 @@
 // their owners, a file opened for demuxing, and a stream's rotation.
 #pragma once
 
+#include "chain.hpp"
 #include "libav_log.hpp"
 
 extern "C" {
@@ -15,10 +16,12 @@ extern "C" {
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -58,6 +61,14 @@ struct FrameFree {
 };
 using Frame = std::unique_ptr<AVFrame, FrameFree>;
 
+// libswscale's vector code reads and writes packed RGB rows in whole vectors, past a row's end (valgrind: a write
+// 16 bytes past a frame 330 pixels wide, a read 4 bytes past one 320 wide), which on a frame's last row lands past
+// its buffer. Frames go through rows of this stride, with room after each.
+inline std::size_t padded_rgb_stride(int width) {
+  constexpr std::size_t kRoomAfterARow = 256;
+  return static_cast<std::size_t>(3 * width) + kRoomAfterARow;
+}
+
 // Opens `path` into `input` and reads its streams' parameters: 0, or the AVERROR code of the step that failed.
 // The demuxer's messages go to `log` where one is given, from the first.
 inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog* log = nullptr) {
@@ -74,6 +85,15 @@ inline Packet make_packet() {
   Packet packet(av_packet_alloc());
   if (!packet) throw std::bad_alloc();
   return packet;
+}
+
+// The shape `stream`'s frames are shown in where its pixels are not square, as the ffmpeg command reads its
+// sample aspect ratio (the container's, else the codec's); nullopt for square pixels or none declared.
+inline std::optional<DisplayAspect> anamorphic_display_aspect(AVFormatContext& input, AVStream& stream) {
+  const AVRational sample = av_guess_sample_aspect_ratio(&input, &stream, nullptr);
+  if (sample.num <= 0 || sample.den <= 0 || sample.num == sample.den) return std::nullopt;
+  return display_aspect(std::int64_t{stream.codecpar->width} * sample.num,
+                        std::int64_t{stream.codecpar->height} * sample.den);
 }
 
 // Clockwise quarter turns (0 to 3) that show `stream` upright, as the ffmpeg command's autorotation reads its

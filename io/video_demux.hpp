@@ -5,6 +5,7 @@
 #pragma once
 
 #include "annexb.hpp"
+#include "chain.hpp"
 #include "io_error.hpp"
 
 #include <cstdint>
@@ -43,6 +44,8 @@ class Bitstream {
   virtual std::string container() const { return {}; }
   // FrameReader::container_damage() of the container; empty for an elementary stream.
   virtual std::string container_damage() const { return {}; }
+  // FrameReader::display_aspect() as the container declares it; nullopt for an elementary stream.
+  virtual std::optional<DisplayAspect> display_aspect() const { return std::nullopt; }
 };
 
 // What a container says of one picture's packet.

@@ -18,9 +18,12 @@ extern "C" {
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace imgpipe::io {
 namespace {
@@ -162,7 +165,7 @@ class AudioCopy {
 class LibavVideoWriter final : public FrameWriter {
  public:
   LibavVideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing,
-                   const std::filesystem::path& audio_from)
+                   const std::filesystem::path& audio_from, std::optional<DisplayAspect> shown_as)
       : temporary_(path), size_(size), ticks_per_frame_(std::llround(kTimeBase.den / fps)), existing_(existing) {
     const AVCodec* codec = find_encoder();
     if (codec == nullptr) fail("this FFmpeg has neither libx264 nor its MPEG-4 encoder");
@@ -184,6 +187,12 @@ class LibavVideoWriter final : public FrameWriter {
     encoder_->pix_fmt = format;
     encoder_->time_base = kTimeBase;
     encoder_->framerate = av_d2q(fps, 1 << 20);
+    if (shown_as) {
+      const DisplayAspect pixel = pixel_aspect(*shown_as, size);
+      av_reduce(&encoder_->sample_aspect_ratio.num, &encoder_->sample_aspect_ratio.den, pixel.width, pixel.height,
+                std::numeric_limits<int>::max());
+      stream_->sample_aspect_ratio = encoder_->sample_aspect_ratio;  // the container's field, which players read
+    }
     // libswscale's RGB -> YUV is BT.601 in limited range: say so in the stream.
     encoder_->colorspace = AVCOL_SPC_SMPTE170M;
     encoder_->color_range = AVCOL_RANGE_MPEG;
@@ -218,8 +227,14 @@ class LibavVideoWriter final : public FrameWriter {
   void write(ConstFrameView frame, std::optional<double> time) override {
     if (frame.size != size_) fail("frame of " + to_string(frame.size) + " in a video of " + to_string(size_));
     check(av_frame_make_writable(frame_.get()), "frame buffer");
-    const std::uint8_t* const rgb[] = {frame.data};
-    const int rgb_stride[] = {3 * frame.size.width};
+    const std::size_t stride = libav::padded_rgb_stride(frame.size.width);
+    const std::size_t row_bytes = 3 * static_cast<std::size_t>(frame.size.width);
+    padded_rows_.resize(stride * static_cast<std::size_t>(frame.size.height));
+    for (int row = 0; row < frame.size.height; ++row) {
+      std::memcpy(padded_rows_.data() + row * stride, frame.data + row * row_bytes, row_bytes);
+    }
+    const std::uint8_t* const rgb[] = {padded_rows_.data()};
+    const int rgb_stride[] = {static_cast<int>(stride)};
     sws_scale(to_yuv_.get(), rgb, rgb_stride, 0, frame.size.height, frame_->data, frame_->linesize);
     // The first frame's time is the file's 0 (as the ffmpeg command starts its outputs), else a stream cut from
     // late in its source, or a .ts whose clock starts well above 0, would begin with a long still picture.
@@ -291,6 +306,7 @@ class LibavVideoWriter final : public FrameWriter {
   libav::Frame frame_;
   libav::Packet packet_;
   std::unique_ptr<SwsContext, ScalerDeleter> to_yuv_;
+  std::vector<std::uint8_t> padded_rows_;  // libav::padded_rgb_stride apart
   std::optional<AudioCopy> audio_;
   std::uint64_t frames_ = 0;
   std::int64_t origin_ = 0;  // the first frame's time (90 kHz ticks), or 0 where it has none
@@ -318,8 +334,9 @@ std::string audio_codec_of(const std::filesystem::path& path) {
 }
 
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
-                                                     Existing existing, const std::filesystem::path& audio_from) {
-  return std::make_unique<LibavVideoWriter>(path, size, fps, existing, audio_from);
+                                                     Existing existing, const std::filesystem::path& audio_from,
+                                                     std::optional<DisplayAspect> shown_as) {
+  return std::make_unique<LibavVideoWriter>(path, size, fps, existing, audio_from, shown_as);
 }
 
 void set_encoder_logging(bool verbose) { av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET); }

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <numeric>
 #include <string>
 
 namespace imgpipe {
@@ -226,6 +227,27 @@ Size output_size(const Op& op, Size in) {
 Size output_size(const Chain& chain, Size in) {
   for (const Op& op : chain.ops) in = output_size(op, in);
   return in;
+}
+
+std::optional<DisplayAspect> display_aspect(std::int64_t width, std::int64_t height) {
+  if (width <= 0 || height <= 0) return std::nullopt;
+  const std::int64_t common = std::gcd(width, height);
+  return DisplayAspect{width / common, height / common};
+}
+
+DisplayAspect output_display_aspect(const Chain& chain, DisplayAspect input) {
+  for (const Op& op : chain.ops) {
+    const auto* rotate = std::get_if<Rotate>(&op);
+    if (std::holds_alternative<Transpose>(op) || (rotate != nullptr && rotate->degrees != 180)) {
+      std::swap(input.width, input.height);
+    }
+  }
+  return input;
+}
+
+DisplayAspect pixel_aspect(DisplayAspect aspect, Size size) {
+  // An aspect's terms stay below 2^47 (a side of at most 65535 times an int ratio's term), the sides below 2^16.
+  return *display_aspect(aspect.width * size.height, aspect.height * size.width);
 }
 
 Size largest_frame(const Chain& chain, Size in) {

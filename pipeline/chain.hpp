@@ -5,6 +5,7 @@
 #include "image.hpp"
 #include "limits.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -81,6 +82,22 @@ std::string to_string(const Chain& chain);
 
 Size output_size(const Op& op, Size in);
 Size output_size(const Chain& chain, Size in);
+// The shape a video's frames are shown in, width to height, where its pixels are not square (an anamorphic
+// video: its frame's width and height times its sample aspect ratio), reduced to lowest terms.
+struct DisplayAspect {
+  std::int64_t width = 1;
+  std::int64_t height = 1;
+  bool operator==(const DisplayAspect&) const = default;
+};
+// width:height reduced; nullopt unless both are positive.
+std::optional<DisplayAspect> display_aspect(std::int64_t width, std::int64_t height);
+// The shape the chain's output is shown in for an input shown as `input`: a resize keeps it, as ffmpeg's scale
+// filter keeps it (the pixels stretch by what the resize squeezes the frame), and each transpose or quarter turn
+// turns it.
+DisplayAspect output_display_aspect(const Chain& chain, DisplayAspect input);
+// The sample aspect ratio (a pixel's width to its height) that shows a frame of `size` as `aspect`, reduced.
+DisplayAspect pixel_aspect(DisplayAspect aspect, Size size);
+
 // The largest frame the chain makes from an input of `in`: the input itself, then every op's output. Sources
 // check it against their pixel limit before asking for memory, so a chain that blows a small image up is
 // refused before the engine allocates for it.

@@ -95,6 +95,20 @@ TEST(ChainGeometry, OutputSizeFollowsTheOps) {
   EXPECT_EQ(output_size(parse_chain("rotate=270,resize=30x20,flip=v,transpose"), {640, 480}), (Size{20, 30}));
 }
 
+// An anamorphic video's shape on screen: a resize keeps it (its pixels stretch by what it squeezes the frame), a
+// transpose or quarter turn turns it, the rest keep it; the pixel aspect shows a frame of any size in it.
+TEST(ChainGeometry, DisplayAspectFollowsTheOps) {
+  EXPECT_EQ(display_aspect(1440 * 4, 1080 * 3), (DisplayAspect{16, 9}));
+  EXPECT_EQ(display_aspect(0, 9), std::nullopt);
+  const DisplayAspect wide{16, 9};
+  EXPECT_EQ(output_display_aspect(parse_chain("resize=180x240,gaussian=5,flip=h,rotate=180"), wide), wide);
+  EXPECT_EQ(output_display_aspect(parse_chain("rotate=90"), wide), (DisplayAspect{9, 16}));
+  EXPECT_EQ(output_display_aspect(parse_chain("transpose,rotate=270"), wide), wide);
+  EXPECT_EQ(pixel_aspect(wide, {360, 240}), (DisplayAspect{32, 27}));
+  EXPECT_EQ(pixel_aspect(wide, {1280, 720}), (DisplayAspect{1, 1}));
+  EXPECT_EQ(pixel_aspect(DisplayAspect{9, 16}, {240, 360}), (DisplayAspect{27, 32}));
+}
+
 TEST(GaussianWeights, MatchOpenCvGetGaussianKernel) {
   // exp(-x^2 / (2 sigma^2)) normalised, as cv::getGaussianKernel documents (computed independently in Python);
   // with sigma derived from a small K it uses fixed tables instead.

@@ -644,6 +644,35 @@ TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
   }
 }
 
+// An anamorphic video (360x240 shown as 16:9) keeps its shape on screen through the chain: a resize changes the
+// pixels' shape instead, a quarter turn turns it.
+TEST(CliStream, AnAnamorphicVideoKeepsItsShapeOnScreen) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, in square pixels";
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!cpu_decodes_video() && !io::gpu_video_unavailable().empty()) {
+    GTEST_SKIP() << "no decoder here takes a Matroska file (no CPU decoder, no NVDEC)";
+  }
+  TempDir dir;
+  const fs::path in = dir.path() / "wide.mkv";
+  const Image frame = testing::random_image({360, 240}, 5);
+  const std::unique_ptr<io::FrameWriter> writer =
+      io::open_timed_video_writer(in, frame.size(), 25, io::Existing::keep, {}, DisplayAspect{16, 9});
+  for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
+  writer->close();
+  const std::optional<DisplayAspect> wide = DisplayAspect{16, 9}, tall = DisplayAspect{9, 16};
+  // 320x180 shows 16:9 in square pixels, which a video need not declare.
+  for (const auto& [ops, shape] :
+       {std::pair{"flip=h", wide}, std::pair{"resize=180x240,gaussian=3", wide},
+        std::pair{"resize=320x180", std::optional<DisplayAspect>()}, std::pair{"rotate=90", tall}}) {
+    const fs::path out = dir.path() / "out.mkv";
+    const CommandResult run =
+        imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops " + ops);
+    ASSERT_EQ(run.exit_code, 0) << ops << "\n" << run.output;
+    EXPECT_EQ(io::open_container(out)->display_aspect(), shape) << ops;
+  }
+}
+
 // `video`'s pictures with 1.4 s of a 440 Hz tone in `codec`, made into `out` by the ffmpeg command.
 CommandResult with_tone(const fs::path& video, const std::string& codec, const fs::path& out) {
   return testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video) +

@@ -6,9 +6,13 @@
 #include "ppm.hpp"
 #include "reference.hpp"
 #include "sample_videos.hpp"
+#include "test_images.hpp"
 #include "test_io_helpers.hpp"
+#include "video_encode.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -280,6 +284,75 @@ TEST(CpuVideo, AContainerCutShortIsReportedAndWholeOnesAreNot) {
     EXPECT_NE(decoded.container_damage, "") << clip;
     EXPECT_GT(decoded.frames.size(), 0u) << clip;
     EXPECT_LT(decoded.frames.size(), whole.frames.size()) << clip;
+  }
+}
+
+// `bytes` of memory that end where an inaccessible page begins: a read or a write past their end faults.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(std::size_t bytes) {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    mapped_ = ((bytes + page - 1) / page + 1) * page;
+    base_ = static_cast<std::uint8_t*>(
+        ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base_ == MAP_FAILED || ::mprotect(base_ + mapped_ - page, page, PROT_NONE) != 0) throw std::bad_alloc();
+    data_ = base_ + mapped_ - page - bytes;
+  }
+  ~GuardedBuffer() { ::munmap(base_, mapped_); }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  std::uint8_t* data() { return data_; }
+
+ private:
+  std::uint8_t* base_ = nullptr;
+  std::size_t mapped_ = 0;
+  std::uint8_t* data_ = nullptr;
+};
+
+// libswscale's vector code overruns rows of packed RGB; frames written from, and decoded into, buffers that end
+// at an inaccessible page show that nothing is read or written past them, at widths of every alignment.
+TEST(CpuVideo, FramesOfAnyWidthAreReadAndWrittenWithinTheirBuffers) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  if (!io::writes_timed_video("video.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  TempDir dir;
+  for (const int width : {320, 330, 362, 97}) {
+    const Size size{width, 60};
+    fs::path path = dir.path() / std::to_string(width);
+    path += ".mkv";
+    const std::unique_ptr<io::FrameWriter> writer = io::open_timed_video_writer(path, size, 25, io::Existing::keep);
+    GuardedBuffer written(size.rgb_bytes());
+    for (int f = 0; f < 3; ++f) {
+      for (std::size_t i = 0; i < size.rgb_bytes(); ++i) written.data()[i] = static_cast<std::uint8_t>(i * 7 + f * 5);
+      writer->write(ConstFrameView(written.data(), size), std::nullopt);
+    }
+    writer->close();
+    const std::unique_ptr<io::FrameReader> reader = io::open_ffmpeg_video_reader(path);
+    GuardedBuffer read(size.rgb_bytes());
+    int frames = 0;
+    while (const std::optional<Size> next = reader->next_size()) {
+      ASSERT_EQ(*next, size);
+      reader->read(FrameView(read.data(), size));
+      ++frames;
+    }
+    EXPECT_EQ(frames, 3) << width;
+  }
+}
+
+// The shape an anamorphic video is shown in survives the writer and the reader, in both containers; square pixels
+// say nothing.
+TEST(CpuVideo, AnAnamorphicVideosShapeIsWrittenAndRead) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  if (!io::writes_timed_video("video.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  TempDir dir;
+  const Image frame = random_image({360, 240}, 3);
+  for (const char* name : {"wide.mkv", "wide.mp4", "square.mkv"}) {
+    const fs::path path = dir.path() / name;
+    const std::optional<DisplayAspect> shown_as = name[0] == 'w' ? std::optional(DisplayAspect{16, 9}) : std::nullopt;
+    const std::unique_ptr<io::FrameWriter> writer =
+        io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, shown_as);
+    writer->write(frame.view(), std::nullopt);
+    writer->close();
+    EXPECT_EQ(io::open_ffmpeg_video_reader(path)->display_aspect(), shown_as) << name;
   }
 }
 

@@ -809,6 +809,11 @@ class VideoReader {
   std::vector<std::uint64_t> damaged_frames() {
     return locked([&] { return reader_->corrupt_frames(); });
   }
+  std::optional<std::pair<std::int64_t, std::int64_t>> display_aspect() {
+    const std::optional<DisplayAspect> shape = locked([&] { return reader_->display_aspect(); });
+    if (!shape) return std::nullopt;
+    return std::pair(shape->width, shape->height);
+  }
   std::optional<std::string> container_damage() {
     std::string damage = locked([&] { return reader_->container_damage(); });
     return damage.empty() ? std::nullopt : std::optional(std::move(damage));
@@ -839,7 +844,8 @@ void check_audio_source(const std::filesystem::path& source) {
 class VideoWriter {
  public:
   VideoWriter(const std::filesystem::path& path, double fps, bool overwrite,
-              const std::optional<std::filesystem::path>& audio_from)
+              const std::optional<std::filesystem::path>& audio_from,
+              const std::optional<std::pair<std::int64_t, std::int64_t>>& display_aspect)
       : path_(path) {
     if (!(fps > 0 && fps <= io::kMaxFps)) {  // NaN too
       char text[96];
@@ -850,9 +856,17 @@ class VideoWriter {
     if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
       throw io::IoError(path, "exists; overwrite=True replaces it (once the new video is complete)");
     }
+    std::optional<DisplayAspect> shown_as;
+    if (display_aspect) {
+      constexpr std::int64_t kLargestTerm = std::int64_t{1} << 31;
+      const auto [width, height] = *display_aspect;
+      shown_as =
+          width <= kLargestTerm && height <= kLargestTerm ? imgpipe::display_aspect(width, height) : std::nullopt;
+      if (!shown_as) throw nb::value_error("display_aspect: (width, height), both above 0 and at most 2**31");
+    }
     if (audio_from) check_audio_source(*audio_from);
     writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep,
-                                                   audio_from.value_or(std::filesystem::path()));
+                                                   audio_from.value_or(std::filesystem::path()), shown_as);
   }
 
   static constexpr double kLatestFrameSeconds = 1e9;  // about 32 years either way
@@ -1068,6 +1082,9 @@ NB_MODULE(_imgpipe, m) {
                    "What decodes the frames, as `imgpipe stream`'s summary names it")
       .def_prop_ro("damaged_frames", &imgpipe::python::VideoReader::damaged_frames,
                    "Numbers (from 0) of the frames read so far that the decoder reported damaged and concealed")
+      .def_prop_ro("display_aspect", &imgpipe::python::VideoReader::display_aspect,
+                   "(width, height) of the shape an anamorphic video's frames are shown in (their sample aspect "
+                   "ratio applied), as VideoWriter's display_aspect takes it; None for square pixels")
       .def_prop_ro("container_damage", &imgpipe::python::VideoReader::container_damage,
                    "The first error the container's demuxer reported so far (a file cut short ends its frames early "
                    "without one), or None")
@@ -1081,13 +1098,16 @@ NB_MODULE(_imgpipe, m) {
       "and builds without those libraries, through OpenCV at fps. The file appears under its name only when "
       "close() completes it; as a context manager it is closed at the end of the block, or, when the block "
       "raises, discarded")
-      .def(nb::init<const std::filesystem::path&, double, bool, const std::optional<std::filesystem::path>&>(),
+      .def(nb::init<const std::filesystem::path&, double, bool, const std::optional<std::filesystem::path>&,
+                    const std::optional<std::pair<std::int64_t, std::int64_t>>&>(),
            nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false,
-           nb::arg("audio_from") = nb::none(),
+           nb::arg("audio_from") = nb::none(), nb::arg("display_aspect") = nb::none(),
            "fps: the rate of frames written without a time (above 0, at most 1000). audio_from: the video file the "
            "frames come from, whose sound is copied beside them at its times less the first frame's (as `imgpipe "
-           "stream` copies it; .mp4, .mkv, .mov). OSError naming the file when it exists (unless overwrite), or when "
-           "audio_from is missing or not a file")
+           "stream` copies it; .mp4, .mkv, .mov). display_aspect: (width, height) of the shape the frames are shown "
+           "in, for an anamorphic video (a VideoReader's display_aspect; FFmpeg's writer declares the pixels' "
+           "shape, OpenCV's writes square pixels); None: square pixels. OSError naming the file when it exists "
+           "(unless overwrite), or when audio_from is missing or not a file")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
            "1 / fps after it; ValueError beyond 1e9 s either way, or NaN); every frame must have the first's size")

@@ -101,6 +101,26 @@ def test_a_reader_can_be_asked_about_while_another_thread_reads_it(tmp_path):
         assert polls > 10 and reader.damaged_frames and reader.damaged_frames[-1] < reader.frames_read
 
 
+def test_an_anamorphic_videos_shape_goes_from_reader_to_writer(tmp_path):
+    frame = np.random.default_rng(3).integers(0, 256, (240, 360, 3), np.uint8)
+    try:
+        with imgpipe.VideoWriter(tmp_path / "wide.mkv", display_aspect=(32, 18)) as writer:
+            writer.write(frame)
+        reader = imgpipe.VideoReader(tmp_path / "wide.mkv")
+    except OSError as error:
+        pytest.skip(str(error))
+    if "OpenCV" in reader.decoder:
+        pytest.skip("OpenCV's reader and writer know square pixels only")
+    assert reader.display_aspect == (16, 9)
+    with imgpipe.VideoWriter(tmp_path / "copy.mkv", display_aspect=reader.display_aspect) as writer:
+        for frame, _ in reader:
+            writer.write(frame)
+    assert imgpipe.VideoReader(tmp_path / "copy.mkv").display_aspect == (16, 9)
+    for bad in [(0, 9), (16, -9), (2**40, 1)]:
+        with pytest.raises(ValueError, match="display_aspect"):
+            imgpipe.VideoWriter(tmp_path / "bad.mkv", display_aspect=bad)
+
+
 def test_a_file_cut_short_says_so_after_its_last_frame(tmp_path):
     whole = open_or_skip(VIDEO / "clip_vfr.mkv")
     frames = sum(1 for _ in whole)
