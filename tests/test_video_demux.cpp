@@ -2,8 +2,10 @@
 // libavformat and FFmpeg's bitstream filters hand out for the sample clips in data/video, against the
 // elementary stream the MP4 was muxed from and the times the variable-rate clip was made with.
 #include "sample_videos.hpp"
+#include "test_images.hpp"
 #include "test_io_helpers.hpp"
 #include "video_demux.hpp"
+#include "video_encode.hpp"
 
 #include <gtest/gtest.h>
 
@@ -151,6 +153,24 @@ TEST(ContainerDemux, PacketsTooDamagedToParseAreSkippedAndTheRestRead) {
   const std::size_t pictures = demux(*stream).pts.size();
   EXPECT_NE(stream->container_damage().find("skipped"), std::string::npos) << stream->container_damage();
   EXPECT_GT(pictures, 100u) << "of 114";
+}
+
+// NVDEC's demuxer reads the shape an anamorphic video is shown in as the CPU reader does; square pixels say none.
+TEST(ContainerDemux, AnAnamorphicVideosShapeIsRead) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  if (!io::writes_timed_video("video.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  TempDir dir;
+  const Image frame = random_image({360, 240}, 4);
+  for (const std::optional<DisplayAspect> shape :
+       {std::optional(DisplayAspect{16, 9}), std::optional<DisplayAspect>()}) {
+    const fs::path path = dir.path() / (shape ? "wide.mp4" : "square.mp4");
+    const std::unique_ptr<io::FrameWriter> writer =
+        io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, shape);
+    writer->write(frame.view(), std::nullopt);
+    writer->close();
+    EXPECT_EQ(io::open_container(path)->display_aspect(), shape);
+  }
+  EXPECT_EQ(io::open_container(video_file("clip.mp4"))->display_aspect(), std::nullopt);
 }
 
 TEST(ContainerDemux, ElementaryStreamsComeInReadsOfTheirBytesWithoutTimes) {
