@@ -1,6 +1,6 @@
 // What io/'s users of FFmpeg's libraries share (container_demux.cpp, cpu_video.cpp, video_encode.cpp; only files
 // built with FFmpeg include it): an error code as text or as the system error it carries, FFmpeg's objects freed by
-// their owners, a file opened for demuxing, and a stream's rotation.
+// their owners, the rows libswscale may overrun, a file opened for demuxing, and a stream's rotation and shape.
 #pragma once
 
 #include "chain.hpp"
