@@ -225,7 +225,9 @@ int main(int argc, char** argv) {
                                  number_text(io::kMaxFps) + "; default: the rate the input declares, else 30");
   stream_command->add_option("--timestamps", stream.timestamps,
                              "Also write each output frame's time, in ms, to this file (mkvmerge's timestamp format "
-                             "v2): the input's own times where it has them (a container's), else 1/fps apart");
+                             "v2): the input's own times where it has them (a container's), else 1/fps apart; an "
+                             "existing file is replaced only with --overwrite, a device or FIFO (/dev/stderr) is "
+                             "written into");
   stream_command->add_option("--backend", stream.backend, "auto: optimized with a CUDA device, else cpu")
       ->check(CLI::IsMember({"auto", "cpu", "naive", "optimized"}))
       ->capture_default_str();

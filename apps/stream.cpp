@@ -251,7 +251,11 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
       throw UsageError("--timestamps '" + options.timestamps +
                        "': cannot write into its folder: " + std::strerror(errno));
     }
-    if (!options.overwrite && std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
+    // A device or a FIFO (/dev/stdout, a named pipe) is written into; only a file is replaced.
+    const std::filesystem::file_status found = std::filesystem::status(options.timestamps, error);
+    const bool written_into = std::filesystem::exists(found) && !std::filesystem::is_regular_file(found);
+    if (!options.overwrite && !written_into &&
+        std::filesystem::exists(std::filesystem::symlink_status(options.timestamps, error))) {
       throw UsageError("--timestamps '" + options.timestamps + "' exists; --overwrite replaces it");
     }
     if (is_same_file(options.timestamps, input_file_path(options.input), STDIN_FILENO) ||

@@ -19,6 +19,13 @@
 namespace imgpipe::io {
 namespace {
 
+// Whether `path` leads (through links) to something that is written into rather than replaced: a device such as
+// /dev/null or a terminal, a FIFO, a socket.
+bool is_written_into(const std::filesystem::path& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode);
+}
+
 std::string system_reason(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // Closes on every path out, so an exception never leaks a descriptor.
@@ -127,6 +134,7 @@ void TemporaryFile::commit(Existing existing) {
     ::unlink(temporary_.c_str());
     throw IoError(path_, reason);
   };
+  if (is_written_into(path_)) fail("is a device, a FIFO or a socket, which a finished file is never renamed over");
   if (existing == Existing::replace) {
     if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
       fail(system_reason("cannot rename the finished temporary file into place"));
@@ -207,18 +215,32 @@ std::uint64_t max_image_file_bytes(std::uint64_t max_pixels) {
   return max_pixels * 8 + kSlack;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
-                           Existing existing) {
-  TemporaryFile temporary(path);
-  FileDescriptor file(create_temporary(temporary.name()));
-  if (file.get() < 0) throw IoError(path, system_reason("cannot create a temporary file in its folder"));
+namespace {
+
+void write_all(int fd, const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(file.get(), bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw IoError(path, system_reason("cannot write"));  // ENOSPC, EDQUOT, EFBIG (ulimit -f), EIO...
     done += static_cast<std::size_t>(n);
   }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes, Existing existing) {
+  if (is_written_into(path)) {
+    FileDescriptor target(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (target.get() < 0) throw IoError(path, system_reason("cannot open"));
+    write_all(target.get(), path, bytes);
+    if (target.close() != 0) throw IoError(path, system_reason("cannot write"));
+    return;
+  }
+  TemporaryFile temporary(path);
+  FileDescriptor file(create_temporary(temporary.name()));
+  if (file.get() < 0) throw IoError(path, system_reason("cannot create a temporary file in its folder"));
+  write_all(file.get(), path, bytes);
   if (file.close() != 0) throw IoError(path, system_reason("cannot write"));
   temporary.commit(existing);
 }

@@ -44,7 +44,8 @@ class TemporaryFile {
   const std::filesystem::path& destination() const { return path_; }
   // Renames the finished temporary over the destination. With Existing::keep an existing destination is never
   // replaced, even one that appeared while this was writing (the rename refuses atomically). Throws IoError
-  // naming the destination, and removes the temporary, when the rename fails.
+  // naming the destination, and removes the temporary, when the rename fails, or when the destination leads to
+  // a device, a FIFO or a socket, which is never renamed over.
   void commit(Existing existing);
 
  private:
@@ -60,7 +61,8 @@ class TemporaryFile {
 void remove_unfinished_temporaries() noexcept;
 
 // Writes `bytes` to a TemporaryFile beside `path`, then commits it, so a crash or a full disk never leaves a
-// truncated file under the real name. The temporary is removed on every failure. The folder must exist.
+// truncated file under the real name. The temporary is removed on every failure. The folder must exist. A path
+// that leads to a device, a FIFO or a socket (/dev/stdout, a named pipe) is written into, never replaced.
 // Throws IoError.
 void write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
                            Existing existing = Existing::replace);

@@ -602,6 +602,27 @@ TEST(ReliabilityStream, AVideoCutShortIsNamedAndItsFramesWritten) {
   EXPECT_GT(fs::file_size(dir.path() / "out.mkv"), 0u);
 }
 
+// A FIFO (or a device) named by --timestamps is written into, never renamed over: with or without --overwrite,
+// it is still a FIFO afterwards and its reader gets the times.
+TEST(ReliabilityStream, TimestampsIntoAFifoAreWrittenIntoIt) {
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const fs::path fifo = dir.path() / "times.fifo", got = dir.path() / "got.txt", frames = dir.path() / "in.rgb";
+  write_bytes(frames, std::string(4 * 4 * 4 * 3, '\x40'));  // four 4x4 frames
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string overwrite : {"", " --overwrite"}) {
+    // The reader gives up after 20 s, so that a run which never opens the FIFO cannot hang the test.
+    const std::string script = "timeout 20 cat " + quoted(fifo) + " > " + quoted(got) + " & reader=$!; " +
+                               quoted(IMGPIPE_BINARY) + " stream --input - --size 4x4 --output - --ops flip=h " +
+                               "--timestamps " + quoted(fifo) + overwrite + " < " + quoted(frames) +
+                               " > /dev/null; code=$?; wait $reader; exit $code";
+    const CommandResult run = testing::run_command("sh", "-c " + quoted(fs::path(script)));
+    EXPECT_EQ(run.exit_code, 0) << overwrite << "\n" << run.output;
+    EXPECT_TRUE(fs::is_fifo(fifo)) << overwrite;
+    EXPECT_EQ(read_text(got), "# timestamp format v2\n0.000\n33.333\n66.667\n100.000\n") << overwrite;
+  }
+}
+
 TEST(ReliabilityStream, ShortLastRawFrameNamesTheFrameAndExitsOne) {
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
   TempDir dir;
