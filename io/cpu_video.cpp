@@ -225,8 +225,9 @@ class FfmpegVideoReader final : public FrameReader {
     const int width = target.size.width, height = target.size.height;
     const std::size_t stride = libav::padded_rgb_stride(width);
     padded_rows_.resize(stride * static_cast<std::size_t>(height));
-    std::uint8_t* const planes[] = {padded_rows_.data()};
-    const int strides[] = {static_cast<int>(stride)};
+    // sws_scale reads four planes' pointers and strides (AV_NUM_DATA_POINTERS of them in newer releases).
+    std::uint8_t* const planes[AV_NUM_DATA_POINTERS] = {padded_rows_.data()};
+    const int strides[AV_NUM_DATA_POINTERS] = {static_cast<int>(stride)};
     sws_scale(scaler_, frame_->data, frame_->linesize, 0, frame_->height, planes, strides);
     for (int row = 0; row < height; ++row) {
       std::memcpy(target.data + static_cast<std::size_t>(row) * 3 * width, padded_rows_.data() + row * stride,

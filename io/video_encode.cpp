@@ -233,8 +233,9 @@ class LibavVideoWriter final : public FrameWriter {
     for (int row = 0; row < frame.size.height; ++row) {
       std::memcpy(padded_rows_.data() + row * stride, frame.data + row * row_bytes, row_bytes);
     }
-    const std::uint8_t* const rgb[] = {padded_rows_.data()};
-    const int rgb_stride[] = {static_cast<int>(stride)};
+    // sws_scale reads four planes' pointers and strides (AV_NUM_DATA_POINTERS of them in newer releases).
+    const std::uint8_t* const rgb[AV_NUM_DATA_POINTERS] = {padded_rows_.data()};
+    const int rgb_stride[AV_NUM_DATA_POINTERS] = {static_cast<int>(stride)};
     sws_scale(to_yuv_.get(), rgb, rgb_stride, 0, frame.size.height, frame_->data, frame_->linesize);
     // The first frame's time is the file's 0 (as the ffmpeg command starts its outputs), else a stream cut from
     // late in its source, or a .ts whose clock starts well above 0, would begin with a long still picture.
