@@ -345,7 +345,8 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
       // A video file's sound goes along, and an anamorphic video's shape; raw frames have neither.
       const std::optional<DisplayAspect> shown_as = reader->display_aspect();
       writer = io::open_video_writer_at_first_frame(
-          options.output, fps, existing, raw_in ? std::filesystem::path() : std::filesystem::path(options.input),
+          options.output, fps, existing,
+          raw_in ? std::filesystem::path() : std::filesystem::path(input_file_path(options.input)),
           shown_as ? std::optional(output_display_aspect(chain, *shown_as)) : std::nullopt);
     }
     sink = std::make_unique<io::FrameStreamSink>(*writer);

@@ -69,13 +69,26 @@ inline std::size_t padded_rgb_stride(int width) {
   return static_cast<std::size_t>(3 * width) + kRoomAfterARow;
 }
 
+// `path`, a local file, as libavformat must be given it: a relative name whose first part holds a colon
+// ("cam:1.mkv") would be taken for a protocol's URL, and "./" in front makes it a file's.
+inline std::string file_url(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  const bool colon_in_first_part = !path.empty() && path.begin()->string().find(':') != std::string::npos;
+  return path.is_relative() && colon_in_first_part ? "./" + name : name;
+}
+
 // Opens `path` into `input` and reads its streams' parameters: 0, or the AVERROR code of the step that failed.
 // The demuxer's messages go to `log` where one is given, from the first.
 inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog* log = nullptr) {
   AVFormatContext* opened = avformat_alloc_context();
   if (opened == nullptr) return AVERROR(ENOMEM);
   if (log != nullptr) log->watch(*opened);
-  if (const int error = avformat_open_input(&opened, path.c_str(), nullptr, nullptr); error < 0) return error;
+  // A name that is no local file may be a URL (rtsp://, file:), which goes to libavformat as it is.
+  std::error_code error_code;
+  const std::string url = std::filesystem::exists(path, error_code) ? file_url(path) : path.string();
+  if (const int error = avformat_open_input(&opened, url.c_str(), nullptr, nullptr); error < 0) {
+    return error;
+  }
   input.reset(opened);
   return std::min(avformat_find_stream_info(input.get(), nullptr), 0);
 }

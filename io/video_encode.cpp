@@ -208,7 +208,7 @@ class LibavVideoWriter final : public FrameWriter {
     check(avcodec_parameters_from_context(stream_->codecpar, encoder_.get()), "encoder parameters");
     stream_->time_base = kTimeBase;
     if (!audio_from.empty()) audio_.emplace(audio_from, *output_);
-    check(avio_open(&output_->pb, temporary_.name().string().c_str(), AVIO_FLAG_WRITE),
+    check(avio_open(&output_->pb, libav::file_url(temporary_.name()).c_str(), AVIO_FLAG_WRITE),
           "cannot open for writing as video (folder missing, no permission, or disk full)");
     check(avformat_write_header(output_.get(), nullptr), "writing the video failed");
 

@@ -644,6 +644,20 @@ TEST(CliStream, AVideoFileOutputKeepsEachFramesTime) {
   }
 }
 
+// Relative names whose first part holds a colon are files, not URLs of a protocol "subs" or "cam".
+TEST(CliStream, RelativeNamesWithAColonAreFiles) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV";
+  if (!cpu_decodes_video() && !io::gpu_video_unavailable().empty()) GTEST_SKIP() << "no decoder for an MP4 here";
+  TempDir dir;
+  fs::copy_file(video_file("clip.mp4"), dir.path() / "subs:x.mp4");
+  const CommandResult run = testing::run_command(
+      "sh", "-c " + quoted(fs::path("cd " + quoted(dir.path()) + " && " + quoted(IMGPIPE_BINARY) +
+                                    " stream --input subs:x.mp4 --output cam:1.mkv --ops flip=h")));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GT(fs::file_size(dir.path() / "cam:1.mkv"), 0u);
+}
+
 // An anamorphic video (360x240 shown as 16:9) keeps its shape on screen through the chain: a resize changes the
 // pixels' shape instead, a quarter turn turns it.
 TEST(CliStream, AnAnamorphicVideoKeepsItsShapeOnScreen) {
