@@ -141,15 +141,27 @@ class AudioCopy {
       if (packet_->pts != AV_NOPTS_VALUE) packet_->pts -= origin_;
       if (packet_->dts != AV_NOPTS_VALUE) packet_->dts -= origin_;
       av_packet_rescale_ts(packet_.get(), source_base, stream_->time_base);
+      pending_ = false;
+      // Times that go back (a transport stream whose clock restarts, as concatenated recordings do): the muxer
+      // refuses them, which would fail the whole video, so those packets are left out and counted.
+      if (packet_->dts != AV_NOPTS_VALUE && last_dts_ && packet_->dts <= *last_dts_) {
+        av_packet_unref(packet_.get());
+        ++packets_out_of_order_;
+        continue;
+      }
+      if (packet_->dts != AV_NOPTS_VALUE) last_dts_ = packet_->dts;
       packet_->stream_index = stream_->index;
       packet_->pos = -1;
       const int written = av_interleaved_write_frame(&output_, packet_.get());  // takes the packet's data
-      pending_ = false;
       if (written < 0) throw IoError("writing the audio failed: " + libav::error_text(written));
     }
   }
 
-  const std::string& note() const { return note_; }
+  std::string note() const {
+    if (packets_out_of_order_ == 0) return note_;
+    return note_ + "; " + std::to_string(packets_out_of_order_) + " audio packet" +
+           (packets_out_of_order_ == 1 ? "" : "s") + " whose times went back (the input's clock restarts) left out";
+  }
 
  private:
   AVFormatContext& output_;
@@ -157,6 +169,8 @@ class AudioCopy {
   int source_index_ = -1;
   AVStream* stream_ = nullptr;  // output_'s; nullptr once the audio is done, or where there is none to copy
   std::int64_t origin_ = 0;     // start_at's, in the source stream's time base
+  std::optional<std::int64_t> last_dts_;  // of the last packet written, in stream_'s time base
+  std::uint64_t packets_out_of_order_ = 0;
   libav::Packet packet_ = libav::make_packet();
   bool pending_ = false;  // packet_ holds the next audio packet, read and not yet written
   std::string note_;

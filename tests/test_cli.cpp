@@ -719,6 +719,34 @@ void expect_times_near(const std::vector<double>& times, const std::vector<doubl
   for (std::size_t n = 0; n < times.size(); ++n) EXPECT_NEAR(times[n], expected[n], tolerance) << what << " " << n;
 }
 
+// Two transport streams with sound, one after the other (as recordings are joined): the clock restarts halfway.
+// The video's frames after the restart come a frame apart; the sound whose times went back is left out and
+// counted, rather than failing the muxer and with it the whole video.
+TEST(CliStream, SoundWhoseClockRestartsIsLeftOutNotFatal) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, which takes no sound";
+  if (!testing::has_ffmpeg_command()) GTEST_SKIP() << "no ffmpeg command here to make a video with sound";
+  if (!cpu_decodes_video() && !io::gpu_video_unavailable().empty()) GTEST_SKIP() << "no decoder for MPEG-TS here";
+  TempDir dir;
+  const fs::path part = dir.path() / "part.ts", joined = dir.path() / "joined.ts", out = dir.path() / "out.mkv";
+  const CommandResult made = testing::run_command(
+      "ffmpeg",
+      "-loglevel error -f lavfi -i testsrc2=size=160x120:rate=25:duration=1 -f lavfi -i sine=duration=1 "
+      "-c:v libx264 -c:a mp2 " +
+          quoted(part));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::vector<std::uint8_t> bytes = testing::file_bytes(part);
+  std::string twice(bytes.begin(), bytes.end());
+  twice += twice;
+  testing::write_bytes(joined, twice);
+  const CommandResult run = imgpipe("stream --input " + quoted(joined) + " --output " + quoted(out) + " --ops flip=h");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "50 frames")) << run.output;
+  EXPECT_TRUE(contains(run.output, "audio copied (mp2); ")) << run.output;
+  EXPECT_TRUE(contains(run.output, " whose times went back (the input's clock restarts) left out")) << run.output;
+  EXPECT_GT(packet_times(out, "a").size(), 20u);
+}
+
 // A video file output carries the input's sound, copied as it is at its times, up to the end of the last frame,
 // where the container takes its codec; where it does not, or the writer is OpenCV's, the summary says so.
 TEST(CliStream, AVideoFileOutputCarriesTheInputsSound) {
