@@ -220,9 +220,9 @@ int main(int argc, char** argv) {
   stream_command->add_option("--size", stream.size, "WxH of the raw input frames (--input -)");
   add_max_pixels_option(*stream_command, stream.max_pixels);
   stream_command->add_option("--fps", stream.fps,
-                             "Output frame rate for a video file (for frames without a time of their own), above 0 "
-                             "and at most " +
-                                 number_text(io::kMaxFps) + "; default: the rate the input declares, else 30");
+                             "Output frame rate for a video file (for frames without a time of their own), at least " +
+                                 number_text(io::kMinFps) + " and at most " + number_text(io::kMaxFps) +
+                                 "; default: the rate the input declares, else 30");
   stream_command->add_option("--timestamps", stream.timestamps,
                              "Also write each output frame's time, in ms, to this file (mkvmerge's timestamp format "
                              "v2): the input's own times where it has them (a container's), else 1/fps apart; an "

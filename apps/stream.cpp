@@ -39,7 +39,6 @@ bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == 
 
 // The video files a stream writes (for others, such as .webm or .flv, OpenCV's writer prints why it cannot and
 // fails only once the first frame is decoded).
-constexpr std::array<std::string_view, 4> kVideoOutputExtensions{".mp4", ".mkv", ".mov", ".avi"};
 
 // A folder output (an existing folder, or a name ending in /) gets one image file per frame.
 bool is_folder_output(const std::string& output) {
@@ -146,7 +145,7 @@ void check_output_path(const StreamOptions& options) {
     throw UsageError("--output '" + options.output + "' names an image file; a stream goes to a video file " +
                      "(.mp4, .mkv, .mov, .avi), to a folder of frames (a name ending in /) or to stdout (-)");
   }
-  if (std::ranges::find(kVideoOutputExtensions, extension) == kVideoOutputExtensions.end()) {
+  if (!io::is_video_output_extension(extension)) {
     throw UsageError("--output '" + options.output + "': imgpipe writes videos as .mp4, .mkv, .mov or .avi (or a " +
                      "folder of frames, a name ending in /, or raw frames to stdout, -)");
   }
@@ -233,10 +232,10 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     // Image sequences (frame_%04d.png) and URLs other than file: are OpenCV's to resolve; a file must exist.
     throw UsageError("--input '" + options.input + "' does not exist");
   }
-  if (options.fps && !(std::isfinite(*options.fps) && *options.fps > 0 && *options.fps <= io::kMaxFps)) {
+  if (options.fps && !(*options.fps >= io::kMinFps && *options.fps <= io::kMaxFps)) {  // NaN too
     char text[160];
-    std::snprintf(text, sizeof text, "--fps %g: the frame rate must be above 0 and at most %g", *options.fps,
-                  io::kMaxFps);
+    std::snprintf(text, sizeof text, "--fps %g: the frame rate must be at least %g and at most %g", *options.fps,
+                  io::kMinFps, io::kMaxFps);
     throw UsageError(text);
   }
   check_output_path(options);

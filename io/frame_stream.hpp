@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace imgpipe::io {
@@ -115,9 +116,15 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
                                                std::uint64_t max_pixels = kDefaultMaxPixels);
 // Frames per second the file declares, or nullopt when it declares none.
 std::optional<double> video_fps(const std::filesystem::path& path);
-// The highest frame rate a video is written at (a rate without a time, or a default): above it the file is one
-// that players refuse or misplay.
+// The frame rates a video is written at (a rate without a time, or a default): above the highest the file is
+// one that players refuse or misplay; below the lowest (a frame every 1000 s) a frame's length leaves the writer's
+// clock.
+constexpr double kMinFps = 0.001;
 constexpr double kMaxFps = 1000;
+// The video files imgpipe writes, by lowercase extension: .mp4, .mkv, .mov and .avi.
+inline bool is_video_output_extension(std::string_view extension) {
+  return extension == ".mp4" || extension == ".mkv" || extension == ".mov" || extension == ".avi";
+}
 // Writes frames of `size` under a temporary name in the same folder, then renames it to `path` (never over an
 // existing file with Existing::keep). Any failure, at open, write or close, throws IoError naming `path` and the
 // OS error where there is one; nothing is left under `path` and the temporary is removed. An .mp4, .mkv or .mov

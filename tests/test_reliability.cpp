@@ -1480,10 +1480,10 @@ TEST(ReliabilityUsage, AnUnknownCommandIsNamedAndTheCommandsListed) {
 TEST(ReliabilityUsage, NumericArgumentsOutOfRangeNameTheArgumentAndTheRange) {
   TempDir dir;
   const std::string stream = "stream --input - --size 4x4 --output - --ops ";
-  for (const char* fps : {"0", "-5", "nan", "inf", "1e9"}) {
+  for (const char* fps : {"0", "-5", "nan", "inf", "1e9", "1e-300", "0.0009"}) {
     const CommandResult run = imgpipe_cmd(stream + "flip=h --fps " + fps + " < /dev/null");
     EXPECT_EQ(run.exit_code, 2) << fps << run.output;
-    EXPECT_TRUE(contains(run.output, "the frame rate must be above 0 and at most 1000")) << run.output;
+    EXPECT_TRUE(contains(run.output, "the frame rate must be at least 0.001 and at most 1000")) << run.output;
   }
   for (const char* sigma : {"nan", "-1", "inf", "-inf", "x", "1e999"}) {
     const CommandResult run = imgpipe_cmd(stream + "gaussian=5:" + sigma + " < /dev/null");

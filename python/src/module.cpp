@@ -847,10 +847,15 @@ class VideoWriter {
               const std::optional<std::filesystem::path>& audio_from,
               const std::optional<std::pair<std::int64_t, std::int64_t>>& display_aspect)
       : path_(path) {
-    if (!(fps > 0 && fps <= io::kMaxFps)) {  // NaN too
-      char text[96];
-      std::snprintf(text, sizeof text, "fps %g: the frame rate must be above 0 and at most %g", fps, io::kMaxFps);
+    if (!(fps >= io::kMinFps && fps <= io::kMaxFps)) {  // NaN too
+      char text[112];
+      std::snprintf(text, sizeof text, "fps %g: the frame rate must be at least %g and at most %g", fps, io::kMinFps,
+                    io::kMaxFps);
       throw nb::value_error(text);
+    }
+    // As the command refuses them before reading a frame: other names would fail only once written to or closed.
+    if (const std::string extension = io::lowercase_extension(path); !io::is_video_output_extension(extension)) {
+      throw nb::value_error(("'" + path.string() + "': imgpipe writes videos as .mp4, .mkv, .mov or .avi").c_str());
     }
     std::error_code error;
     if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
@@ -1102,7 +1107,8 @@ NB_MODULE(_imgpipe, m) {
                     const std::optional<std::pair<std::int64_t, std::int64_t>>&>(),
            nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false,
            nb::arg("audio_from") = nb::none(), nb::arg("display_aspect") = nb::none(),
-           "fps: the rate of frames written without a time (above 0, at most 1000). audio_from: the video file the "
+           "fps: the rate of frames written without a time (at least 0.001, at most 1000). audio_from: the video file "
+           "the "
            "frames come from, whose sound is copied beside them at its times less the first frame's (as `imgpipe "
            "stream` copies it; .mp4, .mkv, .mov). display_aspect: (width, height) of the shape the frames are shown "
            "in, for an anamorphic video (a VideoReader's display_aspect; FFmpeg's writer declares the pixels' "

@@ -194,9 +194,12 @@ def test_a_writer_refuses_an_existing_file_and_leaves_nothing_when_the_block_rai
         imgpipe.VideoWriter(tmp_path / "a.mkv", audio_from=tmp_path / "missing.mp4")
     with pytest.raises(OSError, match="audio_from is not a file"):
         imgpipe.VideoWriter(tmp_path / "a.mkv", audio_from=tmp_path)
-    for fps in (0, -1, float("nan"), 1000.5, 1e6):
-        with pytest.raises(ValueError, match="fps .*: the frame rate must be above 0 and at most 1000"):
+    for fps in (0, -1, float("nan"), 1000.5, 1e6, 1e-300):
+        with pytest.raises(ValueError, match="fps .*: the frame rate must be at least 0.001 and at most 1000"):
             imgpipe.VideoWriter(str(tmp_path / "a.mkv"), fps=fps)
+    for name in ("a.ts", "a.webm", "a.gif", "noextension"):
+        with pytest.raises(ValueError, match="imgpipe writes videos as .mp4, .mkv, .mov or .avi"):
+            imgpipe.VideoWriter(tmp_path / name)
     frame = np.zeros((48, 64, 3), np.uint8)
     try:
         dropped = imgpipe.VideoWriter(str(kept), overwrite=True)
