@@ -756,7 +756,8 @@ nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
 // decodes them there (FFmpeg's libraries where the build has them, else OpenCV).
 class VideoReader {
  public:
-  VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
+  VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path), max_pixels_(max_pixels) {
+    if (max_pixels < 1) throw nb::value_error("max_pixels must be at least 1");
     nb::gil_scoped_release released;
     reader_ = io::open_video_reader(path, max_pixels);
   }
@@ -772,6 +773,13 @@ class VideoReader {
       nb::gil_scoped_release released;
       const std::lock_guard one_at_a_time(mutex_);  // threads sharing a reader take its frames in turn
       size = reader_->next_size();
+      // The file's declared size was checked at open; a stream whose frames grow later is checked here, before
+      // the frame's memory is asked for, as the command checks every frame.
+      if (size && size->pixels() > max_pixels_) {
+        throw io::PixelLimitError(path_, "frame " + std::to_string(frames_) + ": the frame has " +
+                                             std::to_string(size->pixels()) + " pixels, more than the limit of " +
+                                             std::to_string(max_pixels_));
+      }
       if (size) {
         time = reader_->frame_time();
         pixels.reset(new std::uint8_t[size->rgb_bytes()]);
@@ -823,6 +831,7 @@ class VideoReader {
 
  private:
   std::filesystem::path path_;
+  std::uint64_t max_pixels_;
   std::unique_ptr<io::FrameReader> reader_;
   std::atomic<std::uint64_t> frames_ = 0;  // read without the lock
   std::mutex mutex_;

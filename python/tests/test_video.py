@@ -101,6 +101,26 @@ def test_a_reader_can_be_asked_about_while_another_thread_reads_it(tmp_path):
         assert polls > 10 and reader.damaged_frames and reader.damaged_frames[-1] < reader.frames_read
 
 
+def test_a_frame_over_max_pixels_raises_though_the_file_declared_less(tmp_path):
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("no ffmpeg command here to make a stream whose frames grow")
+    parts = []
+    for size in ("160x120", "320x240"):
+        parts.append(tmp_path / f"{size}.ts")
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc2=size={size}:rate=25:duration=1",
+                        "-c:v", "libx264", str(parts[-1])], check=True)
+    (tmp_path / "grows.ts").write_bytes(b"".join(part.read_bytes() for part in parts))
+    reader = open_or_skip(tmp_path / "grows.ts", max_pixels=20000)
+    if "OpenCV" in reader.decoder:
+        pytest.skip("OpenCV's reader gives every frame the first frame's size")
+    with pytest.raises(OSError, match="grows.ts: frame 25: the frame has 76800 pixels, more than the limit of 20000"):
+        for _ in reader:
+            pass
+    assert reader.frames_read == 25
+    with pytest.raises(ValueError, match="max_pixels must be at least 1"):
+        imgpipe.VideoReader(VIDEO / "clip.mp4", max_pixels=0)
+
+
 def test_an_anamorphic_videos_shape_goes_from_reader_to_writer(tmp_path):
     frame = np.random.default_rng(3).integers(0, 256, (240, 360, 3), np.uint8)
     try:
