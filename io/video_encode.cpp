@@ -110,6 +110,12 @@ class AudioCopy {
     if (stream_ != nullptr) origin_ = av_rescale_q(origin_ticks, kTimeBase, input_->streams[source_index_]->time_base);
   }
 
+  // The source's own start (its container's first time, well above 0 in a transport stream), in 90 kHz ticks.
+  std::int64_t source_start() const {
+    if (!input_ || input_->start_time == AV_NOPTS_VALUE) return 0;
+    return av_rescale_q(input_->start_time, AV_TIME_BASE_Q, kTimeBase);
+  }
+
   // Writes the audio packets that start before `seconds` (a time of the source's frames), each moved back by the
   // origin; those that start before the origin are left out, as their times would be negative and the muxer
   // would then shift every stream, moving the sound against the pictures.
@@ -253,8 +259,12 @@ class LibavVideoWriter final : public FrameWriter {
     sws_scale(to_yuv_.get(), rgb, rgb_stride, 0, frame.size.height, frame_->data, frame_->linesize);
     // The first frame's time is the file's 0 (as the ffmpeg command starts its outputs), else a stream cut from
     // late in its source, or a .ts whose clock starts well above 0, would begin with a long still picture.
-    if (frames_ == 0 && time) {
-      origin_ = std::llround(*time * kTimeBase.den);
+    if (frames_ == 0) {
+      if (time) {
+        origin_ = std::llround(*time * kTimeBase.den);
+      } else if (audio_) {
+        origin_ = audio_->source_start();  // frames without times start where their source does
+      }
       if (audio_) audio_->start_at(origin_);
     }
     // Each frame at its own time; one without, or whose time does not come after the one before (the encoder

@@ -101,6 +101,26 @@ def test_a_reader_can_be_asked_about_while_another_thread_reads_it(tmp_path):
         assert polls > 10 and reader.damaged_frames and reader.damaged_frames[-1] < reader.frames_read
 
 
+def test_frames_without_times_keep_the_sound_of_a_source_that_starts_late(tmp_path):
+    if shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None:
+        pytest.skip("no ffmpeg and ffprobe commands here to make and probe a transport stream with sound")
+    source = tmp_path / "late.ts"  # a transport stream's clock starts well above 0 (1.4 s here)
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=1",
+                    "-f", "lavfi", "-i", "sine=duration=1", "-c:v", "libx264", "-c:a", "mp2", str(source)], check=True)
+    try:
+        with imgpipe.VideoWriter(tmp_path / "out.mkv", fps=25, audio_from=source) as writer:
+            for frame, _ in imgpipe.VideoReader(source):
+                writer.write(frame)  # no seconds: the frames are 1 / 25 s apart from 0
+    except OSError as error:
+        pytest.skip(str(error))
+    if not writer.audio.startswith("audio copied"):
+        pytest.skip(writer.audio or "this build's writer carries no sound")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time",
+                            "-of", "csv=p=0", str(tmp_path / "out.mkv")], capture_output=True, text=True, check=True)
+    times = [float(line.strip(",")) for line in probe.stdout.split()]
+    assert times and times[0] < 0.05 and times[-1] > 0.9, times[:3] + times[-3:]
+
+
 def test_a_frame_over_max_pixels_raises_though_the_file_declared_less(tmp_path):
     if shutil.which("ffmpeg") is None:
         pytest.skip("no ffmpeg command here to make a stream whose frames grow")
