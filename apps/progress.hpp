@@ -27,6 +27,11 @@ inline std::string printable(const std::string& text) {
   return shown;
 }
 
+// `text` after `prefix` (a file's name and ": "), unless it already starts with it, as messages naming the file do.
+inline std::string prefixed(const std::string& prefix, const std::string& text) {
+  return text.starts_with(prefix) ? text : prefix + text;
+}
+
 // Follows every pixel-limit refusal the commands print.
 inline constexpr const char* kPixelLimitHint = "; --max-pixels or IMGPIPE_MAX_PIXELS raises the limit";
 
@@ -41,7 +46,7 @@ class Progress {
     static std::mutex whole_lines;
     const std::lock_guard lock(whole_lines);
     clear();
-    std::cerr << "imgpipe: " + printable(prefix_ + text) + "\n" << std::flush;  // one write, whole, beside others
+    std::cerr << "imgpipe: " + printable(prefixed(prefix_, text)) + "\n" << std::flush;  // one write, whole
   }
   void show(const std::string& line) {
     if (terminal_) std::cerr << "\r\033[K" << line << std::flush;

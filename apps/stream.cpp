@@ -529,7 +529,7 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
       if (!devices.empty()) one.devices = std::to_string(devices[static_cast<std::size_t>(thread) % devices.size()]);
       one.input = videos[i].string();
       one.output = (std::filesystem::path(options.output) / videos[i].filename()).string() + "/";
-      one.message_prefix = videos[i].filename().string() + ": ";
+      one.message_prefix = videos[i].string() + ": ";
       one.decoders = options.decoders > 0 ? options.decoders : 1;  // the videos already share the engines
       one.sharing_streams = jobs;
       try {
@@ -537,10 +537,10 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
         exit_codes[i] = result.exit_code;
         frames += result.frames;
       } catch (const UsageError& e) {  // each exit code as the video alone would give it
-        progress.message(one.message_prefix + e.what());
+        progress.message(prefixed(one.message_prefix, e.what()));
         exit_codes[i] = kExitUsage;
       } catch (const std::exception& e) {
-        progress.message(one.message_prefix + e.what());
+        progress.message(prefixed(one.message_prefix, e.what()));
         exit_codes[i] = kExitRuntime;
       }
     }

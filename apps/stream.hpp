@@ -31,7 +31,7 @@ struct StreamOptions {
   int jobs = 0;                  // a folder of videos: streams at once; 0: one per NVDEC engine, else 4
   int decoders = 0;  // NVDEC decoders one stream is split over at its IDR pictures; 0: one per engine for a
                      // single video, one for each video of a folder
-  std::string message_prefix;    // before every message (the video's name, when a folder runs)
+  std::string message_prefix;  // before every message that does not start with it (the video, in a folder)
   std::string memory = "pinned";
   std::string devices;  // CUDA devices (parse_devices), empty: the current one. A stream of host frames spreads
                         // over them, NVDEC's stays on the first; a folder's videos each run on one, in turn

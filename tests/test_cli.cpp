@@ -1007,6 +1007,26 @@ TEST(CliStream, TimingsSayWhereTheTimeWent) {
 
 // A folder of videos: each into a folder of frames named after it, several at once; what is not a video is
 // left alone.
+// In a folder of videos, each video's messages start with its path, once: a message that names the file already
+// gets no second name in front.
+TEST(CliStream, AFolderOfVideosNamesEachVideoOnceInItsMessages) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const fs::path videos = dir.path() / "videos";
+  fs::create_directories(videos);
+  fs::copy_file(video_file("clip.h264"), videos / "good.264");
+  testing::write_bytes(videos / "junk.mp4", "not a video");
+  const CommandResult run =
+      imgpipe("stream --input " + quoted(videos) + " --output " +
+              quoted(fs::path((dir.path() / "out").string() + "/")) + " --ops flip=h --format ppm");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  const std::string junk = (videos / "junk.mp4").string() + ": ";
+  EXPECT_TRUE(contains(run.output, "imgpipe: " + junk)) << run.output;
+  EXPECT_FALSE(contains(run.output, junk + junk)) << run.output;
+  EXPECT_FALSE(contains(run.output, "junk.mp4: " + junk)) << run.output;
+  EXPECT_TRUE(contains(run.output, "imgpipe: " + (videos / "good.264").string() + ": 30 frames in")) << run.output;
+}
+
 TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
