@@ -477,7 +477,8 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
 
 // The files a folder of videos runs: elementary streams and the containers OpenCV's FFmpeg reads.
 bool is_video_file(const std::filesystem::path& path) {
-  static const std::array<std::string_view, 7> containers{".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".ts"};
+  static const std::array<std::string_view, 13> containers{".mp4",  ".mkv", ".avi", ".mov",  ".webm", ".m4v", ".ts",
+                                                           ".m2ts", ".mts", ".mpg", ".mpeg", ".flv",  ".3gp"};
   return io::elementary_stream_codec(path) ||
          std::ranges::find(containers, io::lowercase_extension(path)) != containers.end();
 }
@@ -498,8 +499,9 @@ int run_video_folder(const StreamOptions& options, const EngineFactory& make_eng
   }
   std::ranges::sort(videos);
   if (videos.empty()) {
-    throw UsageError("--input '" + options.input + "' holds no video files (.h264, .264, .avc, .hevc, .h265, "
-                     ".265, .mp4, .mkv, .avi, .mov, .webm, .m4v, .ts)");
+    throw UsageError("--input '" + options.input +
+                     "' holds no video files (.h264, .264, .avc, .hevc, .h265, "
+                     ".265, .mp4, .mkv, .avi, .mov, .webm, .m4v, .ts, .m2ts, .mts, .mpg, .mpeg, .flv, .3gp)");
   }
   std::vector<int> devices;
   try {

@@ -1008,13 +1008,14 @@ TEST(CliStream, TimingsSayWhereTheTimeWent) {
 // A folder of videos: each into a folder of frames named after it, several at once; what is not a video is
 // left alone.
 // In a folder of videos, each video's messages start with its path, once: a message that names the file already
-// gets no second name in front.
+// gets no second name in front. Containers are taken by any of their usual names.
 TEST(CliStream, AFolderOfVideosNamesEachVideoOnceInItsMessages) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const fs::path videos = dir.path() / "videos";
   fs::create_directories(videos);
   fs::copy_file(video_file("clip.h264"), videos / "good.264");
+  fs::copy_file(video_file("clip.mp4"), videos / "camcorder.mts");  // a container by any of its usual names
   testing::write_bytes(videos / "junk.mp4", "not a video");
   const CommandResult run =
       imgpipe("stream --input " + quoted(videos) + " --output " +
@@ -1025,6 +1026,8 @@ TEST(CliStream, AFolderOfVideosNamesEachVideoOnceInItsMessages) {
   EXPECT_FALSE(contains(run.output, junk + junk)) << run.output;
   EXPECT_FALSE(contains(run.output, "junk.mp4: " + junk)) << run.output;
   EXPECT_TRUE(contains(run.output, "imgpipe: " + (videos / "good.264").string() + ": 30 frames in")) << run.output;
+  EXPECT_TRUE(contains(run.output, "imgpipe: " + (videos / "camcorder.mts").string() + ": ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "2 of 3 videos done cleanly")) << run.output;
 }
 
 TEST(CliStream, AFolderOfVideosGivesAFolderOfFramesPerVideo) {
