@@ -172,7 +172,7 @@ std::unique_ptr<io::FrameReader> open_video_input(const StreamOptions& options, 
       }
     }
   }
-  return io::open_video_reader(options.input, options.max_pixels);
+  return io::open_video_reader(options.input, options.max_pixels, stop_fd());
 }
 
 // --encoder for a folder output: the GPU where the engine keeps frames on the device, nvJPEG runs here and the
@@ -310,6 +310,10 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
     } catch (const io::PixelLimitError& e) {  // as for a frame over the limit, which NVDEC's reader finds
       progress.message(e.what() + std::string(kPixelLimitHint) + "; nothing was written");
       return {kExitSomeFailed, 0};
+    } catch (const io::StreamCancelled&) {  // stopped before the input said what it holds
+      progress.message(std::string("interrupted by ") + signal_name(stop_signal()) + " while waiting for " +
+                       input_name + " to start; nothing was written");
+      return {kExitSignalBase + stop_signal(), 0};
     }
   }
   if (reader->decodes_on_device() && engine_options.devices.size() > 1) {

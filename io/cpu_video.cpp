@@ -17,6 +17,12 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -39,10 +45,73 @@ void turn(ConstFrameView source, int quarter_turns, FrameView target) {
   }
 }
 
+// A FIFO or a pipe as libavformat's input, read through poll(2) on it and on a cancel descriptor: libavformat's
+// own file reads block in read(2), where a stop request cannot reach them while a live feed stalls.
+class CancellablePipe {
+ public:
+  // nullptr where `path` is no FIFO or pipe (a file never stalls) or `cancel_fd` < 0.
+  static std::unique_ptr<CancellablePipe> open(const std::filesystem::path& path, int cancel_fd) {
+    struct stat info {};
+    if (cancel_fd < 0 || ::stat(path.c_str(), &info) != 0 || !S_ISFIFO(info.st_mode)) return nullptr;
+    // Without O_NONBLOCK, opening a FIFO waits for its writer, and no stop could end that wait.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw IoError(path, std::string("cannot open: ") + std::strerror(errno));
+    return std::unique_ptr<CancellablePipe>(new CancellablePipe(fd, cancel_fd));
+  }
+  ~CancellablePipe() {
+    if (context_ != nullptr) av_freep(&context_->buffer);
+    avio_context_free(&context_);
+    ::close(fd_);
+  }
+  CancellablePipe(const CancellablePipe&) = delete;
+  CancellablePipe& operator=(const CancellablePipe&) = delete;
+
+  AVIOContext* context() const { return context_; }
+
+ private:
+  CancellablePipe(int fd, int cancel_fd) : fd_(fd), cancel_fd_(cancel_fd) {
+    constexpr int kBufferBytes = 1 << 16;
+    auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
+    context_ = buffer != nullptr
+                   ? avio_alloc_context(buffer, kBufferBytes, 0, this, &CancellablePipe::read, nullptr, nullptr)
+                   : nullptr;
+    if (context_ == nullptr) {
+      av_free(buffer);
+      ::close(fd_);
+      throw std::bad_alloc();
+    }
+  }
+
+  // libavformat's read callback: bytes as they come, AVERROR_EOF once the writer is gone, AVERROR_EXIT once the
+  // cancel descriptor is readable.
+  static int read(void* opaque, std::uint8_t* bytes, int size) {
+    const auto& pipe = *static_cast<const CancellablePipe*>(opaque);
+    while (true) {
+      pollfd wait_for[] = {{pipe.fd_, POLLIN, 0}, {pipe.cancel_fd_, POLLIN, 0}};
+      if (::poll(wait_for, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return AVERROR(errno);
+      }
+      if ((wait_for[1].revents & POLLIN) != 0) return AVERROR_EXIT;
+      if (wait_for[0].revents == 0) continue;
+      const ssize_t got = ::read(pipe.fd_, bytes, static_cast<std::size_t>(size));
+      if (got > 0) return static_cast<int>(got);
+      if (got == 0) return AVERROR_EOF;
+      if (errno != EINTR && errno != EAGAIN) return AVERROR(errno);
+    }
+  }
+
+  int fd_;
+  int cancel_fd_;
+  AVIOContext* context_ = nullptr;
+};
+
 class FfmpegVideoReader final : public FrameReader {
  public:
-  FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : path_(path) {
-    if (const int error = libav::open_input(path, format_, &log_); error < 0) {
+  FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels, int cancel_fd)
+      : path_(path), pipe_(CancellablePipe::open(path, cancel_fd)) {
+    if (const int error = libav::open_input(path, format_, &log_, pipe_ ? pipe_->context() : nullptr); error < 0) {
+      if (error == AVERROR_EXIT) throw StreamCancelled(path, "stopped while waiting for the video's start");
       throw IoError(path, "cannot open as a video: " + libav::error_text(error), libav::system_error_of(error));
     }
     const AVCodec* codec = nullptr;
@@ -173,7 +242,8 @@ class FfmpegVideoReader final : public FrameReader {
   void feed_decoder() {
     while (true) {
       const int read = av_read_frame(format_.get(), packet_.get());
-      if (read == AVERROR_EOF) {
+      // A stop while the input stalls ends it there: the pictures already read still come out.
+      if (read == AVERROR_EOF || read == AVERROR_EXIT) {
         avcodec_send_packet(decoder_.get(), nullptr);
         drained_ = true;
         return;
@@ -237,6 +307,7 @@ class FfmpegVideoReader final : public FrameReader {
 
   std::filesystem::path path_;
   libav::ReaderLog log_;  // outlives format_ and decoder_, which log to it
+  std::unique_ptr<CancellablePipe> pipe_;  // outlives format_, which reads through it
   libav::Input format_;
   libav::Codec decoder_;
   libav::Frame frame_;
@@ -281,8 +352,9 @@ std::string ffmpeg_video_decoder_version() {
          std::to_string(AV_VERSION_MINOR(version)) + "." + std::to_string(AV_VERSION_MICRO(version));
 }
 
-std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
-  return std::make_unique<FfmpegVideoReader>(path, max_pixels);
+std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels,
+                                                      int cancel_fd) {
+  return std::make_unique<FfmpegVideoReader>(path, max_pixels, cancel_fd);
 }
 
 }  // namespace imgpipe::io

@@ -12,7 +12,7 @@ std::string ffmpeg_video_decoding_unavailable() {
 
 std::string ffmpeg_video_decoder_version() { return {}; }
 
-std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path&, std::uint64_t) {
+std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path&, std::uint64_t, int) {
   throw std::logic_error("open_ffmpeg_video_reader: " + ffmpeg_video_decoding_unavailable());
 }
 

@@ -216,8 +216,9 @@ class VideoWriter final : public FrameWriter {
 
 }  // namespace
 
-std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
-  if (ffmpeg_video_decoding_unavailable().empty()) return open_ffmpeg_video_reader(path, max_pixels);
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels,
+                                               int cancel_fd) {
+  if (ffmpeg_video_decoding_unavailable().empty()) return open_ffmpeg_video_reader(path, max_pixels, cancel_fd);
   return std::make_unique<VideoReader>(path, max_pixels);
 }
 
@@ -245,8 +246,9 @@ namespace {
 }
 }  // namespace
 
-std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels) {
-  if (ffmpeg_video_decoding_unavailable().empty()) return open_ffmpeg_video_reader(path, max_pixels);
+std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path, std::uint64_t max_pixels,
+                                               int cancel_fd) {
+  if (ffmpeg_video_decoding_unavailable().empty()) return open_ffmpeg_video_reader(path, max_pixels, cancel_fd);
   no_video(path);
 }
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }

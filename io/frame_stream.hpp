@@ -111,9 +111,10 @@ class RawFrameWriter final : public FrameWriter {
 // with its time, damaged frames named: open_ffmpeg_video_reader, cpu_video.hpp), else OpenCV's VideoCapture
 // (frames 1 / fps apart). Throws IoError when it cannot be opened or the build has neither, and
 // PixelLimitError when the size the container declares exceeds `max_pixels` (before a frame is decoded).
-// Every frame must have the first frame's size (an error names the frame otherwise).
+// Every frame must have the first frame's size (an error names the frame otherwise). `cancel_fd`: as
+// open_ffmpeg_video_reader's (OpenCV's reader cannot give up a read).
 std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path,
-                                               std::uint64_t max_pixels = kDefaultMaxPixels);
+                                               std::uint64_t max_pixels = kDefaultMaxPixels, int cancel_fd = -1);
 // Frames per second the file declares, or nullopt when it declares none.
 std::optional<double> video_fps(const std::filesystem::path& path);
 // The frame rates a video is written at (a rate without a time, or a default): above the highest the file is

@@ -78,11 +78,17 @@ inline std::string file_url(const std::filesystem::path& path) {
 }
 
 // Opens `path` into `input` and reads its streams' parameters: 0, or the AVERROR code of the step that failed.
-// The demuxer's messages go to `log` where one is given, from the first.
-inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog* log = nullptr) {
+// The demuxer's messages go to `log` where one is given, from the first; with `custom_io`, the bytes come through
+// it (the caller's, freed after `input`) instead of libavformat's own reads of the file.
+inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog* log = nullptr,
+                      AVIOContext* custom_io = nullptr) {
   AVFormatContext* opened = avformat_alloc_context();
   if (opened == nullptr) return AVERROR(ENOMEM);
   if (log != nullptr) log->watch(*opened);
+  if (custom_io != nullptr) {
+    opened->pb = custom_io;
+    opened->flags |= AVFMT_FLAG_CUSTOM_IO;
+  }
   // A name that is no local file may be a URL (rtsp://, file:), which goes to libavformat as it is.
   std::error_code error_code;
   const std::string url = std::filesystem::exists(path, error_code) ? file_url(path) : path.string();

@@ -22,6 +22,7 @@
 #include "test_frame_reader.hpp"
 #include "test_images.hpp"
 #include "test_io_helpers.hpp"
+#include "video_encode.hpp"
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -816,6 +817,53 @@ TEST(ReliabilityStream, SigintStopsARawStreamBlockedOnItsInput) {
   EXPECT_TRUE(contains(err, "interrupted by SIGINT: stopped reading stdin")) << err;
   EXPECT_EQ(out.size() % 12, 0u) << "whole frames only";
   EXPECT_TRUE(contains(err, std::to_string(out.size() / 12) + " frames written")) << err;
+}
+
+// A video read from a FIFO that stalls (a live feed): SIGINT stops it at once, and the frames read so far are
+// written as a whole file, as for raw frames on stdin. A stop before the feed starts writes nothing.
+TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
+  if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  const auto stop_and_wait = [](pid_t child) {
+    ::kill(child, SIGINT);
+    for (int waited_ms = 0; waited_ms < 20000; waited_ms += 10) {  // a hang guard
+      int status = 0;
+      if (::waitpid(child, &status, WNOHANG) == child) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(child, SIGKILL);
+    wait_for(child);
+    return -2;  // still running 20 s after SIGINT
+  };
+  for (const bool fed : {true, false}) {
+    const fs::path fifo = dir.path() / (fed ? "feed" : "silent"), out = dir.path() / (fed ? "fed.mkv" : "silent.mkv");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    SpawnOptions options;
+    options.stderr_path = dir.path() / "stderr.txt";
+    const pid_t child =
+        spawn_imgpipe({"stream", "--input", fifo.string(), "--output", out.string(), "--ops", "flip=h"}, options);
+    ASSERT_GT(child, 0);
+    const int feed = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // once imgpipe has opened it
+    ASSERT_GE(feed, 0);
+    if (fed) {
+      const std::string clip = read_text(fs::path(IMGPIPE_DATA_DIR) / "video/clip_vfr.mkv");
+      ASSERT_EQ(::write(feed, clip.data(), clip.size()), static_cast<ssize_t>(clip.size()));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the feed stalls, open
+    const int exit_code = stop_and_wait(child);
+    ::close(feed);
+    const std::string err = read_text(options.stderr_path);
+    EXPECT_EQ(exit_code, 130) << err;
+    if (fed) {
+      EXPECT_TRUE(contains(err, "interrupted by SIGINT: stopped reading " + fifo.string() + " after ")) << err;
+      EXPECT_TRUE(io::open_video_reader(out)->next_size().has_value()) << "a whole file with the frames read";
+    } else {
+      EXPECT_TRUE(contains(err, "interrupted by SIGINT while waiting for " + fifo.string() + " to start")) << err;
+      EXPECT_FALSE(fs::exists(out));
+    }
+  }
 }
 
 TEST_F(Reliability, AnOutputSubfolderThatIsAFileFailsOnlyItsFiles) {
