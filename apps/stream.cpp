@@ -345,12 +345,14 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
       writer = std::make_unique<io::RawFrameWriter>(STDOUT_FILENO, "stdout");
     } else {
       const double fps = options.fps.value_or(reader->frame_rate().value_or(kDefaultFps));
-      // A video file's sound goes along, and an anamorphic video's shape; raw frames have neither.
+      // A video file's sound goes along, and an anamorphic video's shape and its colour space; raw frames have
+      // none of them.
       const std::optional<DisplayAspect> shown_as = reader->display_aspect();
       writer = io::open_video_writer_at_first_frame(
           options.output, fps, existing,
           raw_in ? std::filesystem::path() : std::filesystem::path(input_file_path(options.input)),
-          shown_as ? std::optional(output_display_aspect(chain, *shown_as)) : std::nullopt);
+          {shown_as ? std::optional(output_display_aspect(chain, *shown_as)) : std::nullopt,
+           reader->rgb_color_space()});
     }
     sink = std::make_unique<io::FrameStreamSink>(*writer);
   }

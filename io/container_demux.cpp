@@ -51,6 +51,7 @@ class ContainerStream final : public Bitstream {
     }
     codec_ = id == AV_CODEC_ID_H264 ? VideoCodec::h264 : VideoCodec::hevc;
     display_aspect_ = libav::anamorphic_display_aspect(*format_, *format_->streams[stream_]);
+    rgb_color_space_ = libav::declared_rgb_color_space(video);
     seconds_per_tick_ = av_q2d(video.time_base);
     frame_rate_ = rate_of(video.avg_frame_rate);
     if (!frame_rate_) frame_rate_ = rate_of(video.r_frame_rate);
@@ -78,6 +79,7 @@ class ContainerStream final : public Bitstream {
   bool pieces_are_pictures() const override { return true; }
   std::string container() const override { return container_; }
   std::optional<DisplayAspect> display_aspect() const override { return display_aspect_; }
+  std::optional<RgbColorSpace> rgb_color_space() const override { return rgb_color_space_; }
   std::string container_damage() const override {
     std::string damage = log_.demuxer_error();
     const std::lock_guard lock(mutex_);
@@ -144,6 +146,7 @@ class ContainerStream final : public Bitstream {
   std::optional<double> frame_rate_;
   std::string container_;
   std::optional<DisplayAspect> display_aspect_;
+  std::optional<RgbColorSpace> rgb_color_space_;
   mutable std::mutex mutex_;  // the skipped packets are counted on the decoder's thread
   std::uint64_t packets_skipped_ = 0;
   std::string first_skip_reason_;

@@ -127,6 +127,7 @@ class FfmpegVideoReader final : public FrameReader {
     quarter_turns_ = libav::clockwise_quarter_turns(video);
     display_aspect_ = libav::anamorphic_display_aspect(*format_, *format_->streams[stream_]);
     if (display_aspect_ && quarter_turns_ % 2 == 1) std::swap(display_aspect_->width, display_aspect_->height);
+    rgb_color_space_ = libav::declared_rgb_color_space(video);
     const Size declared = turned({video.codecpar->width, video.codecpar->height}, quarter_turns_);
     if (declared.width >= 1 && declared.height >= 1 && declared.pixels() > max_pixels) {
       throw PixelLimitError(path, pixel_limit_reason(static_cast<std::uint64_t>(declared.width),
@@ -208,6 +209,7 @@ class FfmpegVideoReader final : public FrameReader {
   std::vector<std::uint64_t> corrupt_frames() const override { return corrupt_; }
   std::string container_damage() const override { return log_.demuxer_error(); }
   std::optional<DisplayAspect> display_aspect() const override { return display_aspect_; }
+  std::optional<RgbColorSpace> rgb_color_space() const override { return rgb_color_space_; }
   std::string decoder() const override { return description_; }
 
  private:
@@ -325,6 +327,7 @@ class FfmpegVideoReader final : public FrameReader {
   int stream_ = -1;
   int quarter_turns_ = 0;
   std::optional<DisplayAspect> display_aspect_;
+  std::optional<RgbColorSpace> rgb_color_space_;
   double seconds_per_tick_ = 0;
   bool has_times_ = false;
   double frame_rate_ = 0;

@@ -230,8 +230,8 @@ std::optional<double> video_fps(const std::filesystem::path& path) {
 
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing, const std::filesystem::path& audio_from,
-                                               std::optional<DisplayAspect> shown_as) {
-  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from, shown_as);
+                                               const VideoDisplayTags& tags) {
+  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from, tags);
   const std::string audio = audio_from.empty() ? "" : audio_codec_of(audio_from);
   return std::make_unique<VideoWriter>(path, size, fps, existing,
                                        audio.empty() ? "" : "audio not carried: OpenCV's writer takes none");
@@ -254,8 +254,8 @@ std::unique_ptr<FrameReader> open_video_reader(const std::filesystem::path& path
 std::optional<double> video_fps(const std::filesystem::path& path) { no_video(path); }
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing, const std::filesystem::path& audio_from,
-                                               std::optional<DisplayAspect> shown_as) {
-  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from, shown_as);
+                                               const VideoDisplayTags& tags) {
+  if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from, tags);
   no_video(path);
 }
 
@@ -284,14 +284,10 @@ namespace {
 class VideoWriterAtFirstFrame final : public FrameWriter {
  public:
   VideoWriterAtFirstFrame(std::filesystem::path path, double fps, Existing existing, std::filesystem::path audio_from,
-                          std::optional<DisplayAspect> shown_as)
-      : path_(std::move(path)),
-        fps_(fps),
-        existing_(existing),
-        audio_from_(std::move(audio_from)),
-        shown_as_(shown_as) {}
+                          const VideoDisplayTags& tags)
+      : path_(std::move(path)), fps_(fps), existing_(existing), audio_from_(std::move(audio_from)), tags_(tags) {}
   void write(ConstFrameView frame, std::optional<double> time) override {
-    if (!writer_) writer_ = open_video_writer(path_, frame.size, fps_, existing_, audio_from_, shown_as_);
+    if (!writer_) writer_ = open_video_writer(path_, frame.size, fps_, existing_, audio_from_, tags_);
     writer_->write(frame, time);
   }
   void close() override {
@@ -304,7 +300,7 @@ class VideoWriterAtFirstFrame final : public FrameWriter {
   double fps_;
   Existing existing_;
   std::filesystem::path audio_from_;
-  std::optional<DisplayAspect> shown_as_;
+  VideoDisplayTags tags_;
   std::unique_ptr<FrameWriter> writer_;
 };
 
@@ -313,8 +309,8 @@ class VideoWriterAtFirstFrame final : public FrameWriter {
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
                                                               Existing existing,
                                                               const std::filesystem::path& audio_from,
-                                                              std::optional<DisplayAspect> shown_as) {
-  return std::make_unique<VideoWriterAtFirstFrame>(path, fps, existing, audio_from, shown_as);
+                                                              const VideoDisplayTags& tags) {
+  return std::make_unique<VideoWriterAtFirstFrame>(path, fps, existing, audio_from, tags);
 }
 
 FrameStreamSource::FrameStreamSource(FrameReader& reader, std::string name, const Chain& chain,

@@ -9,6 +9,7 @@
 #include "io_error.hpp"
 #include "job.hpp"
 #include "ppm.hpp"
+#include "rgb_color_space.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -50,6 +51,8 @@ class FrameReader {
   // The shape the frames are shown in where their pixels are not square (an anamorphic video), upright;
   // nullopt for square pixels or where the input does not say.
   virtual std::optional<DisplayAspect> display_aspect() const { return std::nullopt; }
+  // The RGB colour space the frames are in, as the input declares it; nullopt where it does not.
+  virtual std::optional<RgbColorSpace> rgb_color_space() const { return std::nullopt; }
   // Which decoder reads the frames, for the summary.
   virtual std::string decoder() const { return "CPU"; }
 };
@@ -126,6 +129,13 @@ constexpr double kMaxFps = 1000;
 inline bool is_video_output_extension(std::string_view extension) {
   return extension == ".mp4" || extension == ".mkv" || extension == ".mov" || extension == ".avi";
 }
+// What a video file output declares about showing its frames, carried over from the video they were decoded from:
+// the shape an anamorphic video is shown in (its pixels' aspect follows from it), and the RGB colour space.
+struct VideoDisplayTags {
+  std::optional<DisplayAspect> shown_as;
+  std::optional<RgbColorSpace> color_space;
+};
+
 // Writes frames of `size` under a temporary name in the same folder, then renames it to `path` (never over an
 // existing file with Existing::keep). Any failure, at open, write or close, throws IoError naming `path` and the
 // OS error where there is one; nothing is left under `path` and the temporary is removed. An .mp4, .mkv or .mov
@@ -133,11 +143,10 @@ inline bool is_video_output_extension(std::string_view extension) {
 // otherwise OpenCV writes it at `fps` (constant frame rate; .mp4: mp4v, .avi: MJPG, .mkv: XVID), and close()
 // checks that the finished file holds every frame. With `audio_from` (the video the frames come from), its sound
 // is copied into the new file where the writer and the container can carry it (FFmpeg's), and audio() says
-// what became of it. `shown_as`: the shape an anamorphic video is shown in (FFmpeg's writer declares its pixel
-// aspect; OpenCV's writes square pixels).
+// what became of it. `tags` are declared by FFmpeg's writer; OpenCV's writes square pixels and no colour space.
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing, const std::filesystem::path& audio_from = {},
-                                               std::optional<DisplayAspect> shown_as = std::nullopt);
+                                               const VideoDisplayTags& tags = {});
 
 // What encodes a video file of this name on the CPU, for the summary: "OpenCV", or the FFmpeg encoder that
 // keeps each frame's time.
@@ -151,7 +160,7 @@ std::string video_readers_description();
 std::unique_ptr<FrameWriter> open_video_writer_at_first_frame(const std::filesystem::path& path, double fps,
                                                               Existing existing,
                                                               const std::filesystem::path& audio_from = {},
-                                                              std::optional<DisplayAspect> shown_as = std::nullopt);
+                                                              const VideoDisplayTags& tags = {});
 
 // A frame stream as a job's source, one frame after another: every frame must have the first frame's size (a
 // video's output has one size) and stay within `max_pixels`, for the frame and every frame the chain makes

@@ -422,6 +422,7 @@ class NvdecReader final : public FrameReader {
 
   std::string container_damage() const override { return bitstream_->container_damage(); }
   std::optional<DisplayAspect> display_aspect() const override { return bitstream_->display_aspect(); }
+  std::optional<RgbColorSpace> rgb_color_space() const override { return bitstream_->rgb_color_space(); }
 
   std::string decoder() const override {
     const std::string container = bitstream_->container();
@@ -714,6 +715,7 @@ class SplitNvdecReader final : public FrameReader {
 
   std::string container_damage() const override { return bitstream_->container_damage(); }
   std::optional<DisplayAspect> display_aspect() const override { return bitstream_->display_aspect(); }
+  std::optional<RgbColorSpace> rgb_color_space() const override { return bitstream_->rgb_color_space(); }
 
   std::string decoder() const override {
     const std::lock_guard lock(mutex_);

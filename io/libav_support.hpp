@@ -1,10 +1,12 @@
 // What io/'s users of FFmpeg's libraries share (container_demux.cpp, cpu_video.cpp, video_encode.cpp; only files
 // built with FFmpeg include it): an error code as text or as the system error it carries, FFmpeg's objects freed by
-// their owners, the rows libswscale may overrun, a file opened for demuxing, and a stream's rotation and shape.
+// their owners, the rows libswscale may overrun, a file opened for demuxing, and a stream's rotation, shape and
+// colour space.
 #pragma once
 
 #include "chain.hpp"
 #include "libav_log.hpp"
+#include "rgb_color_space.hpp"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -113,6 +115,15 @@ inline std::optional<DisplayAspect> anamorphic_display_aspect(AVFormatContext& i
   if (sample.num <= 0 || sample.den <= 0 || sample.num == sample.den) return std::nullopt;
   return display_aspect(std::int64_t{stream.codecpar->width} * sample.num,
                         std::int64_t{stream.codecpar->height} * sample.den);
+}
+
+// The RGB colour space `stream` declares, in its container or its codec's headers (as avformat_find_stream_info
+// read them); a reserved code point counts as unspecified, and nullopt where neither part is specified.
+inline std::optional<RgbColorSpace> declared_rgb_color_space(const AVStream& stream) {
+  const int primaries = stream.codecpar->color_primaries, transfer = stream.codecpar->color_trc;
+  const RgbColorSpace declared{h273_defines_primaries(primaries) ? primaries : RgbColorSpace::kUnspecified,
+                               h273_defines_transfer(transfer) ? transfer : RgbColorSpace::kUnspecified};
+  return declared == RgbColorSpace{} ? std::nullopt : std::optional(declared);
 }
 
 // Clockwise quarter turns (0 to 3) that show `stream` upright, as the ffmpeg command's autorotation reads its

@@ -7,6 +7,7 @@
 #include "annexb.hpp"
 #include "chain.hpp"
 #include "io_error.hpp"
+#include "rgb_color_space.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -46,6 +47,9 @@ class Bitstream {
   virtual std::string container_damage() const { return {}; }
   // FrameReader::display_aspect() as the container declares it; nullopt for an elementary stream.
   virtual std::optional<DisplayAspect> display_aspect() const { return std::nullopt; }
+  // FrameReader::rgb_color_space() as the container or the stream's headers declare it; nullopt for an
+  // elementary stream.
+  virtual std::optional<RgbColorSpace> rgb_color_space() const { return std::nullopt; }
 };
 
 // What a container says of one picture's packet.

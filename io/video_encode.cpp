@@ -185,7 +185,7 @@ class AudioCopy {
 class LibavVideoWriter final : public FrameWriter {
  public:
   LibavVideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing,
-                   const std::filesystem::path& audio_from, std::optional<DisplayAspect> shown_as)
+                   const std::filesystem::path& audio_from, const VideoDisplayTags& tags)
       : temporary_(path), size_(size), ticks_per_frame_(std::llround(kTimeBase.den / fps)), existing_(existing) {
     const AVCodec* codec = find_encoder();
     if (codec == nullptr) fail("this FFmpeg has neither libx264 nor its MPEG-4 encoder");
@@ -207,8 +207,8 @@ class LibavVideoWriter final : public FrameWriter {
     encoder_->pix_fmt = format;
     encoder_->time_base = kTimeBase;
     encoder_->framerate = av_d2q(fps, 1 << 20);
-    if (shown_as) {
-      const DisplayAspect pixel = pixel_aspect(*shown_as, size);
+    if (tags.shown_as) {
+      const DisplayAspect pixel = pixel_aspect(*tags.shown_as, size);
       av_reduce(&encoder_->sample_aspect_ratio.num, &encoder_->sample_aspect_ratio.den, pixel.width, pixel.height,
                 std::numeric_limits<int>::max());
       stream_->sample_aspect_ratio = encoder_->sample_aspect_ratio;  // the container's field, which players read
@@ -216,6 +216,10 @@ class LibavVideoWriter final : public FrameWriter {
     // libswscale's RGB -> YUV is BT.601 in limited range: say so in the stream.
     encoder_->colorspace = AVCOL_SPC_SMPTE170M;
     encoder_->color_range = AVCOL_RANGE_MPEG;
+    if (tags.color_space) {
+      encoder_->color_primaries = static_cast<AVColorPrimaries>(tags.color_space->primaries);
+      encoder_->color_trc = static_cast<AVColorTransferCharacteristic>(tags.color_space->transfer);
+    }
     if ((output_->oformat->flags & AVFMT_GLOBALHEADER) != 0) encoder_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
     if (is_x264(codec)) {
       av_opt_set(encoder_->priv_data, "crf", "18", 0);  // visually lossless for most content
@@ -360,8 +364,8 @@ std::string audio_codec_of(const std::filesystem::path& path) {
 
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                      Existing existing, const std::filesystem::path& audio_from,
-                                                     std::optional<DisplayAspect> shown_as) {
-  return std::make_unique<LibavVideoWriter>(path, size, fps, existing, audio_from, shown_as);
+                                                     const VideoDisplayTags& tags) {
+  return std::make_unique<LibavVideoWriter>(path, size, fps, existing, audio_from, tags);
 }
 
 void set_encoder_logging(bool verbose) { av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET); }

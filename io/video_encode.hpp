@@ -28,11 +28,12 @@ std::string timed_video_encoder();
 // `audio_from` (the video file the frames were decoded from), its best audio stream is copied beside the
 // frames as it is, each packet at its time in that file less the first frame's (packets before that frame are
 // left out), up to the last frame's end, where the output's container takes its codec (FrameWriter::audio()
-// says). With `shown_as`, the frames' pixels are declared as wide as it takes to show them in that shape (an
-// anamorphic video's sample aspect ratio). writes_timed_video(path) must hold.
+// says). With tags.shown_as, the frames' pixels are declared as wide as it takes to show them in that shape (an
+// anamorphic video's sample aspect ratio); tags.color_space is declared in the stream's headers and the
+// container. writes_timed_video(path) must hold.
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                      Existing existing, const std::filesystem::path& audio_from = {},
-                                                     std::optional<DisplayAspect> shown_as = std::nullopt);
+                                                     const VideoDisplayTags& tags = {});
 
 // The codec of the best audio stream of `path` ("aac"), where FFmpeg's libraries can tell; empty otherwise, and
 // for a pipe or a FIFO, which only the video's reader may read.

@@ -13,7 +13,7 @@ std::string timed_video_encoder() { return ""; }
 std::string audio_codec_of(const std::filesystem::path&) { return ""; }
 
 std::unique_ptr<FrameWriter> open_timed_video_writer(const std::filesystem::path&, Size, double, Existing,
-                                                     const std::filesystem::path&, std::optional<DisplayAspect>) {
+                                                     const std::filesystem::path&, const VideoDisplayTags&) {
   throw std::logic_error("open_timed_video_writer: this build has no FFmpeg encoder (writes_timed_video is false)");
 }
 

@@ -671,7 +671,7 @@ TEST(CliStream, AnAnamorphicVideoKeepsItsShapeOnScreen) {
   const fs::path in = dir.path() / "wide.mkv";
   const Image frame = testing::random_image({360, 240}, 5);
   const std::unique_ptr<io::FrameWriter> writer =
-      io::open_timed_video_writer(in, frame.size(), 25, io::Existing::keep, {}, DisplayAspect{16, 9});
+      io::open_timed_video_writer(in, frame.size(), 25, io::Existing::keep, {}, {DisplayAspect{16, 9}, std::nullopt});
   for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
   writer->close();
   const std::optional<DisplayAspect> wide = DisplayAspect{16, 9}, tall = DisplayAspect{9, 16};
@@ -684,6 +684,32 @@ TEST(CliStream, AnAnamorphicVideoKeepsItsShapeOnScreen) {
         imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops " + ops);
     ASSERT_EQ(run.exit_code, 0) << ops << "\n" << run.output;
     EXPECT_EQ(io::open_container(out)->display_aspect(), shape) << ops;
+  }
+}
+
+// An HDR video's output declares the PQ or HLG its RGB values keep, and BT.2020; a video that declares no
+// colour space makes an output that declares none.
+TEST(CliStream, AVideosColorSpaceGoesToItsOutput) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, which declares none";
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!cpu_decodes_video() && !io::gpu_video_unavailable().empty()) {
+    GTEST_SKIP() << "no decoder here takes a Matroska file (no CPU decoder, no NVDEC)";
+  }
+  TempDir dir;
+  const Image frame = testing::random_image({96, 64}, 7);
+  for (const std::optional<io::RgbColorSpace> space :
+       {std::optional(io::RgbColorSpace{9, 16}), std::optional(io::RgbColorSpace{9, 18}),
+        std::optional<io::RgbColorSpace>()}) {
+    const fs::path in = dir.path() / "in.mkv", out = dir.path() / "out.mp4";
+    const std::unique_ptr<io::FrameWriter> writer =
+        io::open_timed_video_writer(in, frame.size(), 25, io::Existing::replace, {}, {std::nullopt, space});
+    for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
+    writer->close();
+    const CommandResult run =
+        imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops resize=48x32,gray");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(io::open_container(out)->rgb_color_space(), space);
   }
 }
 

@@ -349,10 +349,33 @@ TEST(CpuVideo, AnAnamorphicVideosShapeIsWrittenAndRead) {
     const fs::path path = dir.path() / name;
     const std::optional<DisplayAspect> shown_as = name[0] == 'w' ? std::optional(DisplayAspect{16, 9}) : std::nullopt;
     const std::unique_ptr<io::FrameWriter> writer =
-        io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, shown_as);
+        io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, {shown_as, std::nullopt});
     writer->write(frame.view(), std::nullopt);
     writer->close();
     EXPECT_EQ(io::open_ffmpeg_video_reader(path)->display_aspect(), shown_as) << name;
+  }
+}
+
+// The primaries and transfer a video declares are read from its container or its stream's headers (a matrix
+// alone is none), and written into both containers: PQ and HLG for HDR, BT.709, and none where none is given.
+TEST(CpuVideo, AVideosColorSpaceIsReadAndWritten) {
+  SKIP_WITHOUT_FFMPEG_DECODING();
+  EXPECT_EQ(io::open_ffmpeg_video_reader(video_file("clip.hevc"))->rgb_color_space(), (io::RgbColorSpace{1, 1}));
+  EXPECT_EQ(io::open_ffmpeg_video_reader(video_file("clip.mp4"))->rgb_color_space(), std::nullopt);  // a matrix only
+  if (!io::writes_timed_video("video.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  TempDir dir;
+  const Image frame = random_image({64, 48}, 6);
+  const std::optional<io::RgbColorSpace> spaces[] = {io::RgbColorSpace{9, 16}, io::RgbColorSpace{9, 18},
+                                                     io::RgbColorSpace{1, 1}, std::nullopt};
+  for (const char* container : {".mkv", ".mp4"}) {
+    for (std::size_t i = 0; i < std::size(spaces); ++i) {
+      const fs::path path = dir.path() / (std::to_string(i) + container);
+      const std::unique_ptr<io::FrameWriter> writer =
+          io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, {std::nullopt, spaces[i]});
+      writer->write(frame.view(), std::nullopt);
+      writer->close();
+      EXPECT_EQ(io::open_ffmpeg_video_reader(path)->rgb_color_space(), spaces[i]) << path;
+    }
   }
 }
 

@@ -165,12 +165,28 @@ TEST(ContainerDemux, AnAnamorphicVideosShapeIsRead) {
        {std::optional(DisplayAspect{16, 9}), std::optional<DisplayAspect>()}) {
     const fs::path path = dir.path() / (shape ? "wide.mp4" : "square.mp4");
     const std::unique_ptr<io::FrameWriter> writer =
-        io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, shape);
+        io::open_timed_video_writer(path, frame.size(), 25, io::Existing::keep, {}, {shape, std::nullopt});
     writer->write(frame.view(), std::nullopt);
     writer->close();
     EXPECT_EQ(io::open_container(path)->display_aspect(), shape);
   }
   EXPECT_EQ(io::open_container(video_file("clip.mp4"))->display_aspect(), std::nullopt);
+}
+
+// NVDEC's demuxer reads a container's colour space as the CPU reader does.
+TEST(ContainerDemux, AVideosColorSpaceIsRead) {
+  SKIP_WITHOUT_LIBAVFORMAT();
+  EXPECT_EQ(io::open_container(video_file("clip_vfr.mkv"))->rgb_color_space(), (io::RgbColorSpace{1, 1}));
+  EXPECT_EQ(io::open_container(video_file("clip.mp4"))->rgb_color_space(), std::nullopt);  // a matrix only
+  if (!io::writes_timed_video("video.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  TempDir dir;
+  const fs::path path = dir.path() / "hdr.mp4";
+  const Image frame = random_image({64, 48}, 4);
+  const std::unique_ptr<io::FrameWriter> writer = io::open_timed_video_writer(
+      path, frame.size(), 25, io::Existing::keep, {}, {std::nullopt, io::RgbColorSpace{9, 16}});
+  writer->write(frame.view(), std::nullopt);
+  writer->close();
+  EXPECT_EQ(io::open_container(path)->rgb_color_space(), (io::RgbColorSpace{9, 16}));
 }
 
 TEST(ContainerDemux, ElementaryStreamsComeInReadsOfTheirBytesWithoutTimes) {

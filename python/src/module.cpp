@@ -16,6 +16,7 @@
 #include "io_error.hpp"
 #include "job.hpp"
 #include "library_logging.hpp"
+#include "rgb_color_space.hpp"
 
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
@@ -822,6 +823,11 @@ class VideoReader {
     if (!shape) return std::nullopt;
     return std::pair(shape->width, shape->height);
   }
+  std::optional<std::pair<int, int>> color_space() {
+    const std::optional<io::RgbColorSpace> space = locked([&] { return reader_->rgb_color_space(); });
+    if (!space) return std::nullopt;
+    return std::pair(space->primaries, space->transfer);
+  }
   std::optional<std::string> container_damage() {
     std::string damage = locked([&] { return reader_->container_damage(); });
     return damage.empty() ? std::nullopt : std::optional(std::move(damage));
@@ -854,7 +860,8 @@ class VideoWriter {
  public:
   VideoWriter(const std::filesystem::path& path, double fps, bool overwrite,
               const std::optional<std::filesystem::path>& audio_from,
-              const std::optional<std::pair<std::int64_t, std::int64_t>>& display_aspect)
+              const std::optional<std::pair<std::int64_t, std::int64_t>>& display_aspect,
+              const std::optional<std::pair<int, int>>& color_space)
       : path_(path) {
     if (!(fps >= io::kMinFps && fps <= io::kMaxFps)) {  // NaN too
       char text[112];
@@ -878,9 +885,21 @@ class VideoWriter {
           width <= kLargestTerm && height <= kLargestTerm ? imgpipe::display_aspect(width, height) : std::nullopt;
       if (!shown_as) throw nb::value_error("display_aspect: (width, height), both above 0 and at most 2**31");
     }
+    std::optional<io::RgbColorSpace> rgb_color_space;
+    if (color_space) {
+      const auto [primaries, transfer] = *color_space;
+      if (!io::h273_defines_primaries(primaries) || !io::h273_defines_transfer(transfer)) {
+        throw nb::value_error(("color_space (" + std::to_string(primaries) + ", " + std::to_string(transfer) +
+                               "): (primaries, transfer) as ITU-T H.273 defines them, e.g. (1, 1) for BT.709, "
+                               "(9, 16) for BT.2020 with PQ")
+                                  .c_str());
+      }
+      rgb_color_space = io::RgbColorSpace{primaries, transfer};
+    }
     if (audio_from) check_audio_source(*audio_from);
-    writer_ = io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep,
-                                                   audio_from.value_or(std::filesystem::path()), shown_as);
+    writer_ =
+        io::open_video_writer_at_first_frame(path, fps, overwrite ? io::Existing::replace : io::Existing::keep,
+                                             audio_from.value_or(std::filesystem::path()), {shown_as, rgb_color_space});
   }
 
   static constexpr double kLatestFrameSeconds = 1e9;  // about 32 years either way
@@ -1099,6 +1118,10 @@ NB_MODULE(_imgpipe, m) {
       .def_prop_ro("display_aspect", &imgpipe::python::VideoReader::display_aspect,
                    "(width, height) of the shape an anamorphic video's frames are shown in (their sample aspect "
                    "ratio applied), as VideoWriter's display_aspect takes it; None for square pixels")
+      .def_prop_ro("color_space", &imgpipe::python::VideoReader::color_space,
+                   "(primaries, transfer) the video declares, as ITU-T H.273 code points (2: unspecified), as "
+                   "VideoWriter's color_space takes them: the frames' RGB values are in that colour space, PQ or HLG "
+                   "values for an HDR video; None where it declares neither")
       .def_prop_ro("container_damage", &imgpipe::python::VideoReader::container_damage,
                    "The first error the container's demuxer reported so far (a file cut short ends its frames early "
                    "without one), or None")
@@ -1113,16 +1136,20 @@ NB_MODULE(_imgpipe, m) {
       "close() completes it; as a context manager it is closed at the end of the block, or, when the block "
       "raises, discarded")
       .def(nb::init<const std::filesystem::path&, double, bool, const std::optional<std::filesystem::path>&,
-                    const std::optional<std::pair<std::int64_t, std::int64_t>>&>(),
+                    const std::optional<std::pair<std::int64_t, std::int64_t>>&,
+                    const std::optional<std::pair<int, int>>&>(),
            nb::arg("path"), nb::arg("fps") = 30.0, nb::kw_only(), nb::arg("overwrite") = false,
            nb::arg("audio_from") = nb::none(), nb::arg("display_aspect") = nb::none(),
+           nb::arg("color_space") = nb::none(),
            "fps: the rate of frames written without a time (at least 0.001, at most 1000). audio_from: the video file "
            "the "
            "frames come from, whose sound is copied beside them at its times less the first frame's (as `imgpipe "
            "stream` copies it; .mp4, .mkv, .mov). display_aspect: (width, height) of the shape the frames are shown "
            "in, for an anamorphic video (a VideoReader's display_aspect; FFmpeg's writer declares the pixels' "
-           "shape, OpenCV's writes square pixels); None: square pixels. OSError naming the file when it exists "
-           "(unless overwrite), or when audio_from is missing or not a file")
+           "shape, OpenCV's writes square pixels); None: square pixels. color_space: (primaries, transfer) of the "
+           "frames' RGB values as ITU-T H.273 code points (a VideoReader's color_space), declared by FFmpeg's "
+           "writer; None: unspecified. OSError naming the file when it exists (unless overwrite), or when "
+           "audio_from is missing or not a file")
       .def("write", &imgpipe::python::VideoWriter::write, nb::arg("frame"), nb::arg("seconds") = nb::none(),
            "One (H, W, 3) uint8 NumPy frame, shown at `seconds` (None, or a time not after the frame before's: "
            "1 / fps after it; ValueError beyond 1e9 s either way, or NaN); every frame must have the first's size")

@@ -161,6 +161,29 @@ def test_an_anamorphic_videos_shape_goes_from_reader_to_writer(tmp_path):
             imgpipe.VideoWriter(tmp_path / "bad.mkv", display_aspect=bad)
 
 
+def test_a_videos_color_space_goes_from_reader_to_writer(tmp_path):
+    frame = np.random.default_rng(4).integers(0, 256, (48, 64, 3), np.uint8)
+    try:
+        with imgpipe.VideoWriter(tmp_path / "hdr.mkv", color_space=(9, 16)) as writer:
+            writer.write(frame)
+        reader = imgpipe.VideoReader(tmp_path / "hdr.mkv")
+    except OSError as error:
+        pytest.skip(str(error))
+    if "OpenCV" in reader.decoder:
+        pytest.skip("OpenCV's reader and writer know no colour space")
+    assert reader.color_space == (9, 16)
+    with imgpipe.VideoWriter(tmp_path / "copy.mp4", color_space=reader.color_space) as writer:
+        for frame, _ in reader:
+            writer.write(frame)
+    assert imgpipe.VideoReader(tmp_path / "copy.mp4").color_space == (9, 16)
+    with imgpipe.VideoWriter(tmp_path / "untagged.mkv") as writer:
+        writer.write(frame)
+    assert imgpipe.VideoReader(tmp_path / "untagged.mkv").color_space is None
+    for bad in [(0, 1), (1, 3), (13, 1), (1, 19), (-1, 1)]:
+        with pytest.raises(ValueError, match="color_space"):
+            imgpipe.VideoWriter(tmp_path / "bad.mkv", color_space=bad)
+
+
 def test_a_file_cut_short_says_so_after_its_last_frame(tmp_path):
     whole = open_or_skip(VIDEO / "clip_vfr.mkv")
     frames = sum(1 for _ in whole)
