@@ -118,9 +118,12 @@ FolderPlan plan_outputs(const fs::path& input_dir, const fs::path& output_dir, s
   return folder;
 }
 
-FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& relative_paths,
-                      const fs::path& output_dir, std::string_view format, ExistingOutputs existing,
-                      std::string_view existing_hint) {
+namespace {
+
+// One entry per chosen path, refused where the path is absolute or leads out of input_dir, and, where the input
+// folder is here (`on_disk`), where it goes through a link to a folder.
+std::vector<FolderEntry> chosen_entries(const fs::path& input_dir, const std::vector<fs::path>& relative_paths,
+                                        bool on_disk) {
   std::vector<FolderEntry> entries;
   entries.reserve(relative_paths.size());
   for (const fs::path& relative : relative_paths) {
@@ -128,15 +131,33 @@ FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& re
     const fs::path normal = relative.lexically_normal();
     if (relative.is_absolute() || normal.empty() || normal == "." || *normal.begin() == "..") {
       entry.problem = "not a path inside the input folder " + input_dir.string();
-    } else if (const fs::path link = folder_link_on(input_dir, normal); !link.empty()) {
+    } else if (const fs::path link = on_disk ? folder_link_on(input_dir, normal) : fs::path(); !link.empty()) {
       entry.problem = "not a path inside the input folder " + input_dir.string() + ": it goes through " +
                       link.string() + ", a link to a folder (the folder's listing does not follow those)";
     }
     entries.push_back(std::move(entry));
   }
+  return entries;
+}
+
+}  // namespace
+
+FolderPlan plan_files(const fs::path& input_dir, const std::vector<fs::path>& relative_paths,
+                      const fs::path& output_dir, std::string_view format, ExistingOutputs existing,
+                      std::string_view existing_hint) {
   FolderPlan folder;
   folder.input_dir = input_dir;
-  plan_entries(input_dir, entries, output_dir, format, existing, existing_hint, folder.files);
+  plan_entries(input_dir, chosen_entries(input_dir, relative_paths, true), output_dir, format, existing,
+               existing_hint, folder.files);
+  return folder;
+}
+
+FolderPlan plan_remote_files(const fs::path& input_prefix, const std::vector<fs::path>& relative_paths,
+                             const fs::path& output_dir, std::string_view format, ExistingOutputs existing,
+                             std::string_view existing_hint) {
+  FolderPlan folder;
+  plan_entries(input_prefix, chosen_entries(input_prefix, relative_paths, false), output_dir, format, existing,
+               existing_hint, folder.files);
   return folder;
 }
 
@@ -282,21 +303,38 @@ ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing e
                                  const GpuJpegEncoders* gpu_encoders)
     : plan_(plan), quality_(quality), existing_(existing), gpu_encoders_(gpu_encoders) {}
 
-fs::path ImageFolderSink::prepare_output(const Item& item) {
-  const fs::path output = plan_.files[item.index].output;
+namespace {
+
+// The folder `output` goes in, created.
+fs::path create_output_folder(const fs::path& output) {
   const fs::path folder = output.parent_path();
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) throw IoError(folder, "cannot create the folder: " + error.message());
-  // A link (or a mount) inside the output folder can lead back into the input folder, past check_folders.
+  return folder;
+}
+
+// A link (or a mount) inside the output folder can lead back into the input folder, past check_folders.
+void check_outside_input(const fs::path& output, const fs::path& folder, const fs::path& input_dir) {
+  if (input_dir.empty() || !lies_in(folder, input_dir)) return;
+  throw IoError(output, "not written: its folder " + folder.string() + " leads into the input folder " +
+                            input_dir.string() + " (through a link or a mount), and outputs never go among the inputs");
+}
+
+}  // namespace
+
+void write_output_file(const fs::path& output, std::span<const std::uint8_t> bytes, const fs::path& input_dir,
+                       Existing existing) {
+  check_outside_input(output, create_output_folder(output), input_dir);
+  write_file_atomically(output, bytes, existing);
+}
+
+fs::path ImageFolderSink::prepare_output(const Item& item) {
+  const fs::path output = plan_.files[item.index].output;
+  const fs::path folder = create_output_folder(output);
   const std::lock_guard lock(checked_mutex_);
   if (!checked_folders_.contains(folder.native())) {
-    if (lies_in(folder, plan_.input_dir)) {
-      throw IoError(output, "not written: its folder " + folder.string() + " leads into the input folder " +
-                                plan_.input_dir.string() +
-                                " (through a link or a mount), and outputs never go "
-                                "among the inputs");
-    }
+    check_outside_input(output, folder, plan_.input_dir);
     checked_folders_.insert(folder.native());
   }
   return output;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -67,6 +68,15 @@ FolderPlan plan_files(const std::filesystem::path& input_dir, const std::vector<
                       const std::filesystem::path& output_dir, std::string_view format, ExistingOutputs existing,
                       std::string_view existing_hint = kExistingOutputHint);
 
+// plan_files for files that are not in a folder here but named under a prefix elsewhere (objects under an
+// object-store URL that a distributed job reads): only the outputs' rules apply. A path that is absolute or leads
+// out of the prefix is still refused (its output would leave output_dir); the plan's input_dir is empty, as there
+// is no folder to keep the outputs out of.
+FolderPlan plan_remote_files(const std::filesystem::path& input_prefix,
+                             const std::vector<std::filesystem::path>& relative_paths,
+                             const std::filesystem::path& output_dir, std::string_view format, ExistingOutputs existing,
+                             std::string_view existing_hint = kExistingOutputHint);
+
 // One of `count` shards of a folder's files, for running a batch as N independent copies (a Slurm job array, a
 // Kubernetes Indexed Job) with no coordinator and no overlap: keeps the files whose relative path hashes
 // (64-bit FNV-1a) to `index` modulo `count`. A file's shard depends on its path alone, so adding files to the
@@ -108,6 +118,12 @@ class ImageFolderSource final : public Source {
 // One line naming the file and what went wrong with it, for an item of an image folder job that did not
 // finish (refused, failed or abandoned). `limit_hint` follows a pixel-limit refusal: how to raise the limit.
 std::string failure_message(const ItemResult& result, std::string_view limit_hint);
+
+// One planned output whose bytes are already encoded (a distributed job's worker), written as ImageFolderSink
+// writes it: its folder created, and checked not to lead into `input_dir` (through a link or a mount inside the
+// output folder; an empty input_dir checks nothing), then write_file_atomically. Throws IoError naming `output`.
+void write_output_file(const std::filesystem::path& output, std::span<const std::uint8_t> bytes,
+                       const std::filesystem::path& input_dir, Existing existing);
 
 // Each item's output to its planned path, encoded on several threads at once, written atomically (a temporary
 // name, renamed once complete); with Existing::keep an existing file is never replaced.

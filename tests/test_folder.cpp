@@ -105,6 +105,52 @@ TEST(Folder, PlanFilesRefusesAPathThroughALinkToAFolder) {
   EXPECT_TRUE(plan.files[3].refusal.empty()) << plan.files[3].refusal;
 }
 
+// Names under a prefix elsewhere (an object-store URL) get the outputs' rules alone: nothing on disk is asked
+// about the input side, but a name that leads out of the prefix, and so out of the output folder, is refused.
+TEST(Folder, PlanRemoteFilesAppliesTheOutputsRules) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  write_bytes(out / "exists.png", "x");
+  const FolderPlan plan = plan_remote_files("bucket/photos", {"a.jpg", "a.png", "exists.jpg", "../up.png"}, out,
+                                            "png", ExistingOutputs::refuse);
+  EXPECT_TRUE(plan.input_dir.empty());
+  ASSERT_EQ(plan.files.size(), 4u);
+  EXPECT_EQ(plan.files[0].input, "bucket/photos/a.jpg");
+  EXPECT_EQ(plan.files[0].output, (out / "a.png").string());
+  EXPECT_TRUE(plan.files[0].refusal.empty()) << plan.files[0].refusal;
+  EXPECT_EQ(plan.files[1].refusal,
+            "its output " + (out / "a.png").string() + " is already made from bucket/photos/a.jpg");
+  EXPECT_NE(plan.files[2].refusal.find("exists"), std::string::npos) << plan.files[2].refusal;
+  EXPECT_EQ(plan.files[3].refusal, "not a path inside the input folder bucket/photos");
+}
+
+// An output written from bytes already encoded gets the sink's checks: never into the input folder through a
+// link inside the output folder, even over an input; an existing file kept unless replaced.
+TEST(Folder, WriteOutputFileNeverWritesIntoTheInputFolder) {
+  TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  write_bytes(in / "sub/a.png", "input");
+  fs::create_directories(out);
+  fs::create_directory_symlink(in / "sub", out / "sub");
+  const std::vector<std::uint8_t> bytes = {'n', 'e', 'w'};
+  for (const char* name : {"a.png", "b.png"}) {
+    try {
+      write_output_file(out / "sub" / name, bytes, in, Existing::replace);
+      ADD_FAILURE() << name << " was written into the input folder";
+    } catch (const IoError& e) {
+      EXPECT_EQ(e.path(), out / "sub" / name);
+      EXPECT_NE(e.reason().find("leads into the input folder " + in.string()), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(testing::file_bytes(in / "sub/a.png"), (std::vector<std::uint8_t>{'i', 'n', 'p', 'u', 't'}));
+  EXPECT_FALSE(fs::exists(in / "sub/b.png"));
+  write_output_file(out / "deeper/c.png", bytes, in, Existing::keep);
+  EXPECT_EQ(testing::file_bytes(out / "deeper/c.png"), bytes);
+  EXPECT_THROW(write_output_file(out / "deeper/c.png", bytes, in, Existing::keep), IoError);
+  write_output_file(out / "sub/d.png", bytes, {}, Existing::keep);  // no input folder here: nothing to keep out of
+  EXPECT_EQ(testing::file_bytes(in / "sub/d.png"), bytes);
+}
+
 // An output that is a folder is never taken for an existing file (skipped or replaced), and an output file whose
 // name another output needs as its folder is refused, naming that output's input.
 TEST(Folder, AnOutputThatIsOrMustBeAFolderIsRefused) {

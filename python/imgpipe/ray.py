@@ -4,26 +4,26 @@
     summary = imgpipe.ray.run_folder("/shared/photos", "/shared/out", "resize=1280x720,gaussian=5:1.0",
                                      backend="optimized", concurrency=8)   # 8 actors, one GPU each
 
-The driver lists the input once and plans every output as `imgpipe batch` does: the output folder outside the
-input, one input per output (a later input whose output an earlier one makes fails, naming it), existing outputs
-refused, skipped or replaced. A pool of actors each holds one `imgpipe.Pipeline` (one GPU each for the GPU
-backends); Ray Data streams the planned files to them in batches, and each actor returns one status row per
-file. A file that fails is a row with its message, never a failed job. Outputs go to `output_dir`, which every
-worker must be able to write (a shared file system), under the input's relative path, through a temporary name
-renamed into place, as `imgpipe batch` writes them. Two ways to read:
+The driver lists the input once and plans every output with `imgpipe batch`'s own planner
+(`imgpipe.plan_outputs`): the output folder outside the input (compared by identity, so a link or a bind mount
+into the input counts), one input per output (a later input whose output an earlier one makes fails, naming it),
+no output where a folder is or must be, existing outputs refused, skipped or replaced. A pool of actors each
+holds one `imgpipe.Pipeline` (one GPU each for the GPU backends); Ray Data streams the planned files to them in
+batches, and each actor returns one status row per file. A file that fails is a row with its message, never a
+failed job. Outputs go to `output_dir`, which every worker must be able to write (a shared file system), under
+the input's relative path, written by `imgpipe batch`'s own writer: through a temporary name renamed into place,
+never into the input folder through a link or a mount inside the output folder. Two ways to read:
 
 - files (a local or shared folder): Ray Data carries only relative paths; each actor runs its batch of files as
   imgpipe's own job (`Pipeline.run_files`: decode and encode on several threads, copies overlapped with the
   chain, the GIL released), so the files' bytes never pass through the object store.
 - bytes (a local folder, an object-store prefix such as s3://, or any URL pyarrow reads): Ray Data reads the
   listed files (`read_binary_files`) and passes their bytes through the object store; each actor decodes, runs
-  the chain, encodes and writes file by file.
+  the chain, encodes and writes file by file (`imgpipe.write_output`).
 """
-import contextlib
 import math
 import os
 import re
-import secrets
 
 import numpy as np
 
@@ -32,17 +32,10 @@ import imgpipe
 IMAGE_EXTENSIONS = ["ppm", "png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-# The bytes worker's temporaries have no extension at all, so no listing takes one for an image.
-_BYTES_TEMPORARY_PREFIX = ".imgpipe-tmp-"
 
 
 def _is_url(path):
     return bool(_URL.match(path))
-
-
-def _output_relative(relative, extension):
-    """The output's path relative to output_dir, as the batch job names it."""
-    return relative if extension == "same" else os.path.splitext(relative)[0] + "." + extension
 
 
 def _actor_pipeline(ops, backend):
@@ -84,15 +77,16 @@ class _FileWorker:
         messages = [failures.get(os.path.normpath(path), "") for path in paths]
         if result["device_failure"]:
             self.device_failure = result["device_failure"]
-            messages = [message or self.unfinished_message(path, relative)
-                        for message, path, relative in zip(messages, paths, files)]
+            outputs = [output for _, output, _, _ in imgpipe.plan_outputs(self.input_root, self.output_dir, files,
+                                                                          format=self.extension, overwrite=True)]
+            messages = [message or self.unfinished_message(path, output)
+                        for message, path, output in zip(messages, paths, outputs)]
         statuses = ["failed" if message else "done" for message in messages]
         return {"path": np.asarray(paths), "status": np.asarray(statuses), "message": np.asarray(messages)}
 
-    def unfinished_message(self, path, relative):
+    def unfinished_message(self, path, output):
         """After a device failure, "" for a file whose output this job wrote (without overwrite, an output there),
         else why it may not be written: the result counts the files done but does not name them."""
-        output = os.path.join(self.output_dir, _output_relative(relative, self.extension))
         if not self.overwrite and os.path.lexists(output):
             return ""
         return f"{path}: not processed: the device failed: {self.device_failure}"
@@ -101,68 +95,45 @@ class _FileWorker:
 class _BytesWorker:
     """One Pipeline per actor, planned once; called by map_batches on batches of {'bytes', 'path'}.
 
-    As _FileWorker, without overwrite an output already there was written by this job (a retried batch), so the
-    file counts as done and is not written again."""
+    Each batch is planned again for its outputs, as the driver planned it; as with _FileWorker, without overwrite
+    an output already there was written by this job (a retried batch), so the file is skipped and counts as done.
+    remote_input: the files come from a URL, not from a folder here that the outputs must stay out of."""
 
-    def __init__(self, ops, backend, input_root, output_dir, extension, quality, overwrite):
+    def __init__(self, ops, backend, input_root, output_dir, extension, quality, overwrite, remote_input=False):
         self.pipeline = _actor_pipeline(ops, backend)
-        self.input_root = input_root.rstrip("/") + "/"
+        self.input_root = input_root.rstrip("/")
         self.output_dir = output_dir
         self.extension = extension
         self.quality = quality
         self.overwrite = overwrite
+        self.remote_input = remote_input
 
-    def output_path(self, path):
-        relative = path[len(self.input_root):] if path.startswith(self.input_root) else os.path.basename(path)
-        return os.path.join(self.output_dir, _output_relative(relative, self.extension))
+    def relative(self, path):
+        prefix = self.input_root + "/"
+        return path[len(prefix):] if path.startswith(prefix) else os.path.basename(path)
 
-    def process(self, data, path):
-        target = self.output_path(path)
-        if not self.overwrite and os.path.lexists(target):
-            return
+    def process(self, data, output):
         frame = self.pipeline(imgpipe.decode(bytes(data)))
-        encoded = imgpipe.encode(frame, os.path.splitext(target)[1].lower(), quality=self.quality)
-        folder = os.path.dirname(target)
-        os.makedirs(folder, exist_ok=True)
-        temporary = os.path.join(folder, _BYTES_TEMPORARY_PREFIX + secrets.token_hex(8))
-        # 0666 less the umask, as the command creates its outputs.
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        try:
-            with os.fdopen(handle, "wb") as f:
-                f.write(encoded)
-            if self.overwrite:
-                os.replace(temporary, target)
-            else:
-                _link_unless_exists(temporary, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
+        encoded = imgpipe.encode(frame, os.path.splitext(output)[1].lower(), quality=self.quality)
+        imgpipe.write_output(output, encoded, input_dir=None if self.remote_input else self.input_root,
+                             overwrite=self.overwrite)
 
     def __call__(self, batch):
+        paths = [str(path) for path in batch["path"]]
+        plans = imgpipe.plan_outputs(self.input_root, self.output_dir, [self.relative(path) for path in paths],
+                                     format=self.extension, overwrite=self.overwrite,
+                                     skip_existing=not self.overwrite, remote_input=self.remote_input)
         statuses, messages = [], []
-        for data, path in zip(batch["bytes"], batch["path"]):
-            try:
-                self.process(data, path)
-                statuses.append("done")
-                messages.append("")
-            except Exception as error:  # one file's failure is its row, not the job's
-                statuses.append("failed")
-                messages.append(str(error) if str(error).startswith(path) else f"{path}: {error}")
-        return {"path": np.asarray(batch["path"]), "status": np.asarray(statuses), "message": np.asarray(messages)}
-
-
-def _link_unless_exists(temporary, target):
-    """The finished temporary under target's name, never replacing a file there: a hard link refuses atomically;
-    where the file system has none, a check before the rename."""
-    appeared = FileExistsError(f"output {target} exists (it appeared while imgpipe was writing); not replaced")
-    try:
-        os.link(temporary, target)
-    except FileExistsError:
-        raise appeared from None
-    except OSError:
-        if os.path.lexists(target):
-            raise appeared from None
-        os.replace(temporary, target)
+        for data, path, (_, output, skip, error) in zip(batch["bytes"], paths, plans):
+            message = error
+            if not error and not skip:
+                try:
+                    self.process(data, output)
+                except Exception as failure:  # one file's failure is its row, not the job's
+                    message = str(failure) if str(failure).startswith(path) else f"{path}: {failure}"
+            statuses.append("failed" if message else "done")
+            messages.append(message)
+        return {"path": np.asarray(paths), "status": np.asarray(statuses), "message": np.asarray(messages)}
 
 
 def _list_url(url):
@@ -185,32 +156,24 @@ def _utf8(name):
         return False
 
 
-def _plan(input_root, entries, output_dir, extension, overwrite, skip_existing):
-    """(names to run, files skipped, [(path, message)] failed on the driver) from the listing's (name, problem)
-    entries, as the batch job plans a folder: an entry that cannot be read as an image file fails with the
-    listing's reason (Ray's read task would stop the whole job on it), and so does a name that is not UTF-8 (Ray
-    Data carries names in Arrow tables, whose strings are UTF-8); a later input whose output an earlier one makes
-    fails naming it; an existing output fails, unless overwrite replaces it or skip_existing skips it."""
+def _plan(root, names, output_dir, extension, overwrite, skip_existing):
+    """(names to run, files skipped, [(path, message)] failed on the driver): the batch job's plan
+    (imgpipe.plan_outputs) of the folder root as it lists it (names None), or of the names listed under a URL.
+    A file the plan will not write fails with the batch job's message (an entry that cannot be read as an image
+    file too: Ray's read task would stop the whole job on it), and so does a name that is not UTF-8 (Ray Data
+    carries names in Arrow tables, whose strings are UTF-8)."""
     work, skipped, failed = [], 0, []
-    made_from = {}  # output -> the input that makes it
-    for name, problem in entries:
-        path = os.path.join(input_root, name)
-        output = os.path.join(output_dir, _output_relative(name, extension))
-        if not problem and not _utf8(path):
-            problem = ("the name is not valid UTF-8, which Ray Data cannot carry; imgpipe batch and "
-                       "Pipeline.run_folder read it")
-        if problem:
-            failed.append((path, f"{path}: {problem}"))
-            continue
-        first = made_from.setdefault(os.path.normpath(output), path)
-        if first != path:
-            failed.append((path, f"{path}: not processed: its output {output} is already made from {first}"))
-        elif not overwrite and os.path.lexists(output):
-            if skip_existing:
-                skipped += 1
-            else:
-                failed.append((path, f"{path}: not processed: output {output} exists; overwrite=True replaces "
-                                     "it, skip_existing=True skips it"))
+    plans = imgpipe.plan_outputs(root, output_dir, names, format=extension, overwrite=overwrite,
+                                 skip_existing=skip_existing, remote_input=names is not None)
+    for name, _, skip, error in plans:
+        path = os.path.join(root, name)
+        if error:
+            failed.append((path, error))
+        elif skip:
+            skipped += 1
+        elif not _utf8(path):
+            failed.append((path, f"{path}: the name is not valid UTF-8, which Ray Data cannot carry; imgpipe batch "
+                                 "and Pipeline.run_folder read it"))
         else:
             work.append(name)
     return work, skipped, failed
@@ -246,23 +209,23 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
                read="auto", jobs=0):
     """Every image under input_path through the chain into output_dir on the Ray cluster `ray.init()` joined.
 
-    The driver lists input_path (a local folder through `imgpipe.list_image_entries`, as the batch job walks it; a URL
-    through pyarrow), resolves a relative input_path and output_dir against its own working directory, and
-    raises ValueError before any actor starts where output_dir is input_path or inside it (or the reverse), as
-    `imgpipe batch` does. read: "files" (the actors read the files themselves; input_path on a file system every
-    worker reads), "bytes" (Ray Data reads them and passes their bytes through the object store), or "auto":
-    files for a local path, bytes for a URL (s3://, gs://, ...). backend: auto (optimized where the cluster has
-    GPUs), cpu, naive or optimized; ValueError for a GPU backend on a cluster without GPUs. overwrite replaces
-    existing outputs, skip_existing skips them (counted in 'skipped'); otherwise they fail. concurrency: actors,
-    or (min, max) for an autoscaling pool (default: one per GPU of the cluster for a GPU backend, else 1). Each
-    actor reserves cpus_per_actor CPUs (and one GPU for a GPU backend); with read="bytes", Ray Data's read tasks
-    need CPUs too, so the actors' reservations must leave at least one CPU of the cluster free, or the job waits
-    for ever. batch_size: files per actor call (default 64 for files, 16 for bytes, fewer where the folder is too
-    small to give every actor a batch). read_blocks: the blocks the work is split into (None: Ray's choice for
-    bytes, a few per actor for files; on a small folder Ray's choice of one read task per few files costs more
-    than the images, so a few blocks per actor is faster, docs/python.md). jobs: each actor's decode/encode
-    threads with read="files" (0: one per hardware thread of its node). Returns {'done', 'failed', 'skipped',
-    'errors': [(path, message)], 'seconds'}.
+    The driver lists and plans input_path as the batch job does (a local folder through `imgpipe.plan_outputs`; a
+    URL through pyarrow, its names then planned against output_dir), resolves a relative input_path and output_dir
+    against its own working directory, and raises ValueError before any actor starts where output_dir is input_path
+    or inside it (or the reverse), as `imgpipe batch` does. read: "files" (the actors read the files themselves;
+    input_path on a file system every worker reads), "bytes" (Ray Data reads them and passes their bytes through the
+    object store), or "auto": files for a local path, bytes for a URL (s3://, gs://, ...). backend: auto (optimized
+    where the cluster has GPUs), cpu, naive or optimized; ValueError for a GPU backend on a cluster without GPUs.
+    overwrite replaces existing outputs, skip_existing skips them (counted in 'skipped'); otherwise they fail.
+    concurrency: actors, or (min, max) for an autoscaling pool (default: one per GPU of the cluster for a GPU
+    backend, else 1). Each actor reserves cpus_per_actor CPUs (and one GPU for a GPU backend); with read="bytes",
+    Ray Data's read tasks need CPUs too, so the actors' reservations must leave at least one CPU of the cluster
+    free, or the job waits for ever. batch_size: files per actor call (default 64 for files, 16 for bytes, fewer
+    where the folder is too small to give every actor a batch). read_blocks: the blocks the work is split into
+    (None: Ray's choice for bytes, a few per actor for files; on a small folder Ray's choice of one read task per
+    few files costs more than the images, so a few blocks per actor is faster, docs/python.md). jobs: each actor's
+    decode/encode threads with read="files" (0: one per hardware thread of its node). Returns {'done', 'failed',
+    'skipped', 'errors': [(path, message)], 'seconds'}.
     """
     import time
 
@@ -279,12 +242,10 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
         raise ValueError(f"output_dir: a folder every worker writes (a shared file system), not a URL ({output_dir})")
     if overwrite and skip_existing:
         raise ValueError("overwrite and skip_existing contradict each other")
-    if format != "same" and format not in IMAGE_EXTENSIONS:
-        raise ValueError(f"format {format!r}: same, or one of {', '.join(IMAGE_EXTENSIONS)}")
     # A bad chain fails here, before the cluster does any work; on the cpu backend, which sets up nothing on a GPU,
     # where the build has it (not without OpenCV).
     cpu_built = any(b["name"] == "cpu" and b["compiled_in"] for b in imgpipe.backends())
-    driver_pipeline = imgpipe.Pipeline(ops, backend="cpu" if cpu_built else "auto")
+    imgpipe.Pipeline(ops, backend="cpu" if cpu_built else "auto")
     gpus = int(ray.cluster_resources().get("GPU", 0))
     backend = _resolve_backend(backend, gpus)
     gpu = backend != "cpu"
@@ -294,16 +255,12 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
     output_dir = os.path.abspath(output_dir)
     start = time.perf_counter()
     if _is_url(input_path):
-        filesystem, root, names = _list_url(input_path)
-        entries = [(name, "") for name in names]
+        filesystem, root, listed = _list_url(input_path)
     else:
         import pyarrow.fs
 
-        filesystem, root = pyarrow.fs.LocalFileSystem(), os.path.abspath(input_path)
-        # run_files checks the folders first, with the command's rule and message; no files: nothing else runs.
-        driver_pipeline.run_files(root, [], output_dir)
-        entries = imgpipe.list_image_entries(root)
-    names, skipped, errors = _plan(root, entries, output_dir, format, overwrite, skip_existing)
+        filesystem, root, listed = pyarrow.fs.LocalFileSystem(), os.path.abspath(input_path), None
+    names, skipped, errors = _plan(root, listed, output_dir, format, overwrite, skip_existing)
     done = 0
     if names:
         batch_size, blocks = _batching(len(names), actors, batch_size, 64 if read == "files" else 16)
@@ -314,7 +271,7 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
         else:
             work = ray.data.read_binary_files([os.path.join(root, name) for name in names], filesystem=filesystem,
                                               include_paths=True, override_num_blocks=read_blocks)
-            worker, arguments = _BytesWorker, {}
+            worker, arguments = _BytesWorker, dict(remote_input=_is_url(input_path))
         statuses = work.map_batches(
             worker,
             fn_constructor_kwargs=dict(ops=ops, backend=backend, input_root=root, output_dir=output_dir,

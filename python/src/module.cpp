@@ -563,6 +563,14 @@ bool gpu_jpeg_possible(const Pipeline& pipeline, const std::string& choice) {
   return choice != "cpu" && pipeline.kind() == BackendKind::optimized && io::gpu_jpeg_unavailable().empty();
 }
 
+void check_format(const std::string& format) {
+  if (!io::is_output_format(format)) {
+    throw nb::value_error(("format '" + format + "': same, or an image extension without its dot (" +
+                           io::image_extensions_text() + ")")
+                              .c_str());
+  }
+}
+
 void check_output_options(const Pipeline& pipeline, const std::string& format, int quality, const JpegCodecs& codecs) {
   check_codec_choice("decoder", codecs.decoder);
   check_codec_choice("encoder", codecs.encoder);
@@ -570,11 +578,7 @@ void check_output_options(const Pipeline& pipeline, const std::string& format, i
     throw nb::value_error(
         ("gpu_decode_threads " + std::to_string(codecs.gpu_decode_threads) + ": from 1 to 64").c_str());
   }
-  if (!io::is_output_format(format)) {
-    throw nb::value_error(("format '" + format + "': same, or an image extension without its dot (" +
-                           io::image_extensions_text() + ")")
-                              .c_str());
-  }
+  check_format(format);
   const bool writes_format = format == "same" || format == "ppm" || io::has_opencv_codecs() ||
                              (format == "jpg" && gpu_jpeg_possible(pipeline, codecs.encoder));
   if (!writes_format) {
@@ -731,6 +735,45 @@ nb::list list_image_entries(const std::filesystem::path& input_dir) {
     entries.append(nb::make_tuple(file_system_str(entry.relative), file_system_str(entry.problem)));
   }
   return entries;
+}
+
+// The batch job's plan for the images under input_dir (as it lists them), or for chosen files of it, against
+// output_dir: one (name, output, skip, error) per file, name relative to input_dir, error the command's message
+// for a file that will not be written. remote_input: input_dir is a prefix elsewhere (an object-store URL), so
+// only the outputs' rules apply.
+nb::list plan_outputs(const std::filesystem::path& input_dir, const std::filesystem::path& output_dir,
+                      const std::optional<std::vector<std::filesystem::path>>& files, const std::string& format,
+                      bool overwrite, bool skip_existing, bool remote_input) {
+  const io::ExistingOutputs existing = existing_outputs(overwrite, skip_existing);
+  check_format(format);
+  io::FolderPlan folder;
+  if (remote_input) {
+    if (!files) throw nb::value_error("remote_input=True plans the files given, as there is no folder here to list");
+    folder = io::plan_remote_files(input_dir, *files, output_dir, format, existing, kExistingOutputHint);
+  } else {
+    io::check_folders(input_dir, output_dir);
+    folder = files ? io::plan_files(input_dir, *files, output_dir, format, existing, kExistingOutputHint)
+                   : io::plan_outputs(input_dir, output_dir, format, existing, false, kExistingOutputHint);
+  }
+  nb::list plans;
+  for (std::size_t i = 0; i < folder.files.size(); ++i) {
+    const io::FilePlan& file = folder.files[i];
+    const std::filesystem::path name =
+        files ? (*files)[i] : std::filesystem::path(file.input).lexically_relative(input_dir);
+    const std::string error = file.refusal.empty() ? std::string() : file.input + ": not processed: " + file.refusal;
+    plans.append(nb::make_tuple(file_system_str(name.native()), file_system_str(file.output), file.skip,
+                                file_system_str(error)));
+  }
+  return plans;
+}
+
+// Encoded bytes to one planned output, as the batch job writes its outputs (io::write_output_file).
+void write_output(const std::filesystem::path& output, const nb::bytes& data,
+                  const std::optional<std::filesystem::path>& input_dir, bool overwrite) {
+  const std::span<const std::uint8_t> bytes(static_cast<const std::uint8_t*>(data.data()), data.size());
+  nb::gil_scoped_release released;
+  io::write_output_file(output, bytes, input_dir.value_or(std::filesystem::path()),
+                        overwrite ? io::Existing::replace : io::Existing::keep);
 }
 
 // An image file's bytes as an (H, W, 3) uint8 array, decoded as the batch job decodes files.
@@ -1185,6 +1228,28 @@ NB_MODULE(_imgpipe, m) {
   m.def("list_image_entries", &imgpipe::python::list_image_entries, nb::arg("input_dir"),
         "list_images as [(name, problem)]: problem is '' for a file to read, else why the entry, named like an "
         "image, cannot be read as one (a folder, a broken link, a FIFO), as the batch job reports it");
+  m.def("plan_outputs", &imgpipe::python::plan_outputs, nb::arg("input_dir"), nb::arg("output_dir"),
+        nb::arg("files") = nb::none(), nb::kw_only(), nb::arg("format") = "same", nb::arg("overwrite") = false,
+        nb::arg("skip_existing") = false, nb::arg("remote_input") = false,
+        "The plan `imgpipe batch` (and run_folder, or run_files for `files`) makes before writing anything: "
+        "[(name, output, skip, error)], one per image under input_dir as the batch job lists it (or per name of "
+        "`files`, relative to input_dir), in that order. output: its output path under output_dir. skip: True "
+        "where the output exists and skip_existing=True skips it. error: '' for a file to write, else the batch "
+        "job's message for a file that will not be: an entry that cannot be read as an image file, a path leaving "
+        "input_dir, an output another input already makes, an output that is a folder or that another output "
+        "needs as its folder, an existing output (unless overwrite=True or skip_existing=True). ValueError, as "
+        "run_folder raises it, where output_dir is input_dir or inside it or holds it, compared by identity so "
+        "that a link or a bind mount counts. remote_input=True: input_dir is a prefix elsewhere (an object-store "
+        "URL), so only the outputs' rules apply, to the names in `files` (required)");
+  m.def("write_output", &imgpipe::python::write_output, nb::arg("output"), nb::arg("data"), nb::kw_only(),
+        nb::arg("input_dir").none(), nb::arg("overwrite") = false,
+        "Writes `data` (an encoded image file's bytes, as encode gives them) to `output` as the batch job writes "
+        "each output: the folder it goes in created, and refused (OSError naming the output) where that folder "
+        "leads into input_dir through a link or a mount (input_dir=None: inputs from no folder here, nothing to "
+        "check); the bytes written to a temporary name beside it (0666 less the umask) and renamed into place once "
+        "complete. overwrite=False never replaces an existing file, even one that appears meanwhile (where the "
+        "file system has no hard links, FAT or SMB, a check before the rename); a device, FIFO or socket is "
+        "written into, never renamed over");
   m.def("gpu_jpeg", &imgpipe::python::gpu_jpeg,
         "Whether run_folder can decode and encode JPEG on the GPU here (nvJPEG and a CUDA device), and what "
         "nvJPEG offers, one line each: {'usable', 'detail': [...]}");

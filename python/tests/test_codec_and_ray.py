@@ -1,5 +1,6 @@
-"""decode/encode against the files the command reads and writes, run_files on chosen files of a folder, and the
-Ray Data job on a local Ray cluster, reading both ways (skipped where Ray is not installed)."""
+"""decode/encode against the files the command reads and writes, run_files on chosen files of a folder, the batch
+job's planner and writer (plan_outputs, write_output), and the Ray Data job on a local Ray cluster, reading both
+ways (skipped where Ray is not installed)."""
 import os
 
 import numpy as np
@@ -74,6 +75,94 @@ def test_run_files_is_the_batch_job_on_chosen_files(tmp_path):
     assert "not a path inside the input folder" in failed[str(source / "../outside.ppm")]
     assert not (tmp_path / "out" / "sub" / "p1.ppm").exists()
     assert (tmp_path / "out" / "p0.ppm").exists()
+
+
+def test_plan_outputs_is_the_batch_jobs_plan(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    os.symlink(tmp_path / "nowhere.ppm", source / "dead.ppm")
+    out = tmp_path / "out"
+    (out / "p0.ppm").mkdir(parents=True)
+    (out / "sub").mkdir()
+    write_ppm(out / "sub" / "p1.ppm", next(iter(photos().values())))
+    plans = imgpipe.plan_outputs(source, out)
+    assert [name for name, _, _, _ in plans] == imgpipe.list_images(source)
+    by_name = {name: (output, skip, error) for name, output, skip, error in plans}
+    assert by_name["p2.ppm"] == (str(out / "p2.ppm"), False, "")
+    assert by_name["dead.ppm"][2] == f"{source / 'dead.ppm'}: not processed: is a broken symbolic link"
+    folder_refusal = f"{source / 'p0.ppm'}: not processed: its output {out / 'p0.ppm'} is a folder"
+    assert by_name["p0.ppm"][2] == folder_refusal
+    assert by_name["sub/p1.ppm"][2] == (f"{source / 'sub/p1.ppm'}: not processed: output {out / 'sub/p1.ppm'} "
+                                        "exists; overwrite=True replaces it, skip_existing=True skips it")
+    for options in [dict(overwrite=True), dict(skip_existing=True)]:
+        again = {name: (skip, error) for name, _, skip, error in imgpipe.plan_outputs(source, out, **options)}
+        assert again["p0.ppm"] == (False, folder_refusal)  # a folder is neither replaced nor skipped
+        assert again["sub/p1.ppm"] == ("skip_existing" in options, "")
+    # An output another output needs as its folder: x.ppm's x.png, where x.png/inner.ppm's output goes.
+    [(_, x, _, refused), (_, inner, _, fine)] = imgpipe.plan_outputs(source, out, ["x.ppm", "x.png/inner.ppm"],
+                                                                     format="png")
+    assert (x, inner, fine) == (str(out / "x.png"), str(out / "x.png/inner.png"), "")
+    assert refused.endswith(f"its output {x} is the folder the output of {source / 'x.png/inner.ppm'} goes in")
+    with pytest.raises(ValueError, match="format 'gif'"):
+        imgpipe.plan_outputs(source, out, format="gif")
+
+
+def test_plan_outputs_keeps_the_output_folder_out_of_the_input_through_links(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    os.symlink(source / "sub", tmp_path / "into-input")
+    with pytest.raises(ValueError, match=f"the output folder '{tmp_path / 'into-input/out'}' is the input folder"):
+        imgpipe.plan_outputs(source, tmp_path / "into-input" / "out")
+    assert not (source / "sub" / "out").exists()
+
+
+def test_plan_outputs_of_names_under_a_url_applies_the_outputs_rules(tmp_path):
+    out = tmp_path / "out"
+    (out / "taken.png").mkdir(parents=True)
+    plans = imgpipe.plan_outputs("bucket/photos", out, ["a.ppm", "sub/b.PPM", "../up.ppm", "taken.ppm"],
+                                 format="png", remote_input=True)
+    assert [(output, error) for _, output, _, error in plans[:2]] == [(str(out / "a.png"), ""),
+                                                                      (str(out / "sub/b.png"), "")]
+    assert plans[2][3] == "bucket/photos/../up.ppm: not processed: not a path inside the input folder bucket/photos"
+    assert plans[3][3] == f"bucket/photos/taken.ppm: not processed: its output {out / 'taken.png'} is a folder"
+    with pytest.raises(ValueError, match="remote_input=True plans the files given"):
+        imgpipe.plan_outputs("bucket/photos", out, remote_input=True)
+
+
+def test_write_output_writes_as_the_batch_job_writes(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    out = tmp_path / "out"
+    imgpipe.write_output(str(out / "new" / "a.ppm"), b"first", input_dir=source)
+    assert (out / "new" / "a.ppm").read_bytes() == b"first"
+    with pytest.raises(OSError, match=f"{out / 'new/a.ppm'}: exists"):
+        imgpipe.write_output(out / "new" / "a.ppm", b"second", input_dir=source)
+    imgpipe.write_output(out / "new" / "a.ppm", b"second", input_dir=source, overwrite=True)
+    assert (out / "new" / "a.ppm").read_bytes() == b"second"
+    imgpipe.write_output(tmp_path / "elsewhere" / "b.ppm", b"remote", input_dir=None)
+    assert (tmp_path / "elsewhere" / "b.ppm").read_bytes() == b"remote"
+    # A folder of the outputs that is a link into the input: nothing is written through it, even with overwrite.
+    os.symlink(source / "sub", out / "sub")
+    inputs = {name: (source / name).read_bytes() for name in relative_files(source)}
+    for name in ["p1.ppm", "new.ppm"]:
+        with pytest.raises(OSError, match=f"its folder {out / 'sub'} leads into the input folder {source}"):
+            imgpipe.write_output(out / "sub" / name, b"among the inputs", input_dir=source, overwrite=True)
+    assert {name: (source / name).read_bytes() for name in relative_files(source)} == inputs
+    assert not [f for f in os.listdir(out / "new") if f.startswith(".")]
+
+
+def test_the_driver_plans_with_the_batch_jobs_planner(tmp_path):
+    source = folder_with_a_bad_file(tmp_path)
+    odd = os.fsdecode(os.fsencode(source) + b"/\xff.ppm")
+    write_ppm(odd, next(iter(photos().values())))
+    out = tmp_path / "out"
+    (out / "p0.ppm").mkdir(parents=True)
+    for skip_existing in [False, True]:
+        names, skipped, failed = imgpipe.ray._plan(str(source), None, str(out), "same", False, skip_existing)
+        assert (len(names), skipped) == (len(photos()), 0)  # broken.ppm fails when read; p0.ppm and odd here
+        failed = dict(failed)
+        assert failed[str(source / "p0.ppm")].endswith(f"its output {out / 'p0.ppm'} is a folder")
+        assert "the name is not valid UTF-8, which Ray Data cannot carry" in failed[odd]
+    os.symlink(source / "sub", tmp_path / "into-input")
+    with pytest.raises(ValueError, match="is the input folder"):
+        imgpipe.ray._plan(str(source), None, str(tmp_path / "into-input"), "same", False, False)
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +241,27 @@ def test_existing_outputs_are_refused_skipped_or_replaced(ray_cluster, tmp_path,
         run_on_ray(source, tmp_path / "out", read, overwrite=True, skip_existing=True)
 
 
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_a_link_in_the_output_folder_never_leads_outputs_into_the_input(ray_cluster, tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    (tmp_path / "out").mkdir()
+    os.symlink(source / "sub", tmp_path / "out" / "sub")
+    inputs = {name: (source / name).read_bytes() for name in relative_files(source)}
+    summary = run_on_ray(source, tmp_path / "out", read, overwrite=True)
+    assert {name: (source / name).read_bytes() for name in relative_files(source)} == inputs
+    subfolder = [message for path, message in summary["errors"] if path.startswith(str(source / "sub"))]
+    assert subfolder and all("leads into the input folder" in message for message in subfolder)
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_an_output_that_is_a_folder_is_refused_by_the_driver(ray_cluster, tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    (tmp_path / "out" / "p0.ppm").mkdir(parents=True)
+    summary = run_on_ray(source, tmp_path / "out", read, skip_existing=True)
+    assert (summary["done"], summary["skipped"]) == (len(photos()) - 1, 0)
+    assert f"its output {tmp_path / 'out' / 'p0.ppm'} is a folder" in dict(summary["errors"])[str(source / "p0.ppm")]
+
+
 def actor(read, source, output, overwrite=False, pipeline=None):
     """The worker one actor of the job holds, here in this process."""
     if read == "files":
@@ -184,6 +294,30 @@ def test_a_retried_batch_counts_the_outputs_it_wrote(tmp_path, read):
     assert list(first["status"]) == list(again["status"]) == ["done", "done", "failed"]
     assert (tmp_path / "out" / "p0.ppm").read_bytes() == written
     assert not [f for f in os.listdir(tmp_path / "out") if f.startswith(".")]
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+def test_an_actor_never_writes_into_the_input_through_a_link_in_the_output_folder(tmp_path, read):
+    source = folder_with_a_bad_file(tmp_path)
+    (tmp_path / "out").mkdir()
+    os.symlink(source / "sub", tmp_path / "out" / "sub")
+    inputs = {name: (source / name).read_bytes() for name in relative_files(source)}
+    rows = actor(read, source, tmp_path / "out", overwrite=True)(batch_of(read, source, ["sub/p1.ppm", "p0.ppm"]))
+    assert list(rows["status"]) == ["failed", "done"]
+    assert f"its folder {tmp_path / 'out' / 'sub'} leads into the input folder {source}" in rows["message"][0]
+    assert {name: (source / name).read_bytes() for name in relative_files(source)} == inputs
+
+
+@pytest.mark.parametrize("read", ["files", "bytes"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_actor_refuses_an_output_that_is_a_folder_naming_it(tmp_path, read, overwrite):
+    source = folder_with_a_bad_file(tmp_path)
+    (tmp_path / "out" / "p0.ppm").mkdir(parents=True)
+    rows = actor(read, source, tmp_path / "out", overwrite=overwrite)(batch_of(read, source, ["p0.ppm", "p2.ppm"]))
+    assert list(rows["status"]) == ["failed", "done"]
+    assert rows["message"][0] == f"{source / 'p0.ppm'}: not processed: its output {tmp_path / 'out' / 'p0.ppm'} " \
+                                 "is a folder"
+    assert (tmp_path / "out" / "p0.ppm").is_dir()
 
 
 def test_bytes_outputs_are_created_as_the_command_creates_them(tmp_path):
