@@ -41,7 +41,7 @@ def test_names_that_are_not_utf8_lead_to_their_files(tmp_path):
     write_ppm(os.fsdecode(odd), next(iter(photos().values())))
     (source / os.fsdecode(b"\xfe.ppm")).write_bytes(b"P6 4 4 255\nshort")
     assert os.fsdecode(b"\xff.ppm") in imgpipe.list_images(source)
-    p = imgpipe.Pipeline("rotate=90", backend="cpu")
+    p = imgpipe.Pipeline("rotate=90", backend=usable_backends()[0])
     result = p.run_folder(source, tmp_path / "out")
     assert (result["done"], result["failed"]) == (len(photos()) + 1, 2)
     assert os.path.exists(os.fsencode(tmp_path / "out") + b"/\xff.ppm")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import imgpipe
-from conftest import BINARY, DATA, read_ppm
+from conftest import BINARY, DATA, read_ppm, usable_backends
 
 VIDEO = DATA / "video"
 
@@ -231,7 +231,7 @@ def test_a_written_video_keeps_each_frames_time_and_its_pixels(tmp_path):
     source = open_or_skip(VIDEO / "clip_vfr.mkv")
     if "OpenCV" in source.decoder:
         pytest.skip("this build decodes video through OpenCV, without the frames' times")
-    p = imgpipe.Pipeline("flip=h", backend="cpu")
+    p = imgpipe.Pipeline("flip=h", backend=usable_backends()[0])
     path = tmp_path / "flipped.mkv"
     sent = []
     with imgpipe.VideoWriter(str(path), fps=25) as writer:
