@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
   batch_command->add_flag("--full-chroma", batch.full_chroma,
                           "GPU JPEG encoding with 4:4:4 chroma (default 4:2:0, as the CPU encoder writes)");
   batch_command->add_flag("--timings", batch.timings,
-                          "After the summary, show where the time went: start-up, each stage of the job per image, "
-                          "the cores in use, and how busy the GPU JPEG codecs were");
+                          "After the summary, show where the time went: start-up, each stage of the job per image "
+                          "(and the part of it on a core), the cores in use, and how busy the GPU JPEG codecs were");
   batch_command->footer(std::string(chain_help()));
 
   StreamOptions stream;
@@ -268,8 +268,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   stream_command->add_flag("--timings", stream.timings,
-                           "After the summary, show the mean time a frame spent in each stage, and how busy the GPU "
-                           "JPEG encoder was");
+                           "After the summary, show the mean time a frame spent in each stage (and the part of it on "
+                           "a core), and how busy the GPU JPEG encoder was");
   stream_command->footer(std::string(chain_help()) + R"(
 
 A video output keeps the input's frame rate, is written under a temporary name and renamed into place

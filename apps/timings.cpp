@@ -12,13 +12,16 @@ namespace imgpipe::app {
 std::string stage_timings(const JobSummary& summary, std::string_view unit) {
   if (summary.items == 0) return {};
   const double per_item_ms = 1e3 / static_cast<double>(summary.items);
-  char text[320];
+  const StageSeconds& in = summary.stages;
+  const StageSeconds& on_cpu = summary.stages_on_cpu;
+  char text[400];
   std::snprintf(text, sizeof text,
-                "timings: per %.*s, on average: reading and decoding %.2f ms, submitting %.2f ms, "
-                "the chain until complete %.2f ms, encoding and writing %.2f ms",
-                static_cast<int>(unit.size()), unit.data(), summary.stages.read * per_item_ms,
-                summary.stages.submit * per_item_ms, summary.stages.complete * per_item_ms,
-                summary.stages.write * per_item_ms);
+                "timings: per %.*s, on average (of which on a core): reading and decoding %.2f ms (%.2f), "
+                "submitting %.2f ms (%.2f), the chain until complete %.2f ms (%.2f), encoding and writing %.2f ms "
+                "(%.2f)",
+                static_cast<int>(unit.size()), unit.data(), in.read * per_item_ms, on_cpu.read * per_item_ms,
+                in.submit * per_item_ms, on_cpu.submit * per_item_ms, in.complete * per_item_ms,
+                on_cpu.complete * per_item_ms, in.write * per_item_ms, on_cpu.write * per_item_ms);
   return text;
 }
 

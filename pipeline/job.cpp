@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <semaphore>
@@ -74,20 +75,37 @@ std::chrono::microseconds yield_window(int threads) {
 
 using Status = ItemResult::Status;
 
-// Adds the time from its construction to its destruction to a stage's total.
+// The calling thread's CPU time so far, in nanoseconds.
+std::int64_t thread_cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// One stage's totals over the items: the time they spent in it, and the part of it their threads ran on a core.
+struct StageTotal {
+  std::atomic<std::int64_t> elapsed_ns = 0;
+  std::atomic<std::int64_t> cpu_ns = 0;
+};
+
+// Adds the time from its construction to its destruction to a stage's total, and the thread's CPU time.
 class StageTimer {
  public:
-  explicit StageTimer(std::atomic<std::int64_t>& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  explicit StageTimer(StageTotal& total)
+      : total_(total), start_(std::chrono::steady_clock::now()), cpu_start_ns_(thread_cpu_ns()) {}
   StageTimer(const StageTimer&) = delete;
   StageTimer& operator=(const StageTimer&) = delete;
   ~StageTimer() {
     const auto elapsed = std::chrono::steady_clock::now() - start_;
-    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(), std::memory_order_relaxed);
+    total_.elapsed_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(),
+                                std::memory_order_relaxed);
+    total_.cpu_ns.fetch_add(thread_cpu_ns() - cpu_start_ns_, std::memory_order_relaxed);
   }
 
  private:
-  std::atomic<std::int64_t>& total_;
+  StageTotal& total_;
   std::chrono::steady_clock::time_point start_;
+  std::int64_t cpu_start_ns_;
 };
 
 double seconds_of(const std::atomic<std::int64_t>& nanoseconds) { return nanoseconds.load() * 1e-9; }
@@ -124,7 +142,10 @@ class JobRun {
       for (int i = 0; i < engine_.slots(); ++i) workers.emplace_back([this] { work(); });
     }
     summary_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    summary_.stages = {seconds_of(read_ns_), seconds_of(submit_ns_), seconds_of(complete_ns_), seconds_of(write_ns_)};
+    summary_.stages = {seconds_of(read_.elapsed_ns), seconds_of(submit_.elapsed_ns), seconds_of(complete_.elapsed_ns),
+                       seconds_of(write_.elapsed_ns)};
+    summary_.stages_on_cpu = {seconds_of(read_.cpu_ns), seconds_of(submit_.cpu_ns), seconds_of(complete_.cpu_ns),
+                              seconds_of(write_.cpu_ns)};
     if (unexpected_) std::rethrow_exception(unexpected_);
     return summary_;
   }
@@ -139,7 +160,7 @@ class JobRun {
         return;
       }
       if (source_.concurrent_reads()) {
-        const StageTimer timer(read_ns_);
+        const StageTimer timer(read_);
         cpu_work_.acquire();
         read(*item);
         cpu_work_.release();
@@ -191,7 +212,7 @@ class JobRun {
       }
     }
     if (!source_.concurrent_reads()) {
-      const StageTimer timer(read_ns_);
+      const StageTimer timer(read_);
       read(item);
     }
     return item;
@@ -238,7 +259,7 @@ class JobRun {
   // come out of the engine in the order the sink takes them. Otherwise each item is submitted as soon as it is
   // read and taken back as soon as its frame is done, so a slow read or frame holds up no other item.
   void submit(InFlight& item) {
-    const StageTimer timer(submit_ns_);
+    const StageTimer timer(submit_);
     if (in_order_) {
       const InOrder::Turn turn = submitting_.wait(item.ticket);
       submit_now(item);
@@ -262,7 +283,7 @@ class JobRun {
   }
 
   void complete(InFlight& item) {
-    const StageTimer timer(complete_ns_);
+    const StageTimer timer(complete_);
     if (in_order_) {
       const InOrder::Turn turn = completing_.wait(item.ticket);
       complete_now(item);
@@ -290,7 +311,7 @@ class JobRun {
   // Straight from the slot's output buffer; then the slot goes back to the engine. Items already past
   // admission when a stop was requested are still written: a stop ends the reading, not the finishing.
   void write(InFlight& item) {
-    const StageTimer timer(write_ns_);
+    const StageTimer timer(write_);
     if (sink_.concurrent_writes()) {
       if (!item.pending()) return;
       cpu_work_.acquire();
@@ -395,7 +416,7 @@ class JobRun {
   std::atomic<bool> device_failed_ = false;
   std::mutex device_mutex_;
   InOrder submitting_, completing_, writing_;
-  std::atomic<std::int64_t> read_ns_ = 0, submit_ns_ = 0, complete_ns_ = 0, write_ns_ = 0;
+  StageTotal read_, submit_, complete_, write_;
   std::mutex reporting_;                            // unreported_, next_report_, summary_'s counts and unexpected_
   std::condition_variable report_room_;             // a report made room under kMaxUnreported
   std::map<std::uint64_t, ItemResult> unreported_;  // finished items behind an unreported one, by ticket

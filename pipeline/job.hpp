@@ -133,6 +133,9 @@ struct JobSummary {
   bool stopped = false;        // stop_requested() ended it before the source did
   double seconds = 0;
   StageSeconds stages;
+  // The part of each stage's time the items' own threads ran on a core (a thread's CPU time); the rest they
+  // waited: for a turn, a lock, the GPU, the disk, or for helper threads doing the work (a GPU decoder's lanes).
+  StageSeconds stages_on_cpu;
 };
 
 // Runs every item of `source` through `engine` into `sink`. `on_result` is called for each item, in item

@@ -130,7 +130,8 @@ TEST_F(Cli, TimingsSayWhereTheTimeWent) {
                                     " --ops flip=h --format ppm --decoder cpu --encoder cpu --timings");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "timings: start-up ")) << run.output;
-  EXPECT_TRUE(contains(run.output, "timings: per image, on average: reading and decoding ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "timings: per image, on average (of which on a core): reading and decoding "))
+      << run.output;
   EXPECT_TRUE(contains(run.output, "timings: CPU: ")) << run.output;
   EXPECT_FALSE(contains(run.output, "GPU JPEG")) << "codecs that were not used are timed: " << run.output;
   EXPECT_FALSE(contains(imgpipe("batch " + quoted(in) + " " + quoted(dir.path() / "quiet") + " --ops flip=h").output,
@@ -1027,7 +1028,8 @@ TEST(CliStream, TimingsSayWhereTheTimeWent) {
   const CommandResult run = imgpipe("stream --input " + quoted(video_file("clip.h264")) +
                                     " --output - --ops flip=h --timings > " + quoted(dir.path() / "out.rgb"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(contains(run.output, "timings: per frame, on average: reading and decoding ")) << run.output;
+  EXPECT_TRUE(contains(run.output, "timings: per frame, on average (of which on a core): reading and decoding "))
+      << run.output;
   EXPECT_FALSE(contains(run.output, "GPU JPEG encoding")) << "an encoder that was not used is timed: " << run.output;
 }
 

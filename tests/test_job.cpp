@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <set>
@@ -152,14 +153,29 @@ TEST(Job, ConcurrentReadsOverlapUpToTheWorkerCount) {
   EXPECT_LE(source.max_reading, 3) << "more reads at once than workers";
 }
 
-// A sink that takes a known time per item, so the job's stage times can be checked against it.
+// A sink that takes a known time per item, sleeping, or computing until its thread has run that long on a core
+// (`spin`), so the job's stage times can be checked against it.
 class SlowSink final : public Sink {
  public:
-  explicit SlowSink(std::chrono::milliseconds per_item) : per_item_(per_item) {}
-  void write(const Item&, ConstFrameView) override { std::this_thread::sleep_for(per_item_); }
+  explicit SlowSink(std::chrono::milliseconds per_item, bool spin = false) : per_item_(per_item), spin_(spin) {}
+  void write(const Item&, ConstFrameView) override {
+    if (!spin_) {
+      std::this_thread::sleep_for(per_item_);
+      return;
+    }
+    const auto thread_cpu = [] {
+      timespec now{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+      return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+    };
+    const auto until = thread_cpu() + per_item_;
+    while (thread_cpu() < until) {
+    }
+  }
 
  private:
   std::chrono::milliseconds per_item_;
+  bool spin_;
 };
 
 TEST(Job, TheSummarySaysWhichStageTheTimeWentTo) {
@@ -174,6 +190,24 @@ TEST(Job, TheSummarySaysWhichStageTheTimeWentTo) {
   // A stage's time includes waiting for the item's turn there, but no more items than the engine's 3 slots are
   // ever in flight, so no stage's total can exceed 3 times the job's time.
   EXPECT_LE(summary.stages.write, 3 * summary.seconds * 1.01);
+  // Sleeping is waiting: of the writes' 40 ms, the threads ran on a core for far less.
+  EXPECT_LT(summary.stages_on_cpu.write, summary.stages.write / 4);
+  for (const auto& [on_cpu, in] : {std::pair{summary.stages_on_cpu.read, summary.stages.read},
+                                   std::pair{summary.stages_on_cpu.submit, summary.stages.submit},
+                                   std::pair{summary.stages_on_cpu.complete, summary.stages.complete}}) {
+    EXPECT_GE(on_cpu, 0.0);
+    EXPECT_LE(on_cpu, in * 1.01 + 1e-4);  // the two clocks tick apart by up to a tick
+  }
+}
+
+// A stage that computes runs on a core most of its time: the part on the CPU counts the work, not only waits.
+TEST(Job, TheSummarySaysWhichPartOfAStageRanOnACore) {
+  TestSource source(6, false);
+  SlowSink sink(std::chrono::milliseconds(5), true);
+  auto engine = invert_engine(2);
+  const JobSummary summary = run_job(source, *engine, sink, JobOptions{});
+  EXPECT_GE(summary.stages_on_cpu.write, 6 * 0.005 * 0.99) << "computing counted as waiting";
+  EXPECT_GE(summary.stages.write, summary.stages_on_cpu.write * 0.99);
 }
 
 // Reads and writes that take a few random microseconds each, so items overtake each other everywhere they may.

@@ -666,12 +666,18 @@ nb::dict run_plan(Pipeline& pipeline, const io::FolderPlan& folder, const std::f
   result["files"] = folder.files.size();
   result["unsupported"] = folder.unsupported;
   result["seconds"] = summary.seconds;
-  nb::dict stages;  // as `imgpipe batch --timings`: seconds summed over the files, per stage of the job
-  stages["read"] = summary.stages.read;
-  stages["submit"] = summary.stages.submit;
-  stages["complete"] = summary.stages.complete;
-  stages["write"] = summary.stages.write;
-  result["stage_seconds"] = stages;
+  // As `imgpipe batch --timings`: seconds summed over the files, per stage of the job, and the part of them the
+  // files' threads ran on a core.
+  const auto stage_dict = [](const StageSeconds& seconds) {
+    nb::dict stages;
+    stages["read"] = seconds.read;
+    stages["submit"] = seconds.submit;
+    stages["complete"] = seconds.complete;
+    stages["write"] = seconds.write;
+    return stages;
+  };
+  result["stage_seconds"] = stage_dict(summary.stages);
+  result["stage_cpu_seconds"] = stage_dict(summary.stages_on_cpu);
   result["decoder"] = gpu_decoding ? "gpu" : "cpu";
   result["encoder"] = gpu_encoding ? "gpu" : "cpu";
   // As the command's summary: with the GPU decoder, the JPEG files each decoder took (the hardware engines,

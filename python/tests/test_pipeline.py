@@ -115,6 +115,9 @@ def test_run_folder_is_the_batch_job(tmp_path):
     stages = summary["stage_seconds"]
     assert set(stages) == {"read", "submit", "complete", "write"}
     assert stages["read"] > 0 and stages["write"] > 0, "decoding and encoding files takes time"
+    on_cpu = summary["stage_cpu_seconds"]
+    assert set(on_cpu) == set(stages) and on_cpu["read"] > 0
+    assert all(0 <= on_cpu[stage] <= stages[stage] * 1.01 + 1e-3 for stage in stages), (on_cpu, stages)
     [(path, message)] = summary["errors"]
     assert path == str(source / "broken.ppm") and message.startswith(f"{path}: truncated raster")
     command = run_command("batch", source, tmp_path / "command", "--ops", CHAIN, "--backend", backend)
