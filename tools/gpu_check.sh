@@ -20,8 +20,11 @@
 #     && for f in *.deb; do dpkg -x "$f" prefix; done && rm *.deb
 # and carried along; this script then points CMake and the loader at it. For containers on NVDEC and video
 # files that keep each frame's time, also unpack libavformat-dev, libavcodec-dev, libavutil-dev and
-# libswscale-dev there, and copy beside them the shared libraries libavformat.so.59 and libswscale.so.6 need
-# (`ldd`; Debian's FFmpeg 5.1 pulls in about 170 MB of codec libraries, 49 MB as an xz tarball).
+# libswscale-dev there, with the libraries their .so links point at (libavformat.so.59.27.100, ...: the
+# libavformat59, libavcodec59, libavutil57, libswscale6 and libswresample4 packages), and copy beside them the
+# shared libraries those need (`ldd`; Debian's FFmpeg 5.1 pulls in about 170 MB of codec libraries, 49 MB as an
+# xz tarball). A link left dangling there hides the library from CMake, which then builds without it; the build
+# step names such links.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
@@ -52,6 +55,9 @@ status=0
 for step in "${steps[@]}"; do
   case "$step" in
     build)
+      if [ -d .deps/prefix ]; then
+        find .deps/prefix -xtype l -name "*.so" | sed 's/^/build: a dangling link, that library will not be found: /'
+      fi
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
       cmake "${cmake_args[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
       cmake --build "$BUILD" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
