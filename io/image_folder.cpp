@@ -131,6 +131,8 @@ std::vector<FolderEntry> chosen_entries(const fs::path& input_dir, const std::ve
     const fs::path normal = relative.lexically_normal();
     if (relative.is_absolute() || normal.empty() || normal == "." || *normal.begin() == "..") {
       entry.problem = "not a path inside the input folder " + input_dir.string();
+    } else if (!normal.has_filename()) {
+      entry.problem = "names a folder (it ends in a slash), not an image file";
     } else if (const fs::path link = on_disk ? folder_link_on(input_dir, normal) : fs::path(); !link.empty()) {
       entry.problem = "not a path inside the input folder " + input_dir.string() + ": it goes through " +
                       link.string() + ", a link to a folder (the folder's listing does not follow those)";
@@ -306,12 +308,13 @@ ImageFolderSink::ImageFolderSink(const FolderPlan& plan, int quality, Existing e
 namespace {
 
 // The folder `output` goes in, created.
-fs::path create_output_folder(const fs::path& output) {
-  const fs::path folder = output.parent_path();
+// The folder `output` goes in: its parent, or the working folder for a bare name.
+fs::path folder_of(const fs::path& output) { return output.has_parent_path() ? output.parent_path() : fs::path("."); }
+
+void create_folder(const fs::path& folder) {
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) throw IoError(folder, "cannot create the folder: " + error.message());
-  return folder;
 }
 
 // A link (or a mount) inside the output folder can lead back into the input folder, past check_folders.
@@ -321,22 +324,40 @@ void check_outside_input(const fs::path& output, const fs::path& folder, const f
                             input_dir.string() + " (through a link or a mount), and outputs never go among the inputs");
 }
 
+// The folder `output` goes in, checked not to lead into input_dir before anything is made there (lies_in resolves
+// the part that exists), then created, and checked again: a link may have appeared meanwhile.
+fs::path create_output_folder(const fs::path& output, const fs::path& input_dir) {
+  const fs::path folder = folder_of(output);
+  check_outside_input(output, folder, input_dir);
+  create_folder(folder);
+  check_outside_input(output, folder, input_dir);
+  return folder;
+}
+
 }  // namespace
 
 void write_output_file(const fs::path& output, std::span<const std::uint8_t> bytes, const fs::path& input_dir,
                        Existing existing) {
-  check_outside_input(output, create_output_folder(output), input_dir);
+  std::error_code error;
+  if (!output.has_filename() || fs::is_directory(fs::symlink_status(output, error))) {
+    throw IoError(output, "not written: it is a folder, not a file");
+  }
+  create_output_folder(output, input_dir);
   write_file_atomically(output, bytes, existing);
 }
 
 fs::path ImageFolderSink::prepare_output(const Item& item) {
   const fs::path output = plan_.files[item.index].output;
-  const fs::path folder = create_output_folder(output);
-  const std::lock_guard lock(checked_mutex_);
-  if (!checked_folders_.contains(folder.native())) {
-    check_outside_input(output, folder, plan_.input_dir);
-    checked_folders_.insert(folder.native());
+  const fs::path folder = folder_of(output);
+  {
+    const std::lock_guard lock(checked_mutex_);
+    if (!checked_folders_.contains(folder.native())) {
+      create_output_folder(output, plan_.input_dir);
+      checked_folders_.insert(folder.native());
+      return output;
+    }
   }
+  create_folder(folder);  // checked before; made again where something removed it since
   return output;
 }
 

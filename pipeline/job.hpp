@@ -133,8 +133,9 @@ struct JobSummary {
   bool stopped = false;        // stop_requested() ended it before the source did
   double seconds = 0;
   StageSeconds stages;
-  // The part of each stage's time the items' own threads ran on a core (a thread's CPU time); the rest they
-  // waited: for a turn, a lock, the GPU, the disk, or for helper threads doing the work (a GPU decoder's lanes).
+  // The part of each stage's time the items' own threads ran on a core (a thread's CPU time). Work on other
+  // threads (a thread pool, a codec's threads, a GPU decoder's lanes) is not in it; short spin-waits for a turn
+  // or for the GPU are.
   StageSeconds stages_on_cpu;
 };
 

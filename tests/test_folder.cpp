@@ -111,10 +111,10 @@ TEST(Folder, PlanRemoteFilesAppliesTheOutputsRules) {
   TempDir dir;
   const fs::path out = dir.path() / "out";
   write_bytes(out / "exists.png", "x");
-  const FolderPlan plan = plan_remote_files("bucket/photos", {"a.jpg", "a.png", "exists.jpg", "../up.png"}, out,
-                                            "png", ExistingOutputs::refuse);
+  const FolderPlan plan = plan_remote_files("bucket/photos", {"a.jpg", "a.png", "exists.jpg", "../up.png", "b.png/"},
+                                            out, "png", ExistingOutputs::refuse);
   EXPECT_TRUE(plan.input_dir.empty());
-  ASSERT_EQ(plan.files.size(), 4u);
+  ASSERT_EQ(plan.files.size(), 5u);
   EXPECT_EQ(plan.files[0].input, "bucket/photos/a.jpg");
   EXPECT_EQ(plan.files[0].output, (out / "a.png").string());
   EXPECT_TRUE(plan.files[0].refusal.empty()) << plan.files[0].refusal;
@@ -122,6 +122,7 @@ TEST(Folder, PlanRemoteFilesAppliesTheOutputsRules) {
             "its output " + (out / "a.png").string() + " is already made from bucket/photos/a.jpg");
   EXPECT_NE(plan.files[2].refusal.find("exists"), std::string::npos) << plan.files[2].refusal;
   EXPECT_EQ(plan.files[3].refusal, "not a path inside the input folder bucket/photos");
+  EXPECT_EQ(plan.files[4].refusal, "names a folder (it ends in a slash), not an image file");
 }
 
 // An output written from bytes already encoded gets the sink's checks: never into the input folder through a
@@ -149,6 +150,51 @@ TEST(Folder, WriteOutputFileNeverWritesIntoTheInputFolder) {
   EXPECT_THROW(write_output_file(out / "deeper/c.png", bytes, in, Existing::keep), IoError);
   write_output_file(out / "sub/d.png", bytes, {}, Existing::keep);  // no input folder here: nothing to keep out of
   EXPECT_EQ(testing::file_bytes(in / "sub/d.png"), bytes);
+}
+
+// A refused output makes nothing among the inputs, not even the folders it would have gone in; an output that is
+// a folder, or names one, is refused as such; a bare name goes in the working folder.
+TEST(Folder, WriteOutputFileRefusesBeforeMakingAnything) {
+  TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  fs::create_directories(in / "sub");
+  fs::create_directories(out / "taken.png");
+  fs::create_directory_symlink(in / "sub", out / "sub");
+  const std::vector<std::uint8_t> bytes = {'n', 'e', 'w'};
+  EXPECT_THROW(write_output_file(out / "sub/new/deeper/x.png", bytes, in, Existing::replace), IoError);
+  EXPECT_FALSE(fs::exists(in / "sub/new")) << "a folder was made among the inputs";
+  for (const fs::path& folder : {out / "taken.png", out / "made/"}) {
+    try {
+      write_output_file(folder, bytes, in, Existing::replace);
+      ADD_FAILURE() << folder << " was written";
+    } catch (const IoError& e) {
+      EXPECT_EQ(e.reason(), "not written: it is a folder, not a file") << folder;
+    }
+  }
+  EXPECT_FALSE(fs::exists(out / "made"));
+  const fs::path working = fs::current_path();
+  fs::current_path(out);
+  write_output_file("bare.png", bytes, in, Existing::keep);
+  fs::current_path(working);
+  EXPECT_EQ(testing::file_bytes(out / "bare.png"), bytes);
+}
+
+// The batch writer makes no folder among the inputs either when a link in the output folder leads there.
+TEST(Folder, TheSinkMakesNoFolderAmongTheInputs) {
+  TempDir dir;
+  const fs::path in = dir.path() / "in", out = dir.path() / "out";
+  fs::create_directories(in / "other");
+  write_bytes(in / "sub/new/p.ppm", "P6 1 1 255\n...");
+  fs::create_directories(out);
+  fs::create_directory_symlink(in / "other", out / "sub");
+  const FolderPlan plan = plan_outputs(in, out, "same", ExistingOutputs::refuse);
+  ASSERT_EQ(plan.files.size(), 1u);
+  ImageFolderSink sink(plan, 95, Existing::keep);
+  const std::uint8_t pixel[3] = {1, 2, 3};
+  Item item;
+  item.index = 0;
+  EXPECT_THROW(sink.write(item, ConstFrameView(pixel, {1, 1})), IoError);
+  EXPECT_FALSE(fs::exists(in / "other/new")) << "a folder was made among the inputs";
 }
 
 // An output that is a folder is never taken for an existing file (skipped or replaced), and an output file whose

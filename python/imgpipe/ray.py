@@ -38,6 +38,16 @@ def _is_url(path):
     return bool(_URL.match(path))
 
 
+def _without_file_scheme(path):
+    """A file:// URL as the local path it names, so that it gets a local folder's rules (the output kept out of
+    it, links into it refused); anything else as it is."""
+    if not path.lower().startswith("file://"):
+        return path
+    import urllib.parse
+
+    return urllib.parse.unquote(urllib.parse.urlparse(path).path)
+
+
 def _actor_pipeline(ops, backend):
     """The actor's Pipeline, on the GPU Ray gave it: Ray limits CUDA_VISIBLE_DEVICES to the actor's GPUs, so its
     one GPU is device 0 inside the actor."""
@@ -231,6 +241,7 @@ def run_folder(input_path, output_dir, ops, *, backend="auto", format="same", qu
 
     import ray
 
+    input_path, output_dir = _without_file_scheme(input_path), _without_file_scheme(output_dir)
     if read == "auto":
         read = "bytes" if _is_url(input_path) else "files"
     if read not in ("files", "bytes"):

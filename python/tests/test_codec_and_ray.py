@@ -221,7 +221,15 @@ def test_an_output_folder_inside_the_input_is_refused_before_any_work(ray_cluste
         run_on_ray(source, source / "out", read)
     with pytest.raises(ValueError, match="the input folder '.*in' is inside the output folder"):
         run_on_ray(source, tmp_path, read)
+    with pytest.raises(ValueError, match="the output folder '.*out' is the input folder '.*in' or inside it"):
+        run_on_ray(source.as_uri(), source / "out", read)  # a file:// URL names the same folder
     assert not (source / "out").exists()
+
+
+def test_a_file_url_is_the_local_folder_it_names():
+    assert imgpipe.ray._without_file_scheme("file:///data/my%20photos") == "/data/my photos"
+    assert imgpipe.ray._without_file_scheme("s3://bucket/photos") == "s3://bucket/photos"
+    assert imgpipe.ray._without_file_scheme("photos") == "photos"
 
 
 @pytest.mark.parametrize("read", ["files", "bytes"])
