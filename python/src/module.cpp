@@ -1250,9 +1250,9 @@ NB_MODULE(_imgpipe, m) {
   m.def("write_output", &imgpipe::python::write_output, nb::arg("output"), nb::arg("data"), nb::kw_only(),
         nb::arg("input_dir").none(), nb::arg("overwrite") = false,
         "Writes `data` (an encoded image file's bytes, as encode gives them) to `output` as the batch job writes "
-        "each output: the folder it goes in created, and refused (OSError naming the output) where that folder "
-        "leads into input_dir through a link or a mount (input_dir=None: inputs from no folder here, nothing to "
-        "check); the bytes written to a temporary name beside it (0666 less the umask) and renamed into place once "
+        "each output: refused (OSError naming the output), before anything is made, where it is or names a folder, "
+        "or where the folder it goes in leads into input_dir through a link or a mount (input_dir=None: inputs "
+        "from no folder here, nothing to check); that folder created; the bytes written to a temporary name beside it (0666 less the umask) and renamed into place once "
         "complete. overwrite=False never replaces an existing file, even one that appears meanwhile (where the "
         "file system has no hard links, FAT or SMB, a check before the rename); a device, FIFO or socket is "
         "written into, never renamed over");
