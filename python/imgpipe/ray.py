@@ -140,7 +140,9 @@ class _BytesWorker:
                 try:
                     self.process(data, output)
                 except Exception as failure:  # one file's failure is its row, not the job's
-                    message = str(failure) if str(failure).startswith(path) else f"{path}: {failure}"
+                    # The batch job's messages name the file they are about: the output where writing failed.
+                    named = str(failure).startswith((path, output))
+                    message = str(failure) if named else f"{path}: {failure}"
             statuses.append("failed" if message else "done")
             messages.append(message)
         return {"path": np.asarray(paths), "status": np.asarray(statuses), "message": np.asarray(messages)}
