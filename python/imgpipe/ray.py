@@ -123,7 +123,7 @@ class _BytesWorker:
         return path[len(prefix):] if path.startswith(prefix) else os.path.basename(path)
 
     def process(self, data, output):
-        frame = self.pipeline(imgpipe.decode(bytes(data)))
+        frame = self.pipeline(imgpipe.decode(data))
         encoded = imgpipe.encode(frame, os.path.splitext(output)[1].lower(), quality=self.quality)
         imgpipe.write_output(output, encoded, input_dir=None if self.remote_input else self.input_root,
                              overwrite=self.overwrite)

@@ -773,22 +773,48 @@ nb::list plan_outputs(const std::filesystem::path& input_dir, const std::filesys
   return plans;
 }
 
+// An argument with the buffer protocol: bytes, bytearray, memoryview, a NumPy array, pyarrow's buffers.
+class BytesLike : public nb::object {
+  NB_OBJECT_DEFAULT(BytesLike, nb::object, "collections.abc.Buffer", PyObject_CheckBuffer)
+};
+
+// A bytes-like object's bytes, held for the call: its exporter keeps them in place meanwhile (a bytearray
+// cannot be resized), so they may be read with the GIL released.
+class HeldBytes {
+ public:
+  explicit HeldBytes(const BytesLike& object) {
+    // PyBUF_SIMPLE: the exporter gives its bytes as one contiguous block, or refuses.
+    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
+  }
+  ~HeldBytes() { PyBuffer_Release(&view_); }
+  HeldBytes(const HeldBytes&) = delete;
+  HeldBytes& operator=(const HeldBytes&) = delete;
+
+  std::span<const std::uint8_t> bytes() const {
+    return {static_cast<const std::uint8_t*>(view_.buf), static_cast<std::size_t>(view_.len)};
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
 // Encoded bytes to one planned output, as the batch job writes its outputs (io::write_output_file).
-void write_output(const std::filesystem::path& output, const nb::bytes& data,
+void write_output(const std::filesystem::path& output, const BytesLike& data,
                   const std::optional<std::filesystem::path>& input_dir, bool overwrite) {
-  const std::span<const std::uint8_t> bytes(static_cast<const std::uint8_t*>(data.data()), data.size());
+  const HeldBytes held(data);
   nb::gil_scoped_release released;
-  io::write_output_file(output, bytes, input_dir.value_or(std::filesystem::path()),
+  io::write_output_file(output, held.bytes(), input_dir.value_or(std::filesystem::path()),
                         overwrite ? io::Existing::replace : io::Existing::keep);
 }
 
 // An image file's bytes as an (H, W, 3) uint8 array, decoded as the batch job decodes files.
-nb::object decode(const nb::bytes& data, std::uint64_t max_pixels) {
+nb::object decode(const BytesLike& data, std::uint64_t max_pixels) {
   std::unique_ptr<std::uint8_t[]> pixels;
   Size size;
   {
+    const HeldBytes held(data);
     nb::gil_scoped_release released;
-    io::decode_image({static_cast<const std::uint8_t*>(data.data()), data.size()}, "",
+    io::decode_image(held.bytes(), "",
                      [&](Size s) {
                        size = s;
                        pixels.reset(new std::uint8_t[s.rgb_bytes()]);
@@ -1224,7 +1250,7 @@ NB_MODULE(_imgpipe, m) {
                    "'audio not carried: ...', or '' where there is none");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
-        "An image file's bytes (PPM; PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
+        "An image file's bytes (bytes or any contiguous bytes-like object; PPM, or PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
         "decoded as the batch job decodes files (grayscale to RGB, EXIF orientation applied)");
   m.def("encode", &imgpipe::python::encode, nb::arg("frame"), nb::arg("extension") = ".png", nb::kw_only(),
         nb::arg("quality") = 95, "The bytes of the image file the batch job would write for `extension`");
@@ -1249,7 +1275,7 @@ NB_MODULE(_imgpipe, m) {
         "URL), so only the outputs' rules apply, to the names in `files` (required)");
   m.def("write_output", &imgpipe::python::write_output, nb::arg("output"), nb::arg("data"), nb::kw_only(),
         nb::arg("input_dir").none(), nb::arg("overwrite") = false,
-        "Writes `data` (an encoded image file's bytes, as encode gives them) to `output` as the batch job writes "
+        "Writes `data` (an encoded image file's bytes, as encode gives them, or any contiguous bytes-like object) to `output` as the batch job writes "
         "each output: refused (OSError naming the output), before anything is made, where it is or names a folder, "
         "or where the folder it goes in leads into input_dir through a link or a mount (input_dir=None: inputs "
         "from no folder here, nothing to check); that folder created; the bytes written to a temporary name beside it (0666 less the umask) and renamed into place once "

@@ -24,6 +24,21 @@ def test_decode_and_encode_are_the_batch_jobs_codecs(tmp_path):
         imgpipe.encode(np.zeros((2, 2, 3), np.uint8), ".xyz")
 
 
+def test_decode_and_write_output_take_any_contiguous_bytes_like_object(tmp_path):
+    name, frame = next(iter(photos().items()))
+    data = (DATA / "ppm" / name).read_bytes()
+    as_array = np.frombuffer(data, np.uint8)
+    for view in [bytearray(data), memoryview(data), as_array, memoryview(b"xx" + data)[2:]]:
+        assert np.array_equal(imgpipe.decode(view), frame), type(view)
+        imgpipe.write_output(tmp_path / "out.ppm", view, input_dir=None, overwrite=True)
+        assert (tmp_path / "out.ppm").read_bytes() == data, type(view)
+    with pytest.raises((BufferError, ValueError), match="contiguous"):  # as the exporter refuses
+        imgpipe.decode(np.stack([as_array, as_array], axis=1)[:, 0])  # every other byte: not contiguous
+    with pytest.raises(TypeError):
+        imgpipe.write_output(tmp_path / "text.ppm", "P6 text, not bytes", input_dir=None)
+    assert not (tmp_path / "text.ppm").exists()
+
+
 def folder_with_a_bad_file(root):
     source = root / "in"
     (source / "sub").mkdir(parents=True)
