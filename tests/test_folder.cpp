@@ -121,7 +121,7 @@ TEST(Folder, PlanRemoteFilesAppliesTheOutputsRules) {
   EXPECT_EQ(plan.files[1].refusal,
             "its output " + (out / "a.png").string() + " is already made from bucket/photos/a.jpg");
   EXPECT_NE(plan.files[2].refusal.find("exists"), std::string::npos) << plan.files[2].refusal;
-  EXPECT_EQ(plan.files[3].refusal, "not a path inside the input folder bucket/photos");
+  EXPECT_EQ(plan.files[3].refusal, "not a path under the input prefix bucket/photos");
   EXPECT_EQ(plan.files[4].refusal, "names a folder (it ends in a slash), not an image file");
 }
 

@@ -136,7 +136,7 @@ def test_plan_outputs_of_names_under_a_url_applies_the_outputs_rules(tmp_path):
                                  format="png", remote_input=True)
     assert [(output, error) for _, output, _, error in plans[:2]] == [(str(out / "a.png"), ""),
                                                                       (str(out / "sub/b.png"), "")]
-    assert plans[2][3] == "bucket/photos/../up.ppm: not processed: not a path inside the input folder bucket/photos"
+    assert plans[2][3] == "bucket/photos/../up.ppm: not processed: not a path under the input prefix bucket/photos"
     assert plans[3][3] == f"bucket/photos/taken.ppm: not processed: its output {out / 'taken.png'} is a folder"
     with pytest.raises(ValueError, match="remote_input=True plans the files given"):
         imgpipe.plan_outputs("bucket/photos", out, remote_input=True)
