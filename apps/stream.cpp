@@ -406,18 +406,18 @@ StreamResult run_one_stream(const StreamOptions& options, const EngineFactory& m
                     (no_nvenc.empty() ? "present, but imgpipe has no NVENC writer yet" : no_nvenc) + ")";
   }
   auto summary = [&](const char* ending) {
-    const std::string audio = writer && !writer->audio().empty() ? "; " + writer->audio() : "";
-    char text[1024];
-    std::snprintf(text, sizeof text, "%llu %s%s in %.2f s (%.1f frames/s) on the %s, decoded by %s%s%s",
+    std::string notes = writer && !writer->audio().empty() ? "; " + writer->audio() : "";
+    if (writer && !writer->tags_not_declared().empty()) notes += "; " + writer->tags_not_declared();
+    char counts[128];
+    std::snprintf(counts, sizeof counts, "%llu %s%s in %.2f s (%.1f frames/s) on the ",
                   static_cast<unsigned long long>(result.done), result.done == 1 ? "frame" : "frames", ending,
-                  result.seconds, result.seconds > 0 ? result.done / result.seconds : 0.0, engine->describe().c_str(),
-                  reader->decoder().c_str(),
-                  raw_out          ? ""
-                  : !folder_out    ? video_encoder.c_str()
-                  : frame_encoder ? ", written as JPEG by the GPU (nvJPEG)"
-                                  : ", written by the CPU",
-                  audio.c_str());
-    progress.message(text);
+                  result.seconds, result.seconds > 0 ? result.done / result.seconds : 0.0);
+    progress.message(counts + engine->describe() + ", decoded by " + reader->decoder() +
+                     (raw_out         ? ""
+                      : !folder_out   ? video_encoder
+                      : frame_encoder ? ", written as JPEG by the GPU (nvJPEG)"
+                                      : ", written by the CPU") +
+                     notes);
     if (!options.timings) return;
     progress.message(stage_timings(result, "frame"));
     if (!frame_encoder) return;

@@ -152,8 +152,10 @@ class VideoReader final : public FrameReader {
 // frame before it is renamed into place; when it does not, a probe write asks the OS why.
 class VideoWriter final : public FrameWriter {
  public:
-  VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing, std::string audio)
-      : temporary_(path), size_(size), existing_(existing), audio_(std::move(audio)) {
+  VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing, std::string audio,
+              std::string tags_not_declared)
+      : temporary_(path), size_(size), existing_(existing), audio_(std::move(audio)),
+        tags_not_declared_(std::move(tags_not_declared)) {
     const std::string ext = lowercase_extension(path);
     // OpenCV's FFmpeg writer encodes 4:2:0 and rounds an odd width or height down, dropping a column or a row.
     if (size.width % 2 != 0 || size.height % 2 != 0) {
@@ -195,6 +197,7 @@ class VideoWriter final : public FrameWriter {
     temporary_.commit(existing_);
   }
   std::string audio() const override { return audio_; }
+  std::string tags_not_declared() const override { return tags_not_declared_; }
 
  private:
   // Frames a video file declares, or 0 when it cannot be opened (a container cut short has no index).
@@ -209,6 +212,7 @@ class VideoWriter final : public FrameWriter {
   Size size_;
   Existing existing_;
   std::string audio_;
+  std::string tags_not_declared_;
   cv::VideoWriter writer_;
   cv::Mat bgr_;
   std::uint64_t frames_ = 0;
@@ -233,8 +237,15 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
                                                const VideoDisplayTags& tags) {
   if (writes_timed_video(path)) return open_timed_video_writer(path, size, fps, existing, audio_from, tags);
   const std::string audio = audio_from.empty() ? "" : audio_codec_of(audio_from);
-  return std::make_unique<VideoWriter>(path, size, fps, existing,
-                                       audio.empty() ? "" : "audio not carried: OpenCV's writer takes none");
+  const bool anamorphic = tags.shown_as && pixel_aspect(*tags.shown_as, size) != DisplayAspect{};
+  const bool colour_space = tags.color_space && *tags.color_space != RgbColorSpace{};
+  const std::string lost = anamorphic && colour_space ? "pixel shape and colour space"
+                           : anamorphic               ? "pixel shape"
+                           : colour_space             ? "colour space"
+                                                      : "";
+  return std::make_unique<VideoWriter>(
+      path, size, fps, existing, audio.empty() ? "" : "audio not carried: OpenCV's writer takes none",
+      lost.empty() ? "" : "the input's " + lost + " not declared: OpenCV's writer declares square pixels and no colour space");
 }
 
 #else
@@ -294,6 +305,7 @@ class VideoWriterAtFirstFrame final : public FrameWriter {
     if (writer_) writer_->close();
   }
   std::string audio() const override { return writer_ ? writer_->audio() : std::string(); }
+  std::string tags_not_declared() const override { return writer_ ? writer_->tags_not_declared() : std::string(); }
 
  private:
   std::filesystem::path path_;

@@ -68,6 +68,9 @@ class FrameWriter {
   // What became of the input's audio, for the summary ("audio copied (aac)", "audio not carried: ..."); empty
   // where there was none, or none was asked for.
   virtual std::string audio() const { return {}; }
+  // What of the input's display tags (VideoDisplayTags: a pixel shape that is not square, a colour space) the
+  // output does not declare, for the summary; empty where it declares them all.
+  virtual std::string tags_not_declared() const { return {}; }
 };
 
 // Thrown by a reader whose cancel descriptor became readable (imgpipe stream after SIGINT/SIGTERM).
@@ -143,7 +146,8 @@ struct VideoDisplayTags {
 // otherwise OpenCV writes it at `fps` (constant frame rate; .mp4: mp4v, .avi: MJPG, .mkv: XVID), and close()
 // checks that the finished file holds every frame. With `audio_from` (the video the frames come from), its sound
 // is copied into the new file where the writer and the container can carry it (FFmpeg's), and audio() says
-// what became of it. `tags` are declared by FFmpeg's writer; OpenCV's writes square pixels and no colour space.
+// what became of it. `tags` are declared by FFmpeg's writer; OpenCV's writes square pixels and no colour space,
+// and its tags_not_declared() says so.
 std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path, Size size, double fps,
                                                Existing existing, const std::filesystem::path& audio_from = {},
                                                const VideoDisplayTags& tags = {});

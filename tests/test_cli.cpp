@@ -714,6 +714,31 @@ TEST(CliStream, AVideosColorSpaceGoesToItsOutput) {
   }
 }
 
+// OpenCV's writer (.avi) declares no colour space, and the summary says that the input's was left behind.
+TEST(CliStream, AnAviOutputSaysItDeclaresNoColourSpace) {
+  if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::has_opencv_codecs()) GTEST_SKIP() << "no OpenCV here: .avi is not written";
+  if (!io::writes_timed_video("in.mkv")) GTEST_SKIP() << "no FFmpeg writer here to make a video that declares one";
+  if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const Image frame = testing::random_image({96, 64}, 7);
+  for (const std::optional<io::RgbColorSpace> space :
+       {std::optional(io::RgbColorSpace{9, 18}), std::optional<io::RgbColorSpace>()}) {
+    const fs::path in = dir.path() / "in.mkv", out = dir.path() / "out.avi";
+    const std::unique_ptr<io::FrameWriter> writer =
+        io::open_timed_video_writer(in, frame.size(), 25, io::Existing::replace, {}, {std::nullopt, space});
+    for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
+    writer->close();
+    const CommandResult run =
+        imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops flip=h");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(contains(run.output, "the input's colour space not declared: OpenCV's writer declares square pixels "
+                                   "and no colour space"),
+              space.has_value())
+        << run.output;
+  }
+}
+
 // `video`'s pictures with 1.4 s of a 440 Hz tone in `codec`, made into `out` by the ffmpeg command.
 CommandResult with_tone(const fs::path& video, const std::string& codec, const fs::path& out) {
   return testing::run_command("ffmpeg", "-loglevel error -i " + quoted(video) +

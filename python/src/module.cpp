@@ -1004,6 +1004,7 @@ class VideoWriter {
     const std::lock_guard one_at_a_time(mutex_);
     if (!writer_) return;
     audio_ = writer_->audio();
+    tags_not_declared_ = writer_->tags_not_declared();
     const std::unique_ptr<io::FrameWriter> writer = std::move(writer_);
     writer->close();
   }
@@ -1021,11 +1022,17 @@ class VideoWriter {
     const std::lock_guard one_at_a_time(mutex_);
     return writer_ ? writer_->audio() : audio_;
   }
+  std::string tags_not_declared() {
+    nb::gil_scoped_release released;
+    const std::lock_guard one_at_a_time(mutex_);
+    return writer_ ? writer_->tags_not_declared() : tags_not_declared_;
+  }
 
  private:
   std::filesystem::path path_;
   std::unique_ptr<io::FrameWriter> writer_;
   std::string audio_;  // what the writer said of the sound, kept once it is closed
+  std::string tags_not_declared_;  // and of the display tags
   std::mutex mutex_;
   std::atomic<std::uint64_t> frames_ = 0;  // read without the lock
 };
@@ -1247,7 +1254,10 @@ NB_MODULE(_imgpipe, m) {
       .def_prop_ro("frames_written", &imgpipe::python::VideoWriter::frames_written, "How many frames were written")
       .def_prop_ro("audio", &imgpipe::python::VideoWriter::audio,
                    "What became of audio_from's sound once the first frame is written: 'audio copied (aac)', "
-                   "'audio not carried: ...', or '' where there is none");
+                   "'audio not carried: ...', or '' where there is none")
+      .def_prop_ro("tags_not_declared", &imgpipe::python::VideoWriter::tags_not_declared,
+                   "Once the first frame is written, what of display_aspect and color_space the file does not declare "
+                   "(OpenCV's writer, for .avi or in builds without FFmpeg's libraries, declares neither), or ''");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
         "An image file's bytes (bytes or any contiguous bytes-like object; PPM, or PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
