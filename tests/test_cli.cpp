@@ -690,6 +690,15 @@ TEST(CliStream, AnAnamorphicVideoKeepsItsShapeOnScreen) {
 
 // An HDR video's output declares the PQ or HLG its RGB values keep, and BT.2020; a video that declares no
 // colour space makes an output that declares none.
+// Three frames of 96x64 into `path` (.mkv) by FFmpeg's writer, which declares `space` where it is given.
+void write_video_in_color_space(const fs::path& path, std::optional<io::RgbColorSpace> space) {
+  const Image frame = testing::random_image({96, 64}, 7);
+  const std::unique_ptr<io::FrameWriter> writer =
+      io::open_timed_video_writer(path, frame.size(), 25, io::Existing::replace, {}, {std::nullopt, space});
+  for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
+  writer->close();
+}
+
 TEST(CliStream, AVideosColorSpaceGoesToItsOutput) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, which declares none";
@@ -698,15 +707,11 @@ TEST(CliStream, AVideosColorSpaceGoesToItsOutput) {
     GTEST_SKIP() << "no decoder here takes a Matroska file (no CPU decoder, no NVDEC)";
   }
   TempDir dir;
-  const Image frame = testing::random_image({96, 64}, 7);
   for (const std::optional<io::RgbColorSpace> space :
        {std::optional(io::RgbColorSpace{9, 16}), std::optional(io::RgbColorSpace{9, 18}),
         std::optional<io::RgbColorSpace>()}) {
     const fs::path in = dir.path() / "in.mkv", out = dir.path() / "out.mp4";
-    const std::unique_ptr<io::FrameWriter> writer =
-        io::open_timed_video_writer(in, frame.size(), 25, io::Existing::replace, {}, {std::nullopt, space});
-    for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
-    writer->close();
+    write_video_in_color_space(in, space);
     const CommandResult run =
         imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops resize=48x32,gray");
     ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -721,14 +726,10 @@ TEST(CliStream, AnAviOutputSaysItDeclaresNoColourSpace) {
   if (!io::writes_timed_video("in.mkv")) GTEST_SKIP() << "no FFmpeg writer here to make a video that declares one";
   if (const std::string why = io::container_demuxing_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
-  const Image frame = testing::random_image({96, 64}, 7);
   for (const std::optional<io::RgbColorSpace> space :
        {std::optional(io::RgbColorSpace{9, 18}), std::optional<io::RgbColorSpace>()}) {
     const fs::path in = dir.path() / "in.mkv", out = dir.path() / "out.avi";
-    const std::unique_ptr<io::FrameWriter> writer =
-        io::open_timed_video_writer(in, frame.size(), 25, io::Existing::replace, {}, {std::nullopt, space});
-    for (int f = 0; f < 3; ++f) writer->write(frame.view(), std::nullopt);
-    writer->close();
+    write_video_in_color_space(in, space);
     const CommandResult run =
         imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops flip=h");
     ASSERT_EQ(run.exit_code, 0) << run.output;
