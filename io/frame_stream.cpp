@@ -154,7 +154,10 @@ class VideoWriter final : public FrameWriter {
  public:
   VideoWriter(const std::filesystem::path& path, Size size, double fps, Existing existing, std::string audio,
               std::string tags_not_declared)
-      : temporary_(path), size_(size), existing_(existing), audio_(std::move(audio)),
+      : temporary_(path),
+        size_(size),
+        existing_(existing),
+        audio_(std::move(audio)),
         tags_not_declared_(std::move(tags_not_declared)) {
     const std::string ext = lowercase_extension(path);
     // OpenCV's FFmpeg writer encodes 4:2:0 and rounds an odd width or height down, dropping a column or a row.
@@ -245,7 +248,9 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
                                                       : "";
   return std::make_unique<VideoWriter>(
       path, size, fps, existing, audio.empty() ? "" : "audio not carried: OpenCV's writer takes none",
-      lost.empty() ? "" : "the input's " + lost + " not declared: OpenCV's writer declares square pixels and no colour space");
+      lost.empty()
+          ? ""
+          : "the input's " + lost + " not declared: OpenCV's writer declares square pixels and no colour space");
 }
 
 #else

@@ -130,8 +130,8 @@ std::vector<FolderEntry> chosen_entries(const fs::path& input_dir, const std::ve
     FolderEntry entry{relative, {}};
     const fs::path normal = relative.lexically_normal();
     if (relative.is_absolute() || normal.empty() || normal == "." || *normal.begin() == "..") {
-      entry.problem = (on_disk ? "not a path inside the input folder " : "not a path under the input prefix ") +
-                      input_dir.string();
+      entry.problem =
+          (on_disk ? "not a path inside the input folder " : "not a path under the input prefix ") + input_dir.string();
     } else if (!normal.has_filename()) {
       entry.problem = "names a folder (it ends in a slash), not an image file";
     } else if (const fs::path link = on_disk ? folder_link_on(input_dir, normal) : fs::path(); !link.empty()) {

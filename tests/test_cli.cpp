@@ -733,8 +733,9 @@ TEST(CliStream, AnAviOutputSaysItDeclaresNoColourSpace) {
     const CommandResult run =
         imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops flip=h");
     ASSERT_EQ(run.exit_code, 0) << run.output;
-    EXPECT_EQ(contains(run.output, "the input's colour space not declared: OpenCV's writer declares square pixels "
-                                   "and no colour space"),
+    EXPECT_EQ(contains(run.output,
+                       "the input's colour space not declared: OpenCV's writer declares square pixels "
+                       "and no colour space"),
               space.has_value())
         << run.output;
   }

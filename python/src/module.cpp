@@ -814,13 +814,14 @@ nb::object decode(const BytesLike& data, std::uint64_t max_pixels) {
   {
     const HeldBytes held(data);
     nb::gil_scoped_release released;
-    io::decode_image(held.bytes(), "",
-                     [&](Size s) {
-                       size = s;
-                       pixels.reset(new std::uint8_t[s.rgb_bytes()]);
-                       return FrameView{pixels.get(), s};
-                     },
-                     max_pixels);
+    io::decode_image(
+        held.bytes(), "",
+        [&](Size s) {
+          size = s;
+          pixels.reset(new std::uint8_t[s.rgb_bytes()]);
+          return FrameView{pixels.get(), s};
+        },
+        max_pixels);
   }
   std::uint8_t* raw = pixels.release();
   nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
@@ -1260,8 +1261,9 @@ NB_MODULE(_imgpipe, m) {
                    "(OpenCV's writer, for .avi or in builds without FFmpeg's libraries, declares neither), or ''");
   m.def("decode", &imgpipe::python::decode, nb::arg("data"), nb::kw_only(),
         nb::arg("max_pixels") = io::kDefaultMaxPixels,
-        "An image file's bytes (bytes or any contiguous bytes-like object; PPM, or PNG, JPEG, ... where the build has OpenCV) as an (H, W, 3) uint8 NumPy array, "
-        "decoded as the batch job decodes files (grayscale to RGB, EXIF orientation applied)");
+        "An image file's bytes (bytes or any contiguous bytes-like object; PPM, or PNG, JPEG, ... where the build has "
+        "OpenCV) as an (H, W, 3) uint8 NumPy array, decoded as the batch job decodes files (grayscale to RGB, EXIF "
+        "orientation applied)");
   m.def("encode", &imgpipe::python::encode, nb::arg("frame"), nb::arg("extension") = ".png", nb::kw_only(),
         nb::arg("quality") = 95, "The bytes of the image file the batch job would write for `extension`");
   m.def("list_images", &imgpipe::python::list_images, nb::arg("input_dir"),
@@ -1285,11 +1287,12 @@ NB_MODULE(_imgpipe, m) {
         "URL), so only the outputs' rules apply, to the names in `files` (required)");
   m.def("write_output", &imgpipe::python::write_output, nb::arg("output"), nb::arg("data"), nb::kw_only(),
         nb::arg("input_dir").none(), nb::arg("overwrite") = false,
-        "Writes `data` (an encoded image file's bytes, as encode gives them, or any contiguous bytes-like object) to `output` as the batch job writes "
-        "each output: refused (OSError naming the output), before anything is made, where it is or names a folder, "
-        "or where the folder it goes in leads into input_dir through a link or a mount (input_dir=None: inputs "
-        "from no folder here, nothing to check); that folder created; the bytes written to a temporary name beside it (0666 less the umask) and renamed into place once "
-        "complete. overwrite=False never replaces an existing file, even one that appears meanwhile (where the "
+        "Writes `data` (an encoded image file's bytes, as encode gives them, or any contiguous bytes-like object) to "
+        "`output` as the batch job writes each output: refused (OSError naming the output), before anything is "
+        "made, where it is or names a folder, or where the folder it goes in leads into input_dir through a link or "
+        "a mount (input_dir=None: inputs from no folder here, nothing to check); that folder created; the bytes "
+        "written to a temporary name beside it (0666 less the umask) and renamed into place once complete. "
+        "overwrite=False never replaces an existing file, even one that appears meanwhile (where the "
         "file system has no hard links, FAT or SMB, a check before the rename); a device, FIFO or socket is "
         "written into, never renamed over");
   m.def("gpu_jpeg", &imgpipe::python::gpu_jpeg,
