@@ -110,7 +110,8 @@ class FfmpegVideoReader final : public FrameReader {
  public:
   FfmpegVideoReader(const std::filesystem::path& path, std::uint64_t max_pixels, int cancel_fd)
       : path_(path), pipe_(CancellablePipe::open(path, cancel_fd)) {
-    if (const int error = libav::open_input(path, format_, &log_, pipe_ ? pipe_->context() : nullptr); error < 0) {
+    if (const int error = libav::open_input(path, format_, &log_, pipe_ ? pipe_->context() : nullptr, cancel_fd);
+        error < 0) {
       if (error == AVERROR_EXIT) throw StreamCancelled(path, "stopped while waiting for the video's start");
       throw IoError(path, "cannot open as a video: " + libav::error_text(error), libav::system_error_of(error));
     }

@@ -23,8 +23,8 @@ std::string ffmpeg_video_decoder_version();
 // Opens `path` at its best video stream. Throws IoError naming the file when it cannot be opened or holds no
 // video FFmpeg decodes, and PixelLimitError when the frame size it declares (turned by its rotation) exceeds
 // `max_pixels`, before any frame is decoded. With `cancel_fd` >= 0, a FIFO or a pipe that stalls (a live feed)
-// is waited on together with `cancel_fd`, and once that is readable the reader stops as RawFrameReader does
-// (StreamCancelled, or the end of the frames). ffmpeg_video_decoding_unavailable() must be empty.
+// is waited on together with `cancel_fd`, as is a URL's connection, and once that is readable the reader stops as
+// RawFrameReader does (StreamCancelled, or the end of the frames). ffmpeg_video_decoding_unavailable() must be empty.
 std::unique_ptr<FrameReader> open_ffmpeg_video_reader(const std::filesystem::path& path,
                                                       std::uint64_t max_pixels = kDefaultMaxPixels, int cancel_fd = -1);
 

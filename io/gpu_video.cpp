@@ -1084,6 +1084,21 @@ std::string describe_nvenc() {
   return "NVENC: unavailable (" + why + "); video files are written on the CPU (" + video_writers_description() + ")";
 }
 
+// Why NVDEC's path does not read `path`, or "" for a file it reads (one missing is left to the file's own
+// error). It opens its input twice, once to look for where to split the stream over the engines, and its reads
+// block: a FIFO, a pipe or a URL would be read twice, and a live feed that stalls could not be stopped there. The
+// CPU decoder reads them, stoppable.
+std::string not_a_file_to_split(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (std::filesystem::exists(status)) {
+    return std::filesystem::is_regular_file(status) ? ""
+                                                    : "not a regular file (a FIFO, a pipe or a device): NVDEC's path "
+                                                      "reads files";
+  }
+  return path.string().find("://") != std::string::npos ? "a URL: NVDEC's path reads local files" : "";
+}
+
 }  // namespace
 
 std::vector<std::string> describe_gpu_video() {
@@ -1112,6 +1127,7 @@ std::vector<std::string> describe_gpu_video() {
 }
 
 std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit& split) {
+  if (const std::string why = not_a_file_to_split(path); !why.empty()) throw GpuVideoRefusal(path, why);
   const std::optional<VideoCodec> codec = elementary_stream_codec(path);
   if (const std::string why = container_demuxing_unavailable(); !codec && !why.empty()) {
     throw GpuVideoRefusal(path, "NVDEC reads H.264 and HEVC elementary streams (.h264, .264, .avc, .hevc, .h265, "

@@ -59,7 +59,7 @@ struct GpuVideoSplit {
 };
 
 // Opens `path` and decodes up to its first sequence header: throws GpuVideoRefusal when NVDEC cannot take the
-// stream (not an elementary stream, or no NVDEC here), IoError when the file cannot be read or holds no
+// stream (not an elementary stream or a container it demuxes, a FIFO, a pipe or a URL, or no NVDEC here), IoError when the file cannot be read or holds no
 // sequence header. The reader's frames come through read_to_device() (or read(), which copies the frame to the
 // host). Frames the decoder reports as damaged are still delivered (concealed by NVDEC) and counted in
 // corrupt_frames().

@@ -15,6 +15,8 @@ extern "C" {
 #include <libavutil/error.h>
 }
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -79,11 +81,18 @@ inline std::string file_url(const std::filesystem::path& path) {
   return path.is_relative() && colon_in_first_part ? "./" + name : name;
 }
 
+// libavformat's interrupt callback: whether the descriptor in `opaque` is readable (a stop was asked for).
+inline int readable_descriptor(void* opaque) {
+  pollfd stop{static_cast<int>(reinterpret_cast<std::intptr_t>(opaque)), POLLIN, 0};
+  return ::poll(&stop, 1, 0) > 0 && (stop.revents & POLLIN) != 0 ? 1 : 0;
+}
+
 // Opens `path` into `input` and reads its streams' parameters: 0, or the AVERROR code of the step that failed.
 // The demuxer's messages go to `log` where one is given, from the first; with `custom_io`, the bytes come through
-// it (the caller's, freed after `input`) instead of libavformat's own reads of the file.
+// it (the caller's, freed after `input`) instead of libavformat's own reads of the file. With `cancel_fd` >= 0,
+// a URL's network waits (connecting, reading a stalled stream) end with AVERROR_EXIT once `cancel_fd` is readable.
 inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog* log = nullptr,
-                      AVIOContext* custom_io = nullptr) {
+                      AVIOContext* custom_io = nullptr, int cancel_fd = -1) {
   AVFormatContext* opened = avformat_alloc_context();
   if (opened == nullptr) return AVERROR(ENOMEM);
   if (log != nullptr) log->watch(*opened);
@@ -93,7 +102,11 @@ inline int open_input(const std::filesystem::path& path, Input& input, ReaderLog
   }
   // A name that is no local file may be a URL (rtsp://, file:), which goes to libavformat as it is.
   std::error_code error_code;
-  const std::string url = std::filesystem::exists(path, error_code) ? file_url(path) : path.string();
+  const bool local = std::filesystem::exists(path, error_code);
+  if (!local && cancel_fd >= 0) {
+    opened->interrupt_callback = {&readable_descriptor, reinterpret_cast<void*>(static_cast<std::intptr_t>(cancel_fd))};
+  }
+  const std::string url = local ? file_url(path) : path.string();
   if (const int error = avformat_open_input(&opened, url.c_str(), nullptr, nullptr); error < 0) {
     return error;
   }

@@ -10,12 +10,14 @@
 #include "yuv.cuh"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
 
 namespace imgpipe::testing {
 namespace {
@@ -509,6 +511,26 @@ TEST(GpuVideoRefusal, ContainersWithoutLibavformatAndMissingFilesAreRefusedOrRep
     EXPECT_THROW(io::open_gpu_video_reader("/nonexistent/clip.h264"), io::IoError);
   } else {
     EXPECT_THROW(io::open_gpu_video_reader("/nonexistent/clip.h264"), io::GpuVideoRefusal);
+  }
+}
+
+// A FIFO, a pipe or a URL is left to the CPU decoder, which can stop while a live feed stalls: NVDEC's path would
+// read it twice (to find where to split it) and block where no stop reaches.
+TEST(GpuVideoRefusal, FifosAndUrlsAreLeftToTheCpuDecoder) {
+  TempDir dir;
+  const fs::path fifo = dir.path() / "feed.h264";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const bool nvdec_built_in = io::gpu_video_unavailable().find("this build has no NVDEC") == std::string::npos;
+  for (const auto& [input, reason] : {std::pair<fs::path, std::string>{fifo, "not a regular file"},
+                                      {"rtsp://127.0.0.1:1/live", "a URL"}}) {
+    try {
+      io::open_gpu_video_reader(input);  // would wait for the FIFO's writer
+      FAIL() << input << " opened on NVDEC";
+    } catch (const io::GpuVideoRefusal& e) {
+      if (nvdec_built_in) {
+        EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+      }
+    }
   }
 }
 

@@ -25,9 +25,12 @@
 #include "video_encode.hpp"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +43,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 // A kernel that writes through a null pointer: a real illegal-address fault (test_gpu_fault.cu).
@@ -821,22 +825,25 @@ TEST(ReliabilityStream, SigintStopsARawStreamBlockedOnItsInput) {
 
 // A video read from a FIFO that stalls (a live feed): SIGINT stops it at once, and the frames read so far are
 // written as a whole file, as for raw frames on stdin. A stop before the feed starts writes nothing.
+// SIGINT to `child`, then its exit code: -1 where a signal ended it, -2 where it still ran 20 s later (then
+// killed).
+int interrupt_and_wait(pid_t child) {
+  ::kill(child, SIGINT);
+  for (int waited_ms = 0; waited_ms < 20000; waited_ms += 10) {  // a hang guard
+    int status = 0;
+    if (::waitpid(child, &status, WNOHANG) == child) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(child, SIGKILL);
+  wait_for(child);
+  return -2;
+}
+
 TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
   if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why;
   if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
   if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
   TempDir dir;
-  const auto stop_and_wait = [](pid_t child) {
-    ::kill(child, SIGINT);
-    for (int waited_ms = 0; waited_ms < 20000; waited_ms += 10) {  // a hang guard
-      int status = 0;
-      if (::waitpid(child, &status, WNOHANG) == child) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::kill(child, SIGKILL);
-    wait_for(child);
-    return -2;  // still running 20 s after SIGINT
-  };
   for (const bool fed : {true, false}) {
     const fs::path fifo = dir.path() / (fed ? "feed" : "silent"), out = dir.path() / (fed ? "fed.mkv" : "silent.mkv");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -852,7 +859,7 @@ TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
       ASSERT_EQ(::write(feed, clip.data(), clip.size()), static_cast<ssize_t>(clip.size()));
     }
     std::this_thread::sleep_for(std::chrono::seconds(2));  // the feed stalls, open
-    const int exit_code = stop_and_wait(child);
+    const int exit_code = interrupt_and_wait(child);
     ::close(feed);
     const std::string err = read_text(options.stderr_path);
     EXPECT_EQ(exit_code, 130) << err;
@@ -861,6 +868,79 @@ TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
       EXPECT_TRUE(io::open_video_reader(out)->next_size().has_value()) << "a whole file with the frames read";
     } else {
       EXPECT_TRUE(contains(err, "interrupted by SIGINT while waiting for " + fifo.string() + " to start")) << err;
+      EXPECT_FALSE(fs::exists(out));
+    }
+  }
+}
+
+// One connection to a listening socket on 127.0.0.1: a live source serving a stream at tcp://127.0.0.1:PORT.
+class LoopbackServer {
+ public:
+  LoopbackServer() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::listen(listener_, 1) != 0 || ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      throw std::runtime_error(std::string("a loopback socket: ") + std::strerror(errno));
+    }
+    url_ = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  ~LoopbackServer() {
+    if (connection_ >= 0) ::close(connection_);
+    ::close(listener_);
+  }
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
+
+  const std::string& url() const { return url_; }
+  // Waits up to 20 s for the client; false where none came.
+  bool accept_client() {
+    pollfd waiting{listener_, POLLIN, 0};
+    if (::poll(&waiting, 1, 20000) != 1) return false;
+    connection_ = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    return connection_ >= 0;
+  }
+  bool send(const std::string& bytes) {
+    return ::send(connection_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+
+ private:
+  int listener_;
+  int connection_ = -1;
+  std::string url_;
+};
+
+// A video from a URL whose source stalls: SIGINT stops it at once, as for a FIFO, whichever decoder was free to
+// take it (NVDEC's path leaves URLs to the CPU decoder, whose network waits the stop reaches).
+TEST(ReliabilityStream, SigintStopsAVideoUrlThatStalls) {
+  if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
+  if (!some_backend_usable()) GTEST_SKIP() << "no usable backend";
+  TempDir dir;
+  for (const bool fed : {true, false}) {
+    LoopbackServer server;
+    const fs::path out = dir.path() / (fed ? "fed.mkv" : "silent.mkv");
+    SpawnOptions options;
+    options.stderr_path = dir.path() / "stderr.txt";
+    const pid_t child =
+        spawn_imgpipe({"stream", "--input", server.url(), "--output", out.string(), "--ops", "flip=h"}, options);
+    ASSERT_GT(child, 0);
+    const bool connected = server.accept_client();
+    EXPECT_TRUE(connected) << "imgpipe did not connect to " << server.url();
+    if (connected && fed) {
+      EXPECT_TRUE(server.send(read_text(fs::path(IMGPIPE_DATA_DIR) / "video/clip_vfr.mkv")));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the source stalls, connected
+    const int exit_code = interrupt_and_wait(child);
+    const std::string err = read_text(options.stderr_path);
+    EXPECT_EQ(exit_code, 130) << err;
+    if (fed) {
+      EXPECT_TRUE(contains(err, "interrupted by SIGINT: stopped reading " + server.url() + " after ")) << err;
+      EXPECT_TRUE(io::open_video_reader(out)->next_size().has_value()) << "a whole file with the frames read";
+    } else {
+      EXPECT_TRUE(contains(err, "interrupted by SIGINT while waiting for " + server.url() + " to start")) << err;
       EXPECT_FALSE(fs::exists(out));
     }
   }
