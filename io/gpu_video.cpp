@@ -1089,14 +1089,17 @@ std::string describe_nvenc() {
 // block: a FIFO, a pipe or a URL would be read twice, and a live feed that stalls could not be stopped there. The
 // CPU decoder reads them, stoppable.
 std::string not_a_file_to_split(const std::filesystem::path& path) {
+  // FFmpeg's file: URLs name a local file by what follows "file:" (file:///v.mp4 is ///v.mp4).
+  const std::string name = path.string();
+  const std::filesystem::path local = name.starts_with("file:") ? std::filesystem::path(name.substr(5)) : path;
   std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  const std::filesystem::file_status status = std::filesystem::status(local, error);
   if (std::filesystem::exists(status)) {
     return std::filesystem::is_regular_file(status) ? ""
                                                     : "not a regular file (a FIFO, a pipe or a device): NVDEC's path "
                                                       "reads files";
   }
-  return path.string().find("://") != std::string::npos ? "a URL: NVDEC's path reads local files" : "";
+  return name.find("://") != std::string::npos ? "a URL: NVDEC's path reads local files" : "";
 }
 
 }  // namespace
