@@ -59,10 +59,10 @@ struct GpuVideoSplit {
 };
 
 // Opens `path` and decodes up to its first sequence header: throws GpuVideoRefusal when NVDEC cannot take the
-// stream (not an elementary stream or a container it demuxes, a FIFO, a pipe or a URL, or no NVDEC here), IoError when the file cannot be read or holds no
-// sequence header. The reader's frames come through read_to_device() (or read(), which copies the frame to the
-// host). Frames the decoder reports as damaged are still delivered (concealed by NVDEC) and counted in
-// corrupt_frames().
+// stream (not an elementary stream or a container it demuxes, a FIFO, a pipe or a URL, or no NVDEC here), IoError when
+// the file cannot be read or holds no sequence header. The reader's frames come through read_to_device() (or read(),
+// which copies the frame to the host). Frames the decoder reports as damaged are still delivered (concealed by NVDEC)
+// and counted in corrupt_frames().
 std::unique_ptr<FrameReader> open_gpu_video_reader(const std::filesystem::path& path, const GpuVideoSplit& split = {});
 
 }  // namespace imgpipe::io
