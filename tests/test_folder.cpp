@@ -34,6 +34,18 @@ TEST(Folder, ListsImagesRecursivelySortedAndRelative) {
   EXPECT_EQ(list_images(dir.path()), expected);  // the folder named x.png is walked, not listed
 }
 
+// File names are bytes on Linux: names that are not UTF-8 (an old camera's Latin-1, a damaged copy) are listed and
+// planned like any other, byte for byte.
+TEST(Folder, NamesThatAreNotUtf8AreListedAndPlanned) {
+  TempDir dir;
+  const std::string latin1 = "caf\xe9.ppm", stray = "\xff/\xfe.png";
+  for (const std::string& name : {latin1, stray, std::string("a.ppm")}) write_bytes(dir.path() / name, "x");
+  EXPECT_EQ(list_images(dir.path()), (std::vector<fs::path>{"a.ppm", latin1, stray}));
+  const FolderPlan plan = plan_outputs(dir.path(), dir.path() / "out", "jpg", ExistingOutputs::refuse);
+  ASSERT_EQ(plan.files.size(), 3u);
+  EXPECT_EQ(plan.files[2].output, (dir.path() / "out" / "\xff" / "\xfe.jpg").string());
+}
+
 // A temporary that a killed run left beside its output keeps the image extension; a later walk of that folder
 // passes over it, counted, so it never becomes an input. A user's file that only looks alike is listed.
 TEST(Folder, UnfinishedTemporariesAreNeverInputs) {
