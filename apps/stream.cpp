@@ -90,9 +90,8 @@ std::string why_folder_cannot_be_made(const std::filesystem::path& path) {
   return ::access(existing.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
 }
 
-// The file an input names: FFmpeg opens a file: URL as the path after "file:" (file:///v.mp4 is ///v.mp4),
-// decoding nothing, so that path is the one to check.
-std::string input_file_path(const std::string& input) { return input.starts_with("file:") ? input.substr(5) : input; }
+// The file an input names (a file: URL's path), which the checks before decoding look at.
+std::string input_file_path(const std::string& input) { return io::local_file_named(input).string(); }
 
 // Before anything is opened: an output that is the input (by any path: a link, a hard link, ./name, or the
 // shell's redirection of stdin or stdout) would destroy it; an existing output needs --overwrite.

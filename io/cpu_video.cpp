@@ -51,10 +51,11 @@ class CancellablePipe {
  public:
   // nullptr where `path` is no FIFO or pipe (a file never stalls) or `cancel_fd` < 0.
   static std::unique_ptr<CancellablePipe> open(const std::filesystem::path& path, int cancel_fd) {
+    const std::filesystem::path file = local_file_named(path.string());  // a file: URL's too
     struct stat info {};
-    if (cancel_fd < 0 || ::stat(path.c_str(), &info) != 0 || !S_ISFIFO(info.st_mode)) return nullptr;
+    if (cancel_fd < 0 || ::stat(file.c_str(), &info) != 0 || !S_ISFIFO(info.st_mode)) return nullptr;
     // Without O_NONBLOCK, opening a FIFO waits for its writer, and no stop could end that wait.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw IoError(path, std::string("cannot open: ") + std::strerror(errno));
     return std::unique_ptr<CancellablePipe>(new CancellablePipe(fd, cancel_fd));
   }

@@ -28,6 +28,22 @@ void FrameReader::read_to_device(const DeviceFrame&) {
   throw std::logic_error("this frame reader decodes on the CPU: read() is its way in");
 }
 
+std::filesystem::path local_file_named(const std::string& input) {
+  return input.starts_with("file:") ? std::filesystem::path(input.substr(5)) : std::filesystem::path(input);
+}
+
+bool names_a_url(const std::string& input) {
+  const std::size_t colon = input.find(':');
+  if (colon == std::string::npos || colon == 0 || std::isalpha(static_cast<unsigned char>(input[0])) == 0) {
+    return false;
+  }
+  const bool scheme = std::all_of(input.begin(), input.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+  });
+  std::error_code error;
+  return scheme && !std::filesystem::exists(input, error);
+}
+
 RawFrameReader::RawFrameReader(int fd, Size frame_size, std::string name, int cancel_fd)
     : fd_(fd), size_(frame_size), name_(std::move(name)), cancel_fd_(cancel_fd) {
   if (size_.width < 1 || size_.height < 1) throw IoError(name_ + ": raw frame size must be at least 1x1");
@@ -250,7 +266,7 @@ std::unique_ptr<FrameWriter> open_video_writer(const std::filesystem::path& path
       path, size, fps, existing, audio.empty() ? "" : "audio not carried: OpenCV's writer takes none",
       lost.empty()
           ? ""
-          : "the input's " + lost + " not declared: OpenCV's writer declares square pixels and no colour space");
+          : lost + " not declared: OpenCV's writer declares square pixels and no colour space");
 }
 
 #else

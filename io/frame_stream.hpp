@@ -113,6 +113,13 @@ class RawFrameWriter final : public FrameWriter {
   std::string name_;
 };
 
+// The file a video input names: FFmpeg opens a file: URL as the path after "file:" (file:///v.mp4 is ///v.mp4);
+// any other name is its own path.
+std::filesystem::path local_file_named(const std::string& input);
+// Whether FFmpeg takes `input` for a URL: a name that is no existing file and starts with a protocol's scheme
+// (rtsp:, tcp:, file:, pipe:, ...).
+bool names_a_url(const std::string& input);
+
 // Opens a video file for decoding on the CPU: through FFmpeg's libraries where the build has them (each frame
 // with its time, damaged frames named: open_ffmpeg_video_reader, cpu_video.hpp), else OpenCV's VideoCapture
 // (frames 1 / fps apart). Throws IoError when it cannot be opened or the build has neither, and

@@ -1085,21 +1085,18 @@ std::string describe_nvenc() {
 }
 
 // Why NVDEC's path does not read `path`, or "" for a file it reads (one missing is left to the file's own
-// error). It opens its input twice, once to look for where to split the stream over the engines, and its reads
-// block: a FIFO, a pipe or a URL would be read twice, and a live feed that stalls could not be stopped there. The
-// CPU decoder reads them, stoppable.
+// error). Its reads block where a stop cannot reach them, so a live feed that stalls (a FIFO, a pipe, a URL)
+// could not be stopped there, and it opens its input a second time to look for where to split the stream over the
+// engines. The CPU decoder reads those, and stops when asked.
 std::string not_a_file_to_split(const std::filesystem::path& path) {
-  // FFmpeg's file: URLs name a local file by what follows "file:" (file:///v.mp4 is ///v.mp4).
-  const std::string name = path.string();
-  const std::filesystem::path local = name.starts_with("file:") ? std::filesystem::path(name.substr(5)) : path;
   std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(local, error);
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
   if (std::filesystem::exists(status)) {
     return std::filesystem::is_regular_file(status) ? ""
                                                     : "not a regular file (a FIFO, a pipe or a device): NVDEC's path "
                                                       "reads files";
   }
-  return name.find("://") != std::string::npos ? "a URL: NVDEC's path reads local files" : "";
+  return names_a_url(path.string()) ? "a URL: NVDEC's path reads files by their paths" : "";
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ class AudioCopy {
   // container takes; note() says what became of it.
   AudioCopy(const std::filesystem::path& source, AVFormatContext& output) : output_(output) {
     if (!reopens(source)) {
-      note_ = "audio not carried: the input is a pipe or a FIFO, whose bytes only the video's decoder reads";
+      note_ = "audio not carried: the input is a pipe, a FIFO or a URL, whose bytes only the video's decoder reads";
       return;
     }
     if (libav::open_input(source, input_) < 0) return;  // raw frames, or no container

@@ -688,8 +688,6 @@ TEST(CliStream, AnAnamorphicVideoKeepsItsShapeOnScreen) {
   }
 }
 
-// An HDR video's output declares the PQ or HLG its RGB values keep, and BT.2020; a video that declares no
-// colour space makes an output that declares none.
 // Three frames of 96x64 into `path` (.mkv) by FFmpeg's writer, which declares `space` where it is given.
 void write_video_in_color_space(const fs::path& path, std::optional<io::RgbColorSpace> space) {
   const Image frame = testing::random_image({96, 64}, 7);
@@ -699,6 +697,8 @@ void write_video_in_color_space(const fs::path& path, std::optional<io::RgbColor
   writer->close();
 }
 
+// An HDR video's output declares the PQ or HLG its RGB values keep, and BT.2020; a video that declares no
+// colour space makes an output that declares none.
 TEST(CliStream, AVideosColorSpaceGoesToItsOutput) {
   if (const std::string why = why_no_video_stream(); !why.empty()) GTEST_SKIP() << why;
   if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build writes videos with OpenCV, which declares none";
@@ -734,7 +734,7 @@ TEST(CliStream, AnAviOutputSaysItDeclaresNoColourSpace) {
         imgpipe("stream --input " + quoted(in) + " --output " + quoted(out) + " --overwrite --ops flip=h");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_EQ(contains(run.output,
-                       "the input's colour space not declared: OpenCV's writer declares square pixels "
+                       "; colour space not declared: OpenCV's writer declares square pixels "
                        "and no colour space"),
               space.has_value())
         << run.output;
@@ -926,7 +926,7 @@ TEST(CliStream, AFifoInputKeepsEveryFrameAndSaysWhyTheSoundStayedBehind) {
       "cat " + quoted(with_sound) + " > " + quoted(fifo) + " & timeout 120");  // a second reader would hang
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "30 frames in")) << run.output;
-  EXPECT_TRUE(contains(run.output, "audio not carried: the input is a pipe or a FIFO")) << run.output;
+  EXPECT_TRUE(contains(run.output, "audio not carried: the input is a pipe, a FIFO or a URL")) << run.output;
 }
 
 // An H.264 elementary stream through the decoder auto picks (NVDEC on a GPU engine, else the CPU's FFmpeg):

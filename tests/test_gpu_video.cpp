@@ -522,7 +522,7 @@ TEST(GpuVideoRefusal, FifosAndUrlsAreLeftToTheCpuDecoder) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const bool nvdec_built_in = io::gpu_video_unavailable().find("this build has no NVDEC") == std::string::npos;
   for (const auto& [input, reason] : {std::pair<fs::path, std::string>{fifo, "not a regular file"},
-                                      {"file://" + fifo.string(), "not a regular file"},
+                                      {"file:" + fifo.string(), "a URL"},
                                       {"rtsp://127.0.0.1:1/live", "a URL"}}) {
     try {
       io::open_gpu_video_reader(input);  // would wait for the FIFO's writer

@@ -823,8 +823,6 @@ TEST(ReliabilityStream, SigintStopsARawStreamBlockedOnItsInput) {
   EXPECT_TRUE(contains(err, std::to_string(out.size() / 12) + " frames written")) << err;
 }
 
-// A video read from a FIFO that stalls (a live feed): SIGINT stops it at once, and the frames read so far are
-// written as a whole file, as for raw frames on stdin. A stop before the feed starts writes nothing.
 // SIGINT to `child`, then its exit code: -1 where a signal ended it, -2 where it still ran 20 s later (then
 // killed).
 int interrupt_and_wait(pid_t child) {
@@ -839,6 +837,9 @@ int interrupt_and_wait(pid_t child) {
   return -2;
 }
 
+// A video read from a FIFO that stalls (a live feed), named as a path or as a file: URL: SIGINT stops it at once,
+// and the frames read so far are written as a whole file, as for raw frames on stdin. A stop before the feed
+// starts writes nothing.
 TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
   if (const std::string why = io::ffmpeg_video_decoding_unavailable(); !why.empty()) GTEST_SKIP() << why;
   if (!io::writes_timed_video("out.mkv")) GTEST_SKIP() << "this build has no FFmpeg encoder";
@@ -847,10 +848,11 @@ TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
   for (const bool fed : {true, false}) {
     const fs::path fifo = dir.path() / (fed ? "feed" : "silent"), out = dir.path() / (fed ? "fed.mkv" : "silent.mkv");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const std::string input = fed ? fifo.string() : "file:" + fifo.string();  // FFmpeg's URL for the same FIFO
     SpawnOptions options;
     options.stderr_path = dir.path() / "stderr.txt";
     const pid_t child =
-        spawn_imgpipe({"stream", "--input", fifo.string(), "--output", out.string(), "--ops", "flip=h"}, options);
+        spawn_imgpipe({"stream", "--input", input, "--output", out.string(), "--ops", "flip=h"}, options);
     ASSERT_GT(child, 0);
     const int feed = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // once imgpipe has opened it
     ASSERT_GE(feed, 0);
@@ -864,10 +866,10 @@ TEST(ReliabilityStream, SigintStopsAVideoFifoThatStalls) {
     const std::string err = read_text(options.stderr_path);
     EXPECT_EQ(exit_code, 130) << err;
     if (fed) {
-      EXPECT_TRUE(contains(err, "interrupted by SIGINT: stopped reading " + fifo.string() + " after ")) << err;
+      EXPECT_TRUE(contains(err, "interrupted by SIGINT: stopped reading " + input + " after ")) << err;
       EXPECT_TRUE(io::open_video_reader(out)->next_size().has_value()) << "a whole file with the frames read";
     } else {
-      EXPECT_TRUE(contains(err, "interrupted by SIGINT while waiting for " + fifo.string() + " to start")) << err;
+      EXPECT_TRUE(contains(err, "interrupted by SIGINT while waiting for " + input + " to start")) << err;
       EXPECT_FALSE(fs::exists(out));
     }
   }

@@ -775,7 +775,7 @@ nb::list plan_outputs(const std::filesystem::path& input_dir, const std::filesys
 
 // An argument with the buffer protocol: bytes, bytearray, memoryview, a NumPy array, pyarrow's buffers.
 class BytesLike : public nb::object {
-  NB_OBJECT_DEFAULT(BytesLike, nb::object, "collections.abc.Buffer", PyObject_CheckBuffer)
+  NB_OBJECT_DEFAULT(BytesLike, nb::object, "typing_extensions.Buffer", PyObject_CheckBuffer)
 };
 
 // A bytes-like object's bytes, held for the call: its exporter keeps them in place meanwhile (a bytearray

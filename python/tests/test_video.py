@@ -183,8 +183,8 @@ def test_a_videos_color_space_goes_from_reader_to_writer(tmp_path):
     try:  # OpenCV's writer declares no colour space, and says so
         with imgpipe.VideoWriter(tmp_path / "hdr.avi", color_space=(9, 16), display_aspect=(16, 9)) as writer:
             writer.write(frame)
-        assert writer.tags_not_declared == ("the input's pixel shape and colour space not declared: OpenCV's writer "
-                                            "declares square pixels and no colour space")
+        assert writer.tags_not_declared == ("pixel shape and colour space not declared: OpenCV's writer declares "
+                                            "square pixels and no colour space")
     except OSError as error:
         assert "needs a build with OpenCV" in str(error)
     for bad in [(0, 1), (1, 3), (13, 1), (1, 19), (-1, 1)]:
