@@ -13,8 +13,8 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
-#include <regex>
 #include <string>
+#include <string_view>
 
 namespace imgpipe::io {
 namespace {
@@ -115,10 +115,32 @@ std::filesystem::path temporary_name_for(const std::filesystem::path& path) {
   return path.parent_path() / ("." + kept + suffix);
 }
 
+namespace {
+
+// Moves `at` past a run of one or more decimal digits; false when there is none.
+bool skip_digits(std::string_view text, std::size_t& at) {
+  const std::size_t start = at;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+  return at > start;
+}
+
+}  // namespace
+
+// The shape temporary_name_for makes: "." NAME ".imgpipe-tmp-" PID "-" COUNT [EXTENSION without a dot]. Matched by
+// hand: std::regex crashed compiling its pattern in the Python module once NumPy had been imported first (H200
+// machine, GCC 13, NumPy 2.5.2), and a folder walk needs nothing more than this.
 bool is_temporary_name(const std::filesystem::path& filename) {
-  static const std::regex temporary(R"(\..*\.imgpipe-tmp-[0-9]+-[0-9]+(\.[^.]*)?)");
+  static constexpr std::string_view marker = ".imgpipe-tmp-";
   const std::string name = filename.string();
-  return name.find(".imgpipe-tmp-") != std::string::npos && std::regex_match(name, temporary);
+  if (name.empty() || name[0] != '.') return false;
+  for (std::size_t found = name.find(marker, 1); found != std::string::npos; found = name.find(marker, found + 1)) {
+    std::size_t at = found + marker.size();
+    if (!skip_digits(name, at) || at == name.size() || name[at] != '-') continue;
+    ++at;
+    if (!skip_digits(name, at)) continue;
+    if (at == name.size() || (name[at] == '.' && name.find('.', at + 1) == std::string::npos)) return true;
+  }
+  return false;
 }
 
 TemporaryFile::TemporaryFile(std::filesystem::path path)

@@ -56,6 +56,12 @@ TEST(Folder, UnfinishedTemporariesAreNeverInputs) {
   write_bytes(dir.path() / ".c.imgpipe-tmp-notes.png", "x");
   EXPECT_TRUE(is_temporary_name(temporary.filename())) << temporary;
   EXPECT_FALSE(is_temporary_name("b.png"));
+  EXPECT_TRUE(is_temporary_name(".b.imgpipe-tmp-12-0"));
+  EXPECT_TRUE(is_temporary_name("..imgpipe-tmp-1-2.a.imgpipe-tmp-3-4.png"));
+  for (const char* look_alike : {"b.imgpipe-tmp-1-2.png", ".b.imgpipe-tmp-1-.png", ".b.imgpipe-tmp--2.png",
+                                 ".b.imgpipe-tmp-1-2x.png", ".b.imgpipe-tmp-1-2.tar.gz", ".imgpipe-tmp-1-2.png"}) {
+    EXPECT_FALSE(is_temporary_name(look_alike)) << look_alike;
+  }
   const FolderListing listing = list_folder(dir.path(), {});
   std::vector<fs::path> listed;
   for (const FolderEntry& entry : listing.entries) listed.push_back(entry.relative);
