@@ -119,9 +119,10 @@ Image libjpeg_rgb(const Plane& luma, const Plane& cb, const Plane& cr, JpegChrom
   return out;
 }
 
-Plane random_plane(std::mt19937& random, int width, int height) {
+// Rows `pitch` bytes apart; by default 5 bytes more than the width, so most rows start off a word.
+Plane random_plane(std::mt19937& random, int width, int height, std::size_t pitch = 0) {
   Plane p;
-  p.pitch = static_cast<std::size_t>(width) + 5;
+  p.pitch = pitch != 0 ? pitch : static_cast<std::size_t>(width) + 5;
   p.width = width;
   p.height = height;
   p.bytes.resize(p.pitch * static_cast<std::size_t>(height));
@@ -146,26 +147,34 @@ TEST(JpegPlanesToRgb, EqualsLibjpegsUpsamplingAndColourTablesOnEverySizeAndLayou
   for (const Size size : {Size{1, 1}, Size{1, 4}, Size{2, 3}, Size{3, 1}, Size{3, 7}, Size{4, 4}, Size{17, 9}, Size{333, 217},
                           Size{641, 360}}) {
     for (const JpegChroma chroma : {JpegChroma::full, JpegChroma::half_width, JpegChroma::half, JpegChroma::none}) {
-      SCOPED_TRACE(to_string(size) + " " + chroma_name(chroma));
-      const cuda::Extent c = cuda::jpeg_chroma_extent({size.width, size.height}, chroma);
-      const Plane luma = random_plane(random, size.width, size.height);
-      const Plane cb = random_plane(random, std::max(c.width, 1), std::max(c.height, 1));
-      const Plane cr = random_plane(random, std::max(c.width, 1), std::max(c.height, 1));
-      cuda::JpegPlanes planes{.extent = {size.width, size.height}, .chroma = chroma};
-      std::vector<cuda::DeviceBuffer> uploaded;
-      for (const Plane* p : {&luma, &cb, &cr}) {
-        uploaded.emplace_back(p->bytes.size());
-        IMGPIPE_CUDA_CHECK(cudaMemcpy(uploaded.back().data(), p->bytes.data(), p->bytes.size(),
-                                      cudaMemcpyHostToDevice));
+      for (const bool word_rows : {false, true}) {  // luma rows at any byte, then all on a word
+        SCOPED_TRACE(to_string(size) + " " + chroma_name(chroma) + (word_rows ? ", luma rows on words" : ""));
+        const cuda::Extent c = cuda::jpeg_chroma_extent({size.width, size.height}, chroma);
+        const std::size_t luma_pitch = word_rows ? (static_cast<std::size_t>(size.width) + 3) / 4 * 4 + 8 : 0;
+        const Plane luma = random_plane(random, size.width, size.height, luma_pitch);
+        const Plane cb = random_plane(random, std::max(c.width, 1), std::max(c.height, 1));
+        const Plane cr = random_plane(random, std::max(c.width, 1), std::max(c.height, 1));
+        cuda::JpegPlanes planes{.extent = {size.width, size.height}, .chroma = chroma};
+        std::vector<cuda::DeviceBuffer> uploaded;
+        for (const Plane* p : {&luma, &cb, &cr}) {
+          uploaded.emplace_back(p->bytes.size());
+          IMGPIPE_CUDA_CHECK(
+              cudaMemcpy(uploaded.back().data(), p->bytes.data(), p->bytes.size(), cudaMemcpyHostToDevice));
+        }
+        for (int p = 0; p < 3; ++p) {
+          planes.plane[p] = uploaded[p].data();
+          planes.pitch[p] = (p == 0 ? luma : cb).pitch;
+        }
+        const Image expected = libjpeg_rgb(luma, cb, cr, chroma);
+        // Rows that start at any byte (word stores only where a row's four pixels are aligned), then rows that
+        // all start on a word.
+        for (const std::size_t out_pitch : {3 * static_cast<std::size_t>(size.width) + 7,
+                                            (3 * static_cast<std::size_t>(size.width) + 3) / 4 * 4 + 16}) {
+          const cuda::DeviceBuffer out = device.poisoned(out_pitch * size.height);
+          cuda::jpeg_planes_to_rgb(planes, aos(out.data(), size, out_pitch), device.stream());
+          EXPECT_TRUE(within(device.download(out.data(), size, out_pitch), expected, 0)) << "pitch " << out_pitch;
+        }
       }
-      for (int p = 0; p < 3; ++p) {
-        planes.plane[p] = uploaded[p].data();
-        planes.pitch[p] = (p == 0 ? luma : cb).pitch;
-      }
-      const std::size_t out_pitch = 3 * static_cast<std::size_t>(size.width) + 7;
-      const cuda::DeviceBuffer out = device.poisoned(out_pitch * size.height);
-      cuda::jpeg_planes_to_rgb(planes, aos(out.data(), size, out_pitch), device.stream());
-      EXPECT_TRUE(within(device.download(out.data(), size, out_pitch), libjpeg_rgb(luma, cb, cr, chroma), 0));
     }
   }
 }
