@@ -58,6 +58,7 @@ TEST(Folder, UnfinishedTemporariesAreNeverInputs) {
   EXPECT_FALSE(is_temporary_name("b.png"));
   EXPECT_TRUE(is_temporary_name(".b.imgpipe-tmp-12-0"));
   EXPECT_TRUE(is_temporary_name("..imgpipe-tmp-1-2.a.imgpipe-tmp-3-4.png"));
+  EXPECT_TRUE(is_temporary_name(temporary_name_for("a\nb.png").filename()));  // a line break in the user's name
   for (const char* look_alike : {"b.imgpipe-tmp-1-2.png", ".b.imgpipe-tmp-1-.png", ".b.imgpipe-tmp--2.png",
                                  ".b.imgpipe-tmp-1-2x.png", ".b.imgpipe-tmp-1-2.tar.gz", ".imgpipe-tmp-1-2.png"}) {
     EXPECT_FALSE(is_temporary_name(look_alike)) << look_alike;
