@@ -29,7 +29,10 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 namespace imgpipe::cuda {
@@ -242,7 +245,8 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // free: the bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the
 // same shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
 constexpr int kAosTileW = 64;
-constexpr int kAosTileH = 32;
+constexpr int kAosTileH = 32;                 // the tile's rows for launches of two waves of blocks or more
+constexpr int kAosHalfTileH = 16;             // for shorter launches, whose blocks of kAosTileH rows leave SMs idle
 constexpr int kAosQuads = 3 * kAosTileW / 4;  // four-byte groups of an output row
 constexpr int kAosThreads = 256;
 constexpr int kColumnRows = 8;  // output rows of one column-pass item: each staged word is read once per item
@@ -261,18 +265,22 @@ __host__ __device__ constexpr int sum_words(int radius) {
 __host__ __device__ constexpr int sum_lead(int radius) { return (aos_halo_bytes(radius) - 3 * radius) % 4; }
 
 // The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
-__host__ __device__ constexpr int aos_tile_bytes(int radius) { return (kAosTileH + 2 * radius) * aos_stride(radius); }
+template <int kTileH>
+__host__ __device__ constexpr int aos_tile_bytes(int radius) {
+  return (kTileH + 2 * radius) * aos_stride(radius);
+}
+template <int kTileH>
 __host__ __device__ constexpr int aos_shared_bytes(int radius) {
-  return aos_tile_bytes(radius) + kAosTileH * sum_words(radius) * 16;
+  return aos_tile_bytes<kTileH>(radius) + kTileH * sum_words(radius) * 16;
 }
 
-// Stages the block's tile of frame blockIdx.z, halo included, and waits for it.
-template <int kRadius>
+// Stages the block's tile of frame blockIdx.z, kTileH rows and the halo, and waits for it.
+template <int kRadius, int kTileH>
 __device__ __forceinline__ void stage_filter_tile(std::uint8_t* tile, const AosFrames& in, BorderMode border) {
   constexpr int kHalo = aos_halo_bytes(kRadius);
-  stage_aos_tile<kAosTileH + 2 * kRadius, aos_stride(kRadius), aos_stride(kRadius), kAosThreads>(
+  stage_aos_tile<kTileH + 2 * kRadius, aos_stride(kRadius), aos_stride(kRadius), kAosThreads>(
       tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, 3 * kAosTileW * blockIdx.x - kHalo,
-      kAosTileH * blockIdx.y - kRadius, border);
+      kTileH * blockIdx.y - kRadius, border);
   __syncthreads();
 }
 
@@ -280,11 +288,11 @@ __device__ __forceinline__ void stage_filter_tile(std::uint8_t* tile, const AosF
 // in all three bytes, the gray op's bytes, before the filter reads the tile. A staged row starts
 // aos_halo_bytes(r) before the tile's first pixel, so its whole pixels start at that count mod 3; the bytes
 // before the first and after the last are further from the tile than the taps reach.
-template <int kRadius>
+template <int kRadius, int kTileH>
 __device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
   constexpr int kFirst = aos_halo_bytes(kRadius) % 3;
   constexpr int kPixels = (aos_stride(kRadius) - kFirst) / 3;
-  constexpr int kRows = kAosTileH + 2 * kRadius;
+  constexpr int kRows = kTileH + 2 * kRadius;
   for (int i = threadIdx.x; i < kRows * kPixels; i += kAosThreads) {
     const int r = i / kPixels;
     std::uint8_t* pixel = tile + r * aos_stride(kRadius) + kFirst + 3 * (i - r * kPixels);
@@ -295,10 +303,10 @@ __device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
 
 // The column pass's sums for staged rows r0 .. r0 + kColumnRows + 2 * kRadius - 1 of kept word w, for every
 // (item, w) of the tile: `column(r0, w, tile_word)` stores them, tile_word(i) giving staged row r0 + i's word.
-template <int kRadius, class Column>
+template <int kRadius, int kTileH, class Column>
 __device__ __forceinline__ void for_column_items(const std::uint8_t* tile, Column&& column) {
   constexpr int kWords = sum_words(kRadius);
-  for (int item = threadIdx.x; item < kWords * (kAosTileH / kColumnRows); item += kAosThreads) {
+  for (int item = threadIdx.x; item < kWords * (kTileH / kColumnRows); item += kAosThreads) {
     const int r0 = item / kWords * kColumnRows, w = item % kWords;
     const auto* first =
         reinterpret_cast<const std::uint32_t*>(tile + r0 * aos_stride(kRadius)) + first_sum_word(kRadius) + w;
@@ -318,12 +326,12 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int roun
 // Every output octet (eight bytes of an output row) of the block's tile that lies in the frame, spread over the
 // block's threads: `octet(r, p)` gives bytes 8p .. 8p + 7 of tile row r, stored as one 8-byte word where possible.
 constexpr int kAosOctets = 3 * kAosTileW / 8;
-template <class Octet>
+template <int kTileH, class Octet>
 __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet&& octet) {
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  for (int item = threadIdx.x; item < kAosOctets * kAosTileH; item += kAosThreads) {
+  for (int item = threadIdx.x; item < kAosOctets * kTileH; item += kAosThreads) {
     const int r = item / kAosOctets, p = item % kAosOctets;
     const int y = y0 + r;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 8 * p;
@@ -354,8 +362,8 @@ __device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, s
 }
 
 // kTopByte: the scale is 2^-16 and every sum plus 2^15 is below 2^24 (the Gaussian's integer taps, unit 256), so
-// an output byte is byte 2 of its sum started at 2^15, the four packed by byte permutes.
-template <int kRadius, bool kTopByte>
+// an output byte is byte 2 of its sum started at 2^15, the four packed by byte permutes. Tiles of kTileH rows.
+template <int kRadius, bool kTopByte, int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
@@ -364,13 +372,13 @@ __global__ void __launch_bounds__(kAosThreads)
   constexpr int kGroups = (kLead + 7 + 3 * (kTaps - 1)) / 4 + 1;  // sum groups one output octet reads
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes(kRadius) / 16;  // [kAosTileH][kWords] groups of four positions
+  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16;  // [kTileH][kWords] groups of four positions
   std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait
 #pragma unroll
   for (int k = 0; k < kTaps; ++k) tap[k] = static_cast<std::uint32_t>(c_int_taps[slot][k]);
   wait_for_previous_grid();
-  stage_filter_tile<kRadius>(tile, in, border);
-  for_column_items<kRadius>(tile, [&](int r0, int w, auto tile_word) {
+  stage_filter_tile<kRadius, kTileH>(tile, in, border);
+  for_column_items<kRadius, kTileH>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t even[kColumnRows] = {}, odd[kColumnRows] = {};
 #pragma unroll
     for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
@@ -387,7 +395,7 @@ __global__ void __launch_bounds__(kAosThreads)
 #pragma unroll
     for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kWords + w] = lane_positions(even[m], odd[m]);
   });
-  store_tile_octets(out, [&](int r, int p) {
+  store_tile_octets<kTileH>(out, [&](int r, int p) {
     std::uint32_t position[4 * kGroups];
     sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
     std::uint32_t sum[8];
@@ -415,18 +423,18 @@ __global__ void __launch_bounds__(kAosThreads)
 // |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
-template <bool kGrayFirst>
+template <bool kGrayFirst, int kTileH>
 __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
   constexpr int kWords = sum_words(1);
   constexpr int kLead = sum_lead(1);
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes(1) / 16;
+  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
   wait_for_previous_grid();
-  stage_filter_tile<1>(tile, in, border);
-  if constexpr (kGrayFirst) luma_tile<1>(tile);
+  stage_filter_tile<1, kTileH>(tile, in, border);
+  if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
-  for_column_items<1>(tile, [&](int r0, int w, auto tile_word) {
+  for_column_items<1, kTileH>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
 #pragma unroll
     for (int i = 0; i < kColumnRows + 2; ++i) {
@@ -443,7 +451,7 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
                      __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
   });
-  store_tile_octets(out, [&](int r, int p) {
+  store_tile_octets<kTileH>(out, [&](int r, int p) {
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
     sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
@@ -461,24 +469,23 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
 
 // Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
 // the negative taps' sum), which keeps it from going negative; the unbiased sum is scaled and rounded.
-template <bool kGrayFirst>
+template <bool kGrayFirst, int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
-    filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias,
-                         float scale) {
+    filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias, float scale) {
   constexpr int kStride = aos_stride(1);
   constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
   constexpr int kLead = sum_lead(1);
-  __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes(1)];
+  __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes<kTileH>(1)];
   wait_for_previous_grid();
-  stage_filter_tile<1>(tile, in, border);
-  if constexpr (kGrayFirst) luma_tile<1>(tile);
+  stage_filter_tile<1, kTileH>(tile, in, border);
+  if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
   const int* taps = c_int_taps[slot];
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kAosTileH;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
   // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
   constexpr int kRows = 4;
-  for (int item = threadIdx.x; item < kAosQuads * (kAosTileH / kRows); item += kAosThreads) {
+  for (int item = threadIdx.x; item < kAosQuads * (kTileH / kRows); item += kAosThreads) {
     const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
     if (byte_x >= row_bytes) continue;
@@ -648,9 +655,44 @@ std::pair<AosFrames, AosFramesOut> aos_frames(ConstAosView first_in, std::size_t
   return aos_batch(first_in, in_frame_stride, first_out, out_frame_stride, frames, what);
 }
 
-dim3 aos_tile_grid(Extent e, int frames) {
-  return dim3(static_cast<unsigned>(div_up(e.width, kAosTileW)), static_cast<unsigned>(div_up(e.height, kAosTileH)),
+dim3 aos_tile_grid(Extent e, int frames, int tile_height = kAosTileH) {
+  return dim3(static_cast<unsigned>(div_up(e.width, kAosTileW)), static_cast<unsigned>(div_up(e.height, tile_height)),
               static_cast<unsigned>(frames));
+}
+
+// Blocks of `kernel` (kAosThreads threads, `shared_bytes` of dynamic shared memory) the device holds at once,
+// asked once per kernel and process.
+int resident_blocks(const void* kernel, int shared_bytes) {
+  static std::mutex mutex;
+  static std::unordered_map<const void*, int> known;
+  const std::scoped_lock lock(mutex);
+  const auto found = known.find(kernel);
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kAosThreads, shared_bytes));
+  const int blocks = std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
+  known.emplace(kernel, blocks);
+  return blocks;
+}
+
+// Whether this launch takes tiles of kAosHalfTileH rows: as `tiles` says, or by its blocks of kAosTileH rows
+// against the residency of `full_kernel`, the kernel of those.
+bool takes_half_tiles(AosTiles tiles, Extent extent, int frames, const void* full_kernel, int full_shared_bytes) {
+  if (tiles != AosTiles::by_launch) return tiles == AosTiles::half;
+  const dim3 grid = aos_tile_grid(extent, frames);
+  return aos_half_tiles_pay(static_cast<long long>(grid.x) * grid.y * grid.z,
+                            resident_blocks(full_kernel, full_shared_bytes));
+}
+
+// Calls launch(std::integral_constant<int, H>{}) with the tile height H this launch takes.
+template <class Launch>
+void with_tile_height(AosTiles tiles, Extent extent, int frames, const void* full_kernel, int full_shared_bytes,
+                      Launch&& launch) {
+  if (takes_half_tiles(tiles, extent, frames, full_kernel, full_shared_bytes)) {
+    launch(std::integral_constant<int, kAosHalfTileH>{});
+  } else {
+    launch(std::integral_constant<int, kAosTileH>{});
+  }
 }
 
 struct SeparableAosKernel {
@@ -658,10 +700,10 @@ struct SeparableAosKernel {
   int shared_bytes;
 };
 
-template <bool kTopByte, int... R>
+template <bool kTopByte, int kTileH, int... R>
 auto separable_aos_kernels(std::integer_sequence<int, R...>) {
   return std::array<SeparableAosKernel, sizeof...(R)>{
-      SeparableAosKernel{&separable_aos_kernel<R + 1, kTopByte>, aos_shared_bytes(R + 1)}...};
+      SeparableAosKernel{&separable_aos_kernel<R + 1, kTopByte, kTileH>, aos_shared_bytes<kTileH>(R + 1)}...};
 }
 
 // Above 48 KiB a kernel's dynamic shared memory must be allowed first (radius 13 and up), on the current device.
@@ -674,6 +716,10 @@ void allow_shared_bytes(Kernel kernel, int bytes) {
 
 }  // namespace
 
+bool aos_half_tiles_pay(long long full_tile_blocks, int resident_blocks) {
+  return full_tile_blocks < 2LL * resident_blocks;
+}
+
 bool separable_aos_takes(const ConstantTaps& taps) {
   const long long sum = taps.positive_sum();
   return taps.unit() > 0 && taps.negative_sum() == 0 && 255 * sum < kLaneLimit &&
@@ -685,7 +731,7 @@ bool filter3x3_aos_takes(const ConstantTaps& taps) {
 }
 
 void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream) {
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream, AosTiles tiles) {
   require(taps.size() % 2 == 1 && taps.size() >= 3 && taps.size() <= kMaxTaps,
           "separable_aos: odd tap count from 3 to " + std::to_string(kMaxTaps));
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "separable_aos");
@@ -701,12 +747,21 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   int exponent = 0;
   const bool power_of_two = std::frexp(scale, &exponent) == 0.5f && exponent <= 1 && exponent > -31;
   const int round_shift = power_of_two ? 1 - exponent : -1;
-  static const auto kernels = separable_aos_kernels<false>(std::make_integer_sequence<int, kMaxRadius>{});
-  static const auto top_byte_kernels = separable_aos_kernels<true>(std::make_integer_sequence<int, kMaxRadius>{});
-  const SeparableAosKernel& k = (round_shift == 16 ? top_byte_kernels : kernels)[taps.size() / 2 - 1];
+  constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};
+  static const auto kernels = separable_aos_kernels<false, kAosTileH>(kRadii);
+  static const auto top_byte_kernels = separable_aos_kernels<true, kAosTileH>(kRadii);
+  static const auto half_kernels = separable_aos_kernels<false, kAosHalfTileH>(kRadii);
+  static const auto half_top_byte_kernels = separable_aos_kernels<true, kAosHalfTileH>(kRadii);
+  const bool top_byte = round_shift == 16;
+  const std::size_t radius_index = taps.size() / 2 - 1;
+  const SeparableAosKernel& full = (top_byte ? top_byte_kernels : kernels)[radius_index];
+  allow_shared_bytes(full.kernel, full.shared_bytes);  // before its occupancy is asked
+  const bool half =
+      takes_half_tiles(tiles, in.extent, frames, reinterpret_cast<const void*>(full.kernel), full.shared_bytes);
+  const SeparableAosKernel& k = half ? (top_byte ? half_top_byte_kernels : half_kernels)[radius_index] : full;
   allow_shared_bytes(k.kernel, k.shared_bytes);
-  launch_dependent(k.kernel, aos_tile_grid(in.extent, frames), dim3(kAosThreads), k.shared_bytes, stream, in, out,
-                   taps.slot(), round_shift, scale, border);
+  launch_dependent(k.kernel, aos_tile_grid(in.extent, frames, half ? kAosHalfTileH : kAosTileH), dim3(kAosThreads),
+                   k.shared_bytes, stream, in, out, taps.slot(), round_shift, scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
 }
 
@@ -714,24 +769,31 @@ namespace {
 
 template <bool kGrayFirst>
 void launch_filter3x3_aos(const AosFrames& in, const AosFramesOut& out, int frames, const ConstantTaps& taps,
-                          BorderMode border, cudaStream_t stream) {
-  launch_dependent(&filter3x3_aos_kernel<kGrayFirst>, aos_tile_grid(in.extent, frames), dim3(kAosThreads), 0, stream,
-                   in, out, border, taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
+                          BorderMode border, AosTiles tiles, cudaStream_t stream) {
+  const auto* full = reinterpret_cast<const void*>(&filter3x3_aos_kernel<kGrayFirst, kAosTileH>);
+  with_tile_height(tiles, in.extent, frames, full, 0, [&](auto tile_height) {
+    launch_dependent(&filter3x3_aos_kernel<kGrayFirst, tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
+                     dim3(kAosThreads), 0, stream, in, out, border, taps.slot(),
+                     255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
+  });
   IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
 }
 
 template <bool kGrayFirst>
-void launch_sobel_aos(const AosFrames& in, const AosFramesOut& out, int frames, BorderMode border,
+void launch_sobel_aos(const AosFrames& in, const AosFramesOut& out, int frames, BorderMode border, AosTiles tiles,
                       cudaStream_t stream) {
-  launch_dependent(&sobel_aos_kernel<kGrayFirst>, aos_tile_grid(in.extent, frames), dim3(kAosThreads),
-                   aos_shared_bytes(1), stream, in, out, border);
+  const auto* full = reinterpret_cast<const void*>(&sobel_aos_kernel<kGrayFirst, kAosTileH>);
+  with_tile_height(tiles, in.extent, frames, full, aos_shared_bytes<kAosTileH>(1), [&](auto tile_height) {
+    launch_dependent(&sobel_aos_kernel<kGrayFirst, tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
+                     dim3(kAosThreads), aos_shared_bytes<tile_height()>(1), stream, in, out, border);
+  });
   IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
 }
 
 }  // namespace
 
 void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream) {
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream, AosTiles tiles) {
   require(taps.size() == 9, "filter3x3_aos: nine taps");
   if (!filter3x3_aos_takes(taps)) {  // frame by frame, checked there
     for (int f = 0; f < frames; ++f) {
@@ -741,40 +803,35 @@ void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
     return;
   }
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "filter3x3_aos");
-  launch_filter3x3_aos<false>(in, out, frames, taps, border, stream);
+  launch_filter3x3_aos<false>(in, out, frames, taps, border, tiles, stream);
 }
 
 void gray_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                         std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, AosTiles tiles) {
   require(taps.size() == 9 && filter3x3_aos_takes(taps), "gray_filter3x3_aos: nine taps that filter3x3_aos_takes");
   const auto [in, out] =
       aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "gray_filter3x3_aos");
-  launch_filter3x3_aos<true>(in, out, frames, taps, border, stream);
+  launch_filter3x3_aos<true>(in, out, frames, taps, border, tiles, stream);
 }
 
 bool sobel_aos_fills_device(Extent extent, int frames) {
-  static const int resident = [] {
-    int per_sm = 0;
-    IMGPIPE_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sobel_aos_kernel<false>, kAosThreads,
-                                                      aos_shared_bytes(1)));
-    return std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
-  }();
+  const int resident = resident_blocks(reinterpret_cast<const void*>(&sobel_aos_kernel<false, kAosTileH>),
+                                       aos_shared_bytes<kAosTileH>(1));
   const dim3 grid = aos_tile_grid(extent, frames);
   return static_cast<long long>(grid.x) * grid.y * grid.z >= resident;
 }
 
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-               int frames, BorderMode border, cudaStream_t stream) {
+               int frames, BorderMode border, cudaStream_t stream, AosTiles tiles) {
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "sobel_aos");
-  launch_sobel_aos<false>(in, out, frames, border, stream);
+  launch_sobel_aos<false>(in, out, frames, border, tiles, stream);
 }
 
 void gray_sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-                    int frames, BorderMode border, cudaStream_t stream) {
+                    int frames, BorderMode border, cudaStream_t stream, AosTiles tiles) {
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "gray_sobel_aos");
-  launch_sobel_aos<true>(in, out, frames, border, stream);
+  launch_sobel_aos<true>(in, out, frames, border, tiles, stream);
 }
 
 // The 3x3 kernel for `window` on frames of these layouts.

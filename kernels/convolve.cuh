@@ -79,32 +79,42 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
 
 // The separable filter and the 3x3 filters on `frames` interleaved frames per launch (1 to kMaxFramesPerLaunch),
 // frame f at first_in.data + f * in_frame_stride and first_out.data + f * out_frame_stride (bytes), any pitch
-// and alignment. A tile of 64x32 pixels and its halo comes into shared memory as whole words; with the taps as
-// integers, the separable filter's column pass weighs two bytes per 32-bit multiply-add (16-bit lanes) and its
-// row pass weighs the 32-bit column sums, which gives separable_frames' (filter3x3_frames', sobel_frames')
-// bytes exactly; each thread stores its outputs four bytes at a time. Taps that the lanes cannot hold
-// (separable_aos_takes, filter3x3_aos_takes false) run separable_frames / filter3x3_frames frame by frame.
+// and alignment. A tile of 64x32 pixels (64x16 in short launches: AosTiles) and its halo comes into shared memory
+// as whole words; with the taps as integers, the separable filter's column pass weighs two bytes per 32-bit
+// multiply-add (16-bit lanes) and its row pass weighs the 32-bit column sums, which gives separable_frames'
+// (filter3x3_frames', sobel_frames') bytes exactly; each thread stores its outputs four bytes at a time. Taps that the
+// lanes cannot hold (separable_aos_takes, filter3x3_aos_takes false) run separable_frames / filter3x3_frames frame by
+// frame.
+//
+// The tiles' height. by_launch: 64x16 for a launch whose 64x32 tiles make fewer blocks than two waves of the
+// device's resident blocks (aos_half_tiles_pay), where twice the blocks keep more SMs busy: one 1080p frame on an
+// H100 (16.13 against 13.88 us for a 5x5 Gaussian); 64x32 otherwise, where the taller tiles' smaller halo share
+// wins (16 1080p frames: 8.13 against 8.75 us a frame; docs/performance.md). full and half name one.
+enum class AosTiles { by_launch, full, half };
+bool aos_half_tiles_pay(long long full_tile_blocks, int resident_blocks);
 bool separable_aos_takes(const ConstantTaps& taps);
 bool filter3x3_aos_takes(const ConstantTaps& taps);
 void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream);
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream,
+                   AosTiles tiles = AosTiles::by_launch);
 void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream);
+                   int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream,
+                   AosTiles tiles = AosTiles::by_launch);
 // Whether a sobel_aos launch over `frames` frames of `extent` fills the device with blocks, one whole wave (its
 // occupancy, asked once per process). One that does not (one 720p frame on an H200) measured slower than
 // sobel_naive frame by frame: 10.49 against 9.05 us for one 1280x720 frame; one 1080p frame, 1020 blocks for 792
 // resident, 15.26 against 16.71 (docs/performance.md).
 bool sobel_aos_fills_device(Extent extent, int frames);
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-               int frames, BorderMode border, cudaStream_t stream);
+               int frames, BorderMode border, cudaStream_t stream, AosTiles tiles = AosTiles::by_launch);
 // Gray (gray.cuh) and then sobel_aos or filter3x3_aos in one launch, with the same arguments: each block turns its
 // staged tile to luma before the filter reads it, so the gray frame is never written out; the bytes of gray_aos
 // and then the filter. gray_filter3x3_aos needs taps that filter3x3_aos_takes (std::invalid_argument otherwise).
 void gray_sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
-                    int frames, BorderMode border, cudaStream_t stream);
+                    int frames, BorderMode border, cudaStream_t stream, AosTiles tiles = AosTiles::by_launch);
 void gray_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                         std::size_t out_frame_stride, int frames, const ConstantTaps& taps, BorderMode border,
-                        cudaStream_t stream);
+                        cudaStream_t stream, AosTiles tiles = AosTiles::by_launch);
 
 // 3x3 filters on frames of either layout in and out, as separable_frames. `taps`: nine values, row-major
 // (sharpen).

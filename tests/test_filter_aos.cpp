@@ -24,9 +24,9 @@ using cuda::BorderMode;
 
 // One frame per plane-kernel launch, as the optimized path ran these filters before: the expected bytes.
 using PlaneFilter = std::function<void(const cuda::ConstFrameView&, const cuda::FrameView&, cudaStream_t)>;
-// `frames` interleaved frames per launch.
+// `frames` interleaved frames per launch, on tiles of the height named.
 using BatchFilter =
-    std::function<void(cuda::ConstAosView, std::size_t, cuda::AosView, std::size_t, int, cudaStream_t)>;
+    std::function<void(cuda::ConstAosView, std::size_t, cuda::AosView, std::size_t, int, cudaStream_t, cuda::AosTiles)>;
 
 // The layouts every filter runs on: packed and aligned, then rows and frames misaligned in every way.
 const std::vector<FrameLayout> kLayouts = {{0, 0, 0}, {1, 1, 3}, {3, 5, 1}, {2, 2, 6}};
@@ -36,29 +36,33 @@ struct Batch {
   std::string what;
 };
 
-// `frames` frames of `size` as one upload in `layout`; the filter's output in the same layout, poisoned; every
-// frame compared with the plane kernel's bytes, and every padding byte still poison.
+// `frames` frames of `size` as one upload in `layout`; the filter's output in the same layout, poisoned, on tiles
+// of each height; every frame compared with the plane kernel's bytes, and every padding byte still poison.
 void expect_same_bytes(const Batch& batch, const FrameLayout& layout, const PlaneFilter& planes,
                        const BatchFilter& aos) {
   const Device device;
   const Size size = batch.frames.front().size();
   const auto frames = static_cast<int>(batch.frames.size());
-  const FrameBatch in(device, size, frames, layout), out(device, size, frames, layout);
-  for (int f = 0; f < frames; ++f) in.upload(f, batch.frames[static_cast<std::size_t>(f)]);
-  aos(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), frames, device.stream());
-  EXPECT_EQ(out.written_outside_frames(), 0u) << batch.what << ": bytes outside the frames were written";
-
   const cuda::Extent extent = extent_of(size);
   const std::size_t row = 3 * static_cast<std::size_t>(size.width);
-  for (int f = 0; f < frames; ++f) {
-    const Image& image = batch.frames[static_cast<std::size_t>(f)];
+  std::vector<Image> expected;
+  for (const Image& image : batch.frames) {
     const cuda::DeviceBuffer d_in = device.upload(image);
     const cuda::DeviceBuffer d_out = device.poisoned(image.bytes());
     planes(cuda::as_frame(cuda::ConstAosView{d_in.data(), extent, row}),
            cuda::as_frame(cuda::AosView{d_out.data(), extent, row}), device.stream());
-    const Image expected = device.download(d_out.data(), size);
-    EXPECT_TRUE(within(out.download(f), expected, 0))
-        << batch.what << ", frame " << f << ", pitch +" << layout.pitch_pad << ", offset " << layout.offset;
+    expected.push_back(device.download(d_out.data(), size));
+  }
+  for (const cuda::AosTiles tiles : {cuda::AosTiles::full, cuda::AosTiles::half}) {
+    const std::string what = batch.what + (tiles == cuda::AosTiles::full ? ", 64x32 tiles" : ", 64x16 tiles");
+    const FrameBatch in(device, size, frames, layout), out(device, size, frames, layout);
+    for (int f = 0; f < frames; ++f) in.upload(f, batch.frames[static_cast<std::size_t>(f)]);
+    aos(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), frames, device.stream(), tiles);
+    EXPECT_EQ(out.written_outside_frames(), 0u) << what << ": bytes outside the frames were written";
+    for (int f = 0; f < frames; ++f) {
+      EXPECT_TRUE(within(out.download(f), expected[static_cast<std::size_t>(f)], 0))
+          << what << ", frame " << f << ", pitch +" << layout.pitch_pad << ", offset " << layout.offset;
+    }
   }
 }
 
@@ -89,7 +93,9 @@ void expect_separable_matches(const cuda::ConstantTaps& taps, const std::string&
       cuda::separable_frames(in, out, taps, border, s);
     };
     const BatchFilter aos = [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n,
-                                cudaStream_t s) { cuda::separable_aos(in, is, out, os, n, taps, border, s); };
+                                cudaStream_t s, cuda::AosTiles tiles) {
+      cuda::separable_aos(in, is, out, os, n, taps, border, s, tiles);
+    };
     for (const Batch& batch : batches()) {
       for (const FrameLayout& layout : kLayouts) {
         expect_same_bytes({batch.frames, what + " " + border_name(border) + " on " + batch.what}, layout, planes, aos);
@@ -156,9 +162,8 @@ TEST(FilterAos, ThreeByThreeFiltersGiveThePlaneKernelsBytes) {
           [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
             cuda::filter3x3_frames(in, out, taps, border, s);
           },
-          [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s) {
-            cuda::filter3x3_aos(in, is, out, os, n, taps, border, s);
-          },
+          [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s,
+              cuda::AosTiles tiles) { cuda::filter3x3_aos(in, is, out, os, n, taps, border, s, tiles); },
           std::string(c.name) + " " + border_name(border));
     }
   }
@@ -171,9 +176,8 @@ TEST(FilterAos, SobelGivesThePlaneKernelsBytes) {
         [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
           cuda::sobel_frames(in, out, border, s);
         },
-        [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s) {
-          cuda::sobel_aos(in, is, out, os, n, border, s);
-        },
+        [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s,
+            cuda::AosTiles tiles) { cuda::sobel_aos(in, is, out, os, n, border, s, tiles); },
         "sobel " + border_name(border));
   }
 }
@@ -198,11 +202,12 @@ TEST(FilterAos, GrayFirstGivesGrayThenTheFilter) {
             }
             IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(s));  // before the gray frame is freed
           },
-          [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s) {
+          [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s,
+              cuda::AosTiles tiles) {
             if (is_sobel) {
-              cuda::gray_sobel_aos(in, is, out, os, n, border, s);
+              cuda::gray_sobel_aos(in, is, out, os, n, border, s, tiles);
             } else {
-              cuda::gray_filter3x3_aos(in, is, out, os, n, sharpen, border, s);
+              cuda::gray_filter3x3_aos(in, is, out, os, n, sharpen, border, s, tiles);
             }
           },
           std::string(is_sobel ? "gray, sobel " : "gray, sharpen ") + border_name(border));
@@ -213,6 +218,15 @@ TEST(FilterAos, GrayFirstGivesGrayThenTheFilter) {
   EXPECT_THROW(cuda::gray_filter3x3_aos({buffer.data(), {8, 8}, 24}, 24 * 8, {buffer.data() + 24 * 8, {8, 8}, 24},
                                         24 * 8, 1, fractional, BorderMode::reflect101, nullptr),
                std::invalid_argument);
+}
+
+// Half-height tiles below two waves of blocks, and only there.
+TEST(FilterAos, HalfTilesForLaunchesShorterThanTwoWaves) {
+  EXPECT_TRUE(cuda::aos_half_tiles_pay(1, 792));
+  EXPECT_TRUE(cuda::aos_half_tiles_pay(1020, 792));  // one 1080p frame where 792 blocks are resident
+  EXPECT_TRUE(cuda::aos_half_tiles_pay(1583, 792));
+  EXPECT_FALSE(cuda::aos_half_tiles_pay(1584, 792));
+  EXPECT_FALSE(cuda::aos_half_tiles_pay(16 * 1020, 792));
 }
 
 TEST(FilterAos, RefusesBatchesThatOverlapOrDifferInSize) {
