@@ -29,10 +29,10 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 namespace imgpipe::cuda {
@@ -660,18 +660,20 @@ dim3 aos_tile_grid(Extent e, int frames, int tile_height = kAosTileH) {
               static_cast<unsigned>(frames));
 }
 
-// Blocks of `kernel` (kAosThreads threads, `shared_bytes` of dynamic shared memory) the device holds at once,
-// asked once per kernel and process.
+// Blocks of `kernel` (kAosThreads threads, `shared_bytes` of dynamic shared memory) the current device holds at
+// once, asked once per kernel and device.
 int resident_blocks(const void* kernel, int shared_bytes) {
+  int device = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
   static std::mutex mutex;
-  static std::unordered_map<const void*, int> known;
+  static std::map<std::pair<int, const void*>, int> known;
   const std::scoped_lock lock(mutex);
-  const auto found = known.find(kernel);
+  const auto found = known.find({device, kernel});
   if (found != known.end()) return found->second;
   int per_sm = 0;
   IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kAosThreads, shared_bytes));
   const int blocks = std::max(1, per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
-  known.emplace(kernel, blocks);
+  known.emplace(std::pair{device, kernel}, blocks);
   return blocks;
 }
 

@@ -36,8 +36,9 @@ struct Batch {
   std::string what;
 };
 
-// `frames` frames of `size` as one upload in `layout`; the filter's output in the same layout, poisoned, on tiles
-// of each height; every frame compared with the plane kernel's bytes, and every padding byte still poison.
+// `frames` frames of `size` as one upload in `layout`; the filter's output in the same layout, poisoned, on the
+// tiles the launch picks and on each height; every frame compared with the plane kernel's bytes, and every
+// padding byte still poison.
 void expect_same_bytes(const Batch& batch, const FrameLayout& layout, const PlaneFilter& planes,
                        const BatchFilter& aos) {
   const Device device;
@@ -53,8 +54,10 @@ void expect_same_bytes(const Batch& batch, const FrameLayout& layout, const Plan
            cuda::as_frame(cuda::AosView{d_out.data(), extent, row}), device.stream());
     expected.push_back(device.download(d_out.data(), size));
   }
-  for (const cuda::AosTiles tiles : {cuda::AosTiles::full, cuda::AosTiles::half}) {
-    const std::string what = batch.what + (tiles == cuda::AosTiles::full ? ", 64x32 tiles" : ", 64x16 tiles");
+  for (const cuda::AosTiles tiles : {cuda::AosTiles::by_launch, cuda::AosTiles::full, cuda::AosTiles::half}) {
+    const std::string what = batch.what + (tiles == cuda::AosTiles::by_launch ? ", tiles by the launch"
+                                           : tiles == cuda::AosTiles::full    ? ", 64x32 tiles"
+                                                                              : ", 64x16 tiles");
     const FrameBatch in(device, size, frames, layout), out(device, size, frames, layout);
     for (int f = 0; f < frames; ++f) in.upload(f, batch.frames[static_cast<std::size_t>(f)]);
     aos(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), frames, device.stream(), tiles);
