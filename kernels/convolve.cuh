@@ -88,8 +88,9 @@ void separable_planes_variant(ConstPlanesView in, PlanesView out, const Constant
 //
 // The tiles' height. by_launch: 64x16 for a launch whose 64x32 tiles make fewer blocks than two waves of the
 // device's resident blocks (aos_half_tiles_pay), where twice the blocks keep more SMs busy: one 1080p frame on an
-// H100 (16.13 against 13.88 us for a 5x5 Gaussian); 64x32 otherwise, where the taller tiles' smaller halo share
-// wins (16 1080p frames: 8.13 against 8.75 us a frame; docs/performance.md). full and half name one.
+// H100 took 13.86 us for a 5x5 Gaussian against 16.03 with 64x32 tiles; 64x32 otherwise, where the taller tiles'
+// smaller halo share wins (16 1080p frames: 8.13 against 8.75 us a frame with 64x16; docs/performance.md). full
+// and half name one height.
 enum class AosTiles { by_launch, full, half };
 bool aos_half_tiles_pay(long long full_tile_blocks, int resident_blocks);
 bool separable_aos_takes(const ConstantTaps& taps);
