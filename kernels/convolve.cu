@@ -235,15 +235,15 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 
 // ---------------------------------------------------------------------------- interleaved, batched
 //
-// A block covers 64x32 output pixels of one frame (blockIdx.z) with 256 threads. The tile and its halo are
-// staged as words whose four bytes are the same positions in every row (stage_aos_tile), the halo rounded up to
-// 16 bytes a side so that the staged rows of packed frames start 16-byte aligned and load as vectors. The
-// separable filter then runs its column pass first, on words: the taps are integers (ConstantTaps::unit), so
-// one 32-bit multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at most 255 times the
-// taps' sum) fit them. The row pass weighs those sums in 32 bits, each byte position a register of a 16-byte
-// shared load, and each thread stores eight output bytes as one 8-byte word. Integer sums make the order of the passes
-// free: the bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the
-// same shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
+// A block covers 64x32 output pixels of one frame (blockIdx.z), or 64x16 in short launches (AosTiles), with 256
+// threads. The tile and its halo are staged as words whose four bytes are the same positions in every row
+// (stage_aos_tile), the halo rounded up to 16 bytes a side so that the staged rows of packed frames start 16-byte
+// aligned and load as vectors. The separable filter then runs its column pass first, on words: the taps are integers
+// (ConstantTaps::unit), so one 32-bit multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at
+// most 255 times the taps' sum) fit them. The row pass weighs those sums in 32 bits, each byte position a register of a
+// 16-byte shared load, and each thread stores eight output bytes as one 8-byte word. Integer sums make the order of the
+// passes free: the bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the same
+// shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
 constexpr int kAosTileW = 64;
 constexpr int kAosTileH = 32;                 // the tile's rows for launches of two waves of blocks or more
 constexpr int kAosHalfTileH = 16;             // for shorter launches, whose blocks of kAosTileH rows leave SMs idle
