@@ -305,6 +305,7 @@ __device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
 // (item, w) of the tile: `column(r0, w, tile_word)` stores them, tile_word(i) giving staged row r0 + i's word.
 template <int kRadius, int kTileH, class Column>
 __device__ __forceinline__ void for_column_items(const std::uint8_t* tile, Column&& column) {
+  static_assert(kTileH % kColumnRows == 0, "a column item's rows must not cross the tile's last row");
   constexpr int kWords = sum_words(kRadius);
   for (int item = threadIdx.x; item < kWords * (kTileH / kColumnRows); item += kAosThreads) {
     const int r0 = item / kWords * kColumnRows, w = item % kWords;
@@ -485,6 +486,7 @@ __global__ void __launch_bounds__(kAosThreads)
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
   // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
   constexpr int kRows = 4;
+  static_assert(kTileH % kRows == 0, "an item's rows must not cross the tile's last row");
   for (int item = threadIdx.x; item < kAosQuads * (kTileH / kRows); item += kAosThreads) {
     const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;

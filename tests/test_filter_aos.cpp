@@ -1,8 +1,9 @@
 // The interleaved, batched filters (separable_aos, filter3x3_aos, sobel_aos in kernels/convolve.cuh) give the
 // bytes of the tiled plane kernels (separable_frames, filter3x3_frames, sobel_frames), which the op tests check
 // against the reference: every tap count, both borders, photographs and sizes no tile divides, pitches and base
-// addresses of every alignment, and several frames per launch. Outputs are poisoned first, and the bytes between
-// rows and between frames must stay poison. Skips without a CUDA device.
+// addresses of every alignment, and several frames per launch, each with 64x32 tiles, with 64x16 tiles and with the
+// tiles the launch picks. Outputs are poisoned first, and the bytes between rows and between frames must stay poison.
+// Skips without a CUDA device.
 #include "chain.hpp"
 #include "convolve.cuh"
 #include "cuda_check.hpp"
