@@ -20,6 +20,7 @@
 #include "convolve.cuh"
 
 #include "aos_tile.cuh"
+#include "channel_range.cuh"
 #include "cuda_check.hpp"
 #include "launch.cuh"
 #include "pixel.cuh"
@@ -424,16 +425,9 @@ __global__ void __launch_bounds__(kAosThreads)
 // |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
-template <bool kGrayFirst, int kTileH>
-__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
+template <int kTileH>
+__device__ __forceinline__ void sobel_column_sums(const std::uint8_t* tile, uint4* sums) {
   constexpr int kWords = sum_words(1);
-  constexpr int kLead = sum_lead(1);
-  extern __shared__ uint4 aos_shared[];
-  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
-  wait_for_previous_grid();
-  stage_filter_tile<1, kTileH>(tile, in, border);
-  if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
   for_column_items<1, kTileH>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
@@ -452,6 +446,28 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
                      __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
   });
+}
+
+// One byte position's min(255, |Gx| + |Gy|) from the column sums of that position in the pixels left of, at and
+// right of it.
+__device__ __forceinline__ std::uint32_t sobel_magnitude(std::uint32_t left, std::uint32_t centre,
+                                                         std::uint32_t right) {
+  const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
+  const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
+  return static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy)));
+}
+
+template <bool kGrayFirst, int kTileH>
+__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
+  constexpr int kWords = sum_words(1);
+  constexpr int kLead = sum_lead(1);
+  extern __shared__ uint4 aos_shared[];
+  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
+  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
+  wait_for_previous_grid();
+  stage_filter_tile<1, kTileH>(tile, in, border);
+  if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
+  sobel_column_sums<kTileH>(tile, sums);
   store_tile_octets<kTileH>(out, [&](int r, int p) {
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
@@ -459,13 +475,61 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     std::uint32_t packed[2] = {};
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      const std::uint32_t left = position[kLead + c], centre = position[kLead + c + 3], right = position[kLead + c + 6];
-      const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
-      const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
-      packed[c / 4] |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * (c % 4));
+      packed[c / 4] |= sobel_magnitude(position[kLead + c], position[kLead + c + 3], position[kLead + c + 6])
+                       << (8 * (c % 4));
     }
     return make_uint2(packed[0], packed[1]);
   });
+}
+
+// Gray, sobel and normalize's range in one launch: the gray tile's magnitudes, equal in its three channels, as
+// one byte per pixel into luma frame blockIdx.z, four pixels (one word) an item, and their minimum and maximum
+// folded into that frame's range words as every channel's.
+template <int kTileH>
+__global__ void __launch_bounds__(kAosThreads)
+    gray_sobel_luma_kernel(AosFrames in, LumaFrames out, unsigned* range, BorderMode border) {
+  constexpr int kWords = sum_words(1);
+  constexpr int kLead = sum_lead(1);
+  constexpr int kGroups = (kLead + 15) / 4 + 1;  // positions kLead .. kLead + 15: pixels -1, 0, +1 of 4 pixels
+  constexpr int kQuads = kAosTileW / 4;
+  extern __shared__ uint4 aos_shared[];
+  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
+  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
+  wait_for_previous_grid();
+  stage_filter_tile<1, kTileH>(tile, in, border);
+  luma_tile<1, kTileH>(tile);
+  sobel_column_sums<kTileH>(tile, sums);
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
+  std::uint32_t lo = 0xFFFFFFFFu, hi = 0u;  // per byte lane, over the thread's pixels
+  for (int item = threadIdx.x; item < kQuads * kTileH; item += kAosThreads) {
+    const int r = item / kQuads, q = item % kQuads;
+    const int y = y0 + r, x = x0 + 4 * q;
+    if (y >= out.extent.height || x >= out.extent.width) continue;
+    std::uint32_t position[4 * kGroups];
+    sum_positions<kGroups, kWords>(sums, r, 3 * q, position);  // from byte 12q, pixel 4q's first
+    std::uint32_t packed = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      packed |= sobel_magnitude(position[kLead + 3 * k], position[kLead + 3 * k + 3], position[kLead + 3 * k + 6])
+                << (8 * k);
+    }
+    std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
+    const int n = min(4, out.extent.width - x);
+    if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
+      *reinterpret_cast<std::uint32_t*>(dst) = packed;
+    } else {
+      for (int i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(packed >> (8 * i));
+    }
+    const std::uint32_t kept = n == 4 ? 0xFFFFFFFFu : (1u << (8 * n)) - 1;  // the lanes of pixels in the frame
+    lo = __vminu4(lo, packed | ~kept);
+    hi = __vmaxu4(hi, packed & kept);
+  }
+  lo = __vminu4(lo, lo >> 16), lo = __vminu4(lo, lo >> 8);  // byte 0: the least of the four lanes
+  hi = __vmaxu4(hi, hi >> 16), hi = __vmaxu4(hi, hi >> 8);
+  ChannelRange pixels;
+  pixels.add((lo & 0xFFu) * 0x010101u, (hi & 0xFFu) * 0x010101u);
+  fold_block(pixels, range + kRangeWords * blockIdx.z);
 }
 
 // Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
@@ -836,6 +900,25 @@ void gray_sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView 
                     int frames, BorderMode border, cudaStream_t stream, AosTiles tiles) {
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "gray_sobel_aos");
   launch_sobel_aos<true>(in, out, frames, border, tiles, stream);
+}
+
+void gray_sobel_normalize_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
+                              std::size_t out_frame_stride, int frames, BorderMode border, NormalizeScratch& scratch,
+                              cudaStream_t stream, AosTiles tiles) {
+  const auto [in, out] =
+      aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "gray_sobel_normalize_aos");
+  const std::size_t pitch = (static_cast<std::size_t>(in.extent.width) + 15) / 16 * 16;  // rows of whole words
+  const std::size_t frame_bytes = pitch * static_cast<std::size_t>(in.extent.height);
+  scratch.luma.grow(frame_bytes * static_cast<std::size_t>(frames));
+  const LumaFrames luma{scratch.luma.data(), pitch, frame_bytes, in.extent};
+  unsigned* range = fresh_normalize_ranges(scratch, frames, stream);
+  const auto* full = reinterpret_cast<const void*>(&gray_sobel_luma_kernel<kAosTileH>);
+  with_tile_height(tiles, in.extent, frames, full, aos_shared_bytes<kAosTileH>(1), [&](auto tile_height) {
+    launch_dependent(&gray_sobel_luma_kernel<tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
+                     dim3(kAosThreads), aos_shared_bytes<tile_height()>(1), stream, in, luma, range, border);
+  });
+  IMGPIPE_CUDA_LAUNCH_CHECK("gray_sobel_luma_kernel", stream);
+  stretch_luma_aos(luma, range, first_out, out_frame_stride, frames, stream);
 }
 
 // The 3x3 kernel for `window` on frames of these layouts.

@@ -10,6 +10,7 @@
 // and a batch of frames is one launch for the ranges and one for the stretch.
 #include "normalize.cuh"
 
+#include "channel_range.cuh"
 #include "cuda_check.hpp"
 #include "frame_access.cuh"
 #include "launch.cuh"
@@ -22,22 +23,7 @@ namespace imgpipe::cuda {
 namespace {
 
 const dim3 kNaiveBlock(32, 8);
-
-// The stretch of one channel as cv::normalize(NORM_MINMAX, 0..255) computes it for 8-bit data, so the bytes are
-// OpenCV's: scale = 255 * (1 / (hi - lo)) in double (0 for a constant channel), shift = -lo * scale, both rounded
-// to float, then cv::Mat::convertTo's fused multiply-add v * scale + shift, rounded half to even and saturated.
-struct Stretch {
-  float scale, shift;
-};
-
-__device__ __forceinline__ Stretch stretch_of(unsigned lo, unsigned hi) {
-  const double scale = 255.0 * (hi > lo ? 1.0 / static_cast<double>(hi - lo) : 0.0);
-  return {__double2float_rn(scale), __double2float_rn(-__dmul_rn(static_cast<double>(lo), scale))};
-}
-
-__device__ __forceinline__ std::uint8_t stretch(unsigned v, Stretch k) {
-  return static_cast<std::uint8_t>(min(max(__float2int_rn(fmaf(static_cast<float>(v), k.scale, k.shift)), 0), 255));
-}
+constexpr unsigned kStretchLumaThreadsX = 64, kStretchLumaThreadsY = 4;
 
 // ---------------------------------------------------------------------------------------------- naive
 // range: minima of channels 0..2, then maxima of channels 0..2.
@@ -65,41 +51,7 @@ __global__ void stretch_naive_kernel(ConstAosView in, AosView out, const unsigne
 }
 
 // ------------------------------------------------------------------------------------------ optimized
-// A frame's range is kRangeWords words: the minima of channels 0..2, then 255 minus the maxima, so that one
-// atomicMin folds both sides and one memset of 0xFF bytes starts them all.
-
-constexpr int kRangeWords = 6;
-
-// One thread's minima (lo) and maxima (hi) so far, one byte per channel in bytes 0..2.
-struct ChannelRange {
-  unsigned lo = 0xFFFFFFFFu;
-  unsigned hi = 0u;
-  __device__ void add(unsigned lo_bytes, unsigned hi_bytes) {
-    lo = __vminu4(lo, lo_bytes);
-    hi = __vmaxu4(hi, hi_bytes);
-  }
-};
-
-// The block's ranges folded into its frame's words (`range`): a warp folds by shuffles, its first lane into the
-// block's words in shared memory, and the block's first threads into device memory. Called by every thread.
-__device__ __forceinline__ void fold_block(ChannelRange r, unsigned* range) {
-  __shared__ unsigned block_words[kRangeWords];
-  if (threadIdx.x < kRangeWords) block_words[threadIdx.x] = 0xFFFFFFFFu;
-  __syncthreads();
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    r.add(__shfl_down_sync(0xFFFFFFFFu, r.lo, offset), __shfl_down_sync(0xFFFFFFFFu, r.hi, offset));
-  }
-  if (threadIdx.x % kWarpSize == 0) {
-#pragma unroll
-    for (int c = 0; c < 3; ++c) {
-      atomicMin(&block_words[c], (r.lo >> (8 * c)) & 0xFFu);
-      atomicMin(&block_words[3 + c], 255u - ((r.hi >> (8 * c)) & 0xFFu));
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < kRangeWords) atomicMin(&range[threadIdx.x], block_words[threadIdx.x]);
-}
+// The ranges' words and the stretch: channel_range.cuh.
 
 // The ranges of a batch of interleaved frames, frame blockIdx.y's into range + kRangeWords * blockIdx.y.
 __global__ void __launch_bounds__(kWalkThreads) range_aos_kernel(AosRuns runs, unsigned* range) {
@@ -172,17 +124,43 @@ struct StretchOp {
     const unsigned* words = range + kRangeWords * frame;
     Stretches s;
 #pragma unroll
-    for (int c = 0; c < 3; ++c) s.channel[c] = stretch_of(words[c], 255u - words[3 + c]);
+    for (int c = 0; c < 3; ++c) s.channel[c] = stretch_of_channel(words, c);
     return s;
   }
 };
 
-// Room for `frames` ranges in the scratch, each set to its start, on `stream`.
-unsigned* fresh_ranges(NormalizeScratch& scratch, int frames, cudaStream_t stream) {
-  const std::size_t bytes = kRangeWords * sizeof(unsigned) * static_cast<std::size_t>(frames);
-  scratch.range.grow(bytes);
-  IMGPIPE_CUDA_CHECK(cudaMemsetAsync(scratch.range.data(), 0xFF, bytes, stream));
-  return reinterpret_cast<unsigned*>(scratch.range.data());
+// Luma frame gridDim.z - 1 - blockIdx.z stretched into interleaved frame `frame` of out, four pixels a thread,
+// the frames and the rows taken from the last: those the kernel before wrote last, most likely still in L2, are
+// read first.
+__global__ void __launch_bounds__(kStretchLumaThreadsX* kStretchLumaThreadsY)
+    stretch_luma_kernel(LumaFrames luma, const unsigned* range, std::uint8_t* out, std::size_t out_pitch,
+                        std::size_t out_frame_stride) {
+  wait_for_previous_grid();
+  const unsigned frame = gridDim.z - 1 - blockIdx.z;
+  const int y = static_cast<int>((gridDim.y - 1 - blockIdx.y) * blockDim.y + threadIdx.y);
+  const int x = static_cast<int>(kPointwisePixels * (blockIdx.x * blockDim.x + threadIdx.x));
+  if (y >= luma.extent.height || x >= luma.extent.width) return;
+  const Stretch k = stretch_of_channel(range + kRangeWords * frame, 0);
+  const std::uint8_t* src = luma.data + frame * luma.frame_stride + static_cast<std::size_t>(y) * luma.pitch + x;
+  std::uint8_t* dst = out + frame * out_frame_stride + static_cast<std::size_t>(y) * out_pitch + 3 * x;
+  const int n = min(kPointwisePixels, luma.extent.width - x);
+  std::uint32_t s = 0;  // the stretched bytes of the four pixels
+  if (n == kPointwisePixels && reinterpret_cast<std::uintptr_t>(src) % 4 == 0) {
+    const std::uint32_t v = *reinterpret_cast<const std::uint32_t*>(src);
+#pragma unroll
+    for (int i = 0; i < kPointwisePixels; ++i) s |= static_cast<std::uint32_t>(stretch((v >> (8 * i)) & 0xFFu, k)) << (8 * i);
+  } else {
+    for (int i = 0; i < n; ++i) s |= static_cast<std::uint32_t>(stretch(src[i], k)) << (8 * i);
+  }
+  if (n == kPointwisePixels && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
+    // bytes s0 s0 s0 s1 | s1 s1 s2 s2 | s2 s3 s3 s3
+    auto* words = reinterpret_cast<std::uint32_t*>(dst);
+    words[0] = __byte_perm(s, 0, 0x1000);
+    words[1] = __byte_perm(s, 0, 0x2211);
+    words[2] = __byte_perm(s, 0, 0x3332);
+  } else {
+    for (int i = 0; i < n; ++i) dst[3 * i] = dst[3 * i + 1] = dst[3 * i + 2] = static_cast<std::uint8_t>(s >> (8 * i));
+  }
 }
 
 // The ranges of a batch of interleaved frames (checked by the caller), into `range`.
@@ -205,6 +183,27 @@ void launch_range_planes(PlanesSource in, Extent extent, unsigned* range, cudaSt
 }
 
 }  // namespace
+
+unsigned* fresh_normalize_ranges(NormalizeScratch& scratch, int frames, cudaStream_t stream) {
+  const std::size_t bytes = kRangeWords * sizeof(unsigned) * static_cast<std::size_t>(frames);
+  scratch.range.grow(bytes);
+  IMGPIPE_CUDA_CHECK(cudaMemsetAsync(scratch.range.data(), 0xFF, bytes, stream));
+  return reinterpret_cast<unsigned*>(scratch.range.data());
+}
+
+void stretch_luma_aos(const LumaFrames& luma, const unsigned* range, AosView first_out, std::size_t out_frame_stride,
+                      int frames, cudaStream_t stream) {
+  require(same_extent(luma.extent, first_out.extent), "stretch_luma_aos: luma and output extents differ");
+  require(frames >= 1 && frames <= kMaxFramesPerLaunch,
+          "stretch_luma_aos: 1 to " + std::to_string(kMaxFramesPerLaunch) + " frames per launch");
+  const dim3 block(kStretchLumaThreadsX, kStretchLumaThreadsY);
+  const dim3 grid(static_cast<unsigned>(div_up(div_up(luma.extent.width, kPointwisePixels), static_cast<int>(block.x))),
+                  static_cast<unsigned>(div_up(luma.extent.height, static_cast<int>(block.y))),
+                  static_cast<unsigned>(frames));
+  launch_dependent(&stretch_luma_kernel, grid, block, 0, stream, luma, range, first_out.data, first_out.pitch,
+                   out_frame_stride);
+  IMGPIPE_CUDA_LAUNCH_CHECK("stretch_luma_kernel", stream);
+}
 
 void normalize_naive(ConstAosView in, AosView out, NormalizeScratch& scratch, cudaStream_t stream) {
   require(same_extent(in.extent, out.extent), "normalize_naive: input and output extents differ");
@@ -230,7 +229,7 @@ void normalize_frames(const ConstFrameView& in, const FrameView& out, NormalizeS
                   out.aos.pitch * static_cast<std::size_t>(out.aos.extent.height), 1, scratch, stream);
     return;
   }
-  unsigned* range = fresh_ranges(scratch, 1, stream);
+  unsigned* range = fresh_normalize_ranges(scratch, 1, stream);
   if (in.interleaved) {
     range_aos(in.aos, in.aos.pitch * static_cast<std::size_t>(in.aos.extent.height), 1, range, stream);
   } else if (PlanesSource source{in.planes}; source.words_aligned()) {
@@ -247,7 +246,7 @@ void normalize_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
           "normalize_aos: 1 to " + std::to_string(kMaxFramesPerLaunch) + " frames per launch");
   const std::string problem = frame_batch_problem(first_in, in_frame_stride, first_out, out_frame_stride, frames);
   require(problem.empty(), "normalize_aos: " + problem);
-  unsigned* range = fresh_ranges(scratch, frames, stream);
+  unsigned* range = fresh_normalize_ranges(scratch, frames, stream);
   range_aos(first_in, in_frame_stride, frames, range, stream);
   pointwise_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, StretchOp{range}, "normalize_aos (stretch)",
                 stream);

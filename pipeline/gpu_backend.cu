@@ -356,11 +356,14 @@ struct NormalizeStage {
 };
 
 // Gray and the sharpen or sobel after it as one launch (gray_filter3x3_aos, gray_sobel_aos): each block turns its
-// staged tile to luma, so the gray frame is never written. The plan makes it only where the whole chain runs
-// batched on interleaved frames, so it never runs on planes.
+// staged tile to luma, so the gray frame is never written. A normalize after the sobel joins them
+// (gray_sobel_normalize_aos): one byte per pixel and its range, then the stretch. The plan makes it only where the
+// whole chain runs batched on interleaved frames, so it never runs on planes.
 struct GrayThenFilterStage {
   std::optional<cuda::ConstantTaps> taps;  // sharpen's; none for sobel
   cuda::BorderMode border;
+  bool then_normalize = false;  // sobel's only
+  cuda::NormalizeScratch scratch;
   void run(const cuda::PlaneBuffer&, cuda::Extent, cuda::PlanesView, cudaStream_t) {
     throw std::logic_error("optimized plan: gray fused with a filter in a chain that makes planes");
   }
@@ -369,6 +372,8 @@ struct GrayThenFilterStage {
   void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
     if (taps) {
       cuda::gray_filter3x3_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, *taps, border, stream);
+    } else if (then_normalize) {
+      cuda::gray_sobel_normalize_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, border, scratch, stream);
     } else {
       cuda::gray_sobel_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, border, stream);
     }
@@ -392,17 +397,20 @@ bool needs_planes(const Op& op) {
   return resize != nullptr && resize->interp == Interp::nearest;
 }
 
-// Gray at op i with a sharpen or sobel right after it: one GrayThenFilterStage where the chain needs no planes.
-bool gray_then_filter_at(const std::vector<Op>& ops, std::size_t i) {
-  return i + 1 < ops.size() && std::holds_alternative<Gray>(ops[i]) &&
-         (std::holds_alternative<Sharpen>(ops[i + 1]) || std::holds_alternative<Sobel>(ops[i + 1]));
+// The ops from i that one GrayThenFilterStage covers where the chain needs no planes: gray with a sharpen or sobel
+// right after it (2), and a normalize after the sobel (3); 0 where op i starts no such run.
+std::size_t gray_then_filter_ops(const std::vector<Op>& ops, std::size_t i) {
+  if (i + 1 >= ops.size() || !std::holds_alternative<Gray>(ops[i])) return 0;
+  if (std::holds_alternative<Sharpen>(ops[i + 1])) return 2;
+  if (!std::holds_alternative<Sobel>(ops[i + 1])) return 0;
+  return i + 2 < ops.size() && std::holds_alternative<Normalize>(ops[i + 2]) ? 3 : 2;
 }
 
-Stage gray_then_filter_stage(const Op& filter) {
+Stage gray_then_filter_stage(const Op& filter, bool then_normalize) {
   if (const auto* sharpen = std::get_if<Sharpen>(&filter)) {
     return GrayThenFilterStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(sharpen->border)};
   }
-  return GrayThenFilterStage{std::nullopt, border_of(std::get<Sobel>(filter).border)};
+  return GrayThenFilterStage{std::nullopt, border_of(std::get<Sobel>(filter).border), then_normalize};
 }
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
@@ -500,7 +508,8 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
 class OptimizedPlan {
  public:
   // Stages, each covering ops [first, first + count) of the chain: one per op, but gray and the sharpen or sobel
-  // after it are one where the whole chain runs on interleaved frames (gray_then_filter_at). A linear resize
+  // after it (and a normalize after the sobel) are one where the whole chain runs on interleaved frames
+  // (gray_then_filter_ops). A linear resize
   // at the head of the chain, with a gaussian or box directly after it or alone, is one pass of
   // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input where FusedHead takes
   // the frames; such a head writes `out`, or an interleaved scratch frame that the remaining stages
@@ -513,9 +522,9 @@ class OptimizedPlan {
     const bool interleaved_throughout = std::none_of(chain_.ops.begin(), chain_.ops.end(), needs_planes);
     stages_.reserve(chain_.ops.size());
     for (std::size_t i = 0; i < chain_.ops.size(); ++i) {
-      if (interleaved_throughout && gray_then_filter_at(chain_.ops, i)) {
-        stages_.push_back({gray_then_filter_stage(chain_.ops[i + 1]), i, 2});
-        ++i;
+      if (const std::size_t ops = interleaved_throughout ? gray_then_filter_ops(chain_.ops, i) : 0; ops > 0) {
+        stages_.push_back({gray_then_filter_stage(chain_.ops[i + 1], ops == 3), i, ops});
+        i += ops - 1;
         continue;
       }
       stages_.push_back({make_stage(chain_.ops[i], arithmetic), i, 1});

@@ -1,5 +1,6 @@
-// The interleaved, batched filters (separable_aos, filter3x3_aos, sobel_aos in kernels/convolve.cuh) give the
-// bytes of the tiled plane kernels (separable_frames, filter3x3_frames, sobel_frames), which the op tests check
+// The interleaved, batched filters (separable_aos, filter3x3_aos, sobel_aos in kernels/convolve.cuh, and the gray
+// launches fused with them) give the bytes of the tiled plane kernels (separable_frames, filter3x3_frames,
+// sobel_frames, after gray_frames and before normalize_frames where fused with those), which the op tests check
 // against the reference: every tap count, both borders, photographs and sizes no tile divides, pitches and base
 // addresses of every alignment, and several frames per launch, each with 64x32 tiles, with 64x16 tiles and with the
 // tiles the launch picks. Outputs are poisoned first, and the bytes between rows and between frames must stay poison.
@@ -8,6 +9,7 @@
 #include "convolve.cuh"
 #include "cuda_check.hpp"
 #include "gray.cuh"
+#include "normalize.cuh"
 #include "gpu_test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -222,6 +224,30 @@ TEST(FilterAos, GrayFirstGivesGrayThenTheFilter) {
   EXPECT_THROW(cuda::gray_filter3x3_aos({buffer.data(), {8, 8}, 24}, 24 * 8, {buffer.data() + 24 * 8, {8, 8}, 24},
                                         24 * 8, 1, fractional, BorderMode::reflect101, nullptr),
                std::invalid_argument);
+}
+
+// Gray, sobel and normalize fused (one byte per pixel and its range, then the stretch) give the bytes of the three
+// ops as three launches, each frame of a batch stretched by its own range.
+TEST(FilterAos, GraySobelNormalizeGivesTheThreeOpsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  cuda::NormalizeScratch reference_scratch, fused_scratch;
+  for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
+    expect_3x3_matches(
+        [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
+          const cuda::Extent e = in.extent();
+          const std::size_t row = 3 * static_cast<std::size_t>(e.width);
+          const cuda::DeviceBuffer gray(row * static_cast<std::size_t>(e.height));
+          const cuda::DeviceBuffer edges(row * static_cast<std::size_t>(e.height));
+          const cuda::AosView gray_frame{gray.data(), e, row}, edge_frame{edges.data(), e, row};
+          cuda::gray_frames(in, cuda::as_frame(gray_frame), s);
+          cuda::sobel_frames(cuda::as_frame(cuda::as_const(gray_frame)), cuda::as_frame(edge_frame), border, s);
+          cuda::normalize_frames(cuda::as_frame(cuda::as_const(edge_frame)), out, reference_scratch, s);
+          IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(s));  // before the frames between are freed
+        },
+        [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s,
+            cuda::AosTiles tiles) { cuda::gray_sobel_normalize_aos(in, is, out, os, n, border, fused_scratch, s, tiles); },
+        "gray, sobel, normalize " + border_name(border));
+  }
 }
 
 // Half-height tiles below two waves of blocks, and only there.
