@@ -425,9 +425,16 @@ __global__ void __launch_bounds__(kAosThreads)
 // |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
-template <int kTileH>
-__device__ __forceinline__ void sobel_column_sums(const std::uint8_t* tile, uint4* sums) {
+template <bool kGrayFirst, int kTileH>
+__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
   constexpr int kWords = sum_words(1);
+  constexpr int kLead = sum_lead(1);
+  extern __shared__ uint4 aos_shared[];
+  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
+  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
+  wait_for_previous_grid();
+  stage_filter_tile<1, kTileH>(tile, in, border);
+  if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
   constexpr std::uint32_t kBias = 255u * 0x00010001u;
   for_column_items<1, kTileH>(tile, [&](int r0, int w, auto tile_word) {
     std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
@@ -446,28 +453,6 @@ __device__ __forceinline__ void sobel_column_sums(const std::uint8_t* tile, uint
                      __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
   });
-}
-
-// One byte position's min(255, |Gx| + |Gy|) from the column sums of that position in the pixels left of, at and
-// right of it.
-__device__ __forceinline__ std::uint32_t sobel_magnitude(std::uint32_t left, std::uint32_t centre,
-                                                         std::uint32_t right) {
-  const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
-  const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
-  return static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy)));
-}
-
-template <bool kGrayFirst, int kTileH>
-__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
-  constexpr int kWords = sum_words(1);
-  constexpr int kLead = sum_lead(1);
-  extern __shared__ uint4 aos_shared[];
-  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
-  wait_for_previous_grid();
-  stage_filter_tile<1, kTileH>(tile, in, border);
-  if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
-  sobel_column_sums<kTileH>(tile, sums);
   store_tile_octets<kTileH>(out, [&](int r, int p) {
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
@@ -475,30 +460,39 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     std::uint32_t packed[2] = {};
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      packed[c / 4] |= sobel_magnitude(position[kLead + c], position[kLead + c + 3], position[kLead + c + 6])
-                       << (8 * (c % 4));
+      const std::uint32_t left = position[kLead + c], centre = position[kLead + c + 3], right = position[kLead + c + 6];
+      const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
+      const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
+      packed[c / 4] |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * (c % 4));
     }
     return make_uint2(packed[0], packed[1]);
   });
 }
 
-// Gray, sobel and normalize's range in one launch: the gray tile's magnitudes, equal in its three channels, as
-// one byte per pixel into luma frame blockIdx.z, four pixels (one word) an item, and their minimum and maximum
-// folded into that frame's range words as every channel's.
+// Gray, sobel and normalize's range in one launch. The block stages its tile as sobel_aos_kernel does, turns pixels
+// x0 - 1 .. x0 + kAosTileW of each staged row into one luma byte each, and takes the sobel of those: the three
+// channels are equal after gray, so one byte per pixel is the whole result, computed once instead of three times
+// and without sobel_aos_kernel's column sums. It goes into luma frame blockIdx.z, four pixels (one word) an item, and
+// its minimum and maximum are folded into that frame's range words as every channel's.
+constexpr int kLumaTileStride = kAosTileW + 4;  // a luma row's columns -1 .. kAosTileW, then two spare: whole words
+
 template <int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
     gray_sobel_luma_kernel(AosFrames in, LumaFrames out, unsigned* range, BorderMode border) {
-  constexpr int kWords = sum_words(1);
-  constexpr int kLead = sum_lead(1);
-  constexpr int kGroups = (kLead + 15) / 4 + 1;  // positions kLead .. kLead + 15: pixels -1, 0, +1 of 4 pixels
+  constexpr int kRows = kTileH + 2;
+  constexpr int kColumns = kAosTileW + 2;
+  constexpr int kFirstPixel = aos_halo_bytes(1) - 3;  // pixel x0 - 1's first byte in a staged row
   constexpr int kQuads = kAosTileW / 4;
-  extern __shared__ uint4 aos_shared[];
-  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
+  __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes<kTileH>(1)];
+  __shared__ alignas(4) std::uint8_t lumas[kRows * kLumaTileStride];
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
-  luma_tile<1, kTileH>(tile);
-  sobel_column_sums<kTileH>(tile, sums);
+  for (int i = threadIdx.x; i < kRows * kColumns; i += kAosThreads) {
+    const int r = i / kColumns, c = i - r * kColumns;
+    const std::uint8_t* pixel = tile + r * aos_stride(1) + kFirstPixel + 3 * c;
+    lumas[r * kLumaTileStride + c] = luma(pixel[0], pixel[1], pixel[2]);
+  }
+  __syncthreads();
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
   std::uint32_t lo = 0xFFFFFFFFu, hi = 0u;  // per byte lane, over the thread's pixels
@@ -506,13 +500,20 @@ __global__ void __launch_bounds__(kAosThreads)
     const int r = item / kQuads, q = item % kQuads;
     const int y = y0 + r, x = x0 + 4 * q;
     if (y >= out.extent.height || x >= out.extent.width) continue;
-    std::uint32_t position[4 * kGroups];
-    sum_positions<kGroups, kWords>(sums, r, 3 * q, position);  // from byte 12q, pixel 4q's first
+    // Luma columns 4q .. 4q + 7 (pixels x - 1 .. x + 6) of the rows above, at and below the item's.
+    std::uint64_t row[3];
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+      const auto* words = reinterpret_cast<const std::uint32_t*>(lumas + (r + i) * kLumaTileStride) + q;
+      row[i] = words[0] | static_cast<std::uint64_t>(words[1]) << 32;
+    }
+    const auto at = [&](int i, int column) { return static_cast<int>((row[i] >> (8 * column)) & 0xFFu); };
     std::uint32_t packed = 0;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      packed |= sobel_magnitude(position[kLead + 3 * k], position[kLead + 3 * k + 3], position[kLead + 3 * k + 6])
-                << (8 * k);
+    for (int k = 0; k < 4; ++k) {  // pixel x + k: columns k (left), k + 1, k + 2 (right)
+      const int gx = at(0, k + 2) + 2 * at(1, k + 2) + at(2, k + 2) - at(0, k) - 2 * at(1, k) - at(2, k);
+      const int gy = at(2, k) + 2 * at(2, k + 1) + at(2, k + 2) - at(0, k) - 2 * at(0, k + 1) - at(0, k + 2);
+      packed |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * k);
     }
     std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
     const int n = min(4, out.extent.width - x);
@@ -913,9 +914,9 @@ void gray_sobel_normalize_aos(ConstAosView first_in, std::size_t in_frame_stride
   const LumaFrames luma{scratch.luma.data(), pitch, frame_bytes, in.extent};
   unsigned* range = fresh_normalize_ranges(scratch, frames, stream);
   const auto* full = reinterpret_cast<const void*>(&gray_sobel_luma_kernel<kAosTileH>);
-  with_tile_height(tiles, in.extent, frames, full, aos_shared_bytes<kAosTileH>(1), [&](auto tile_height) {
+  with_tile_height(tiles, in.extent, frames, full, 0, [&](auto tile_height) {
     launch_dependent(&gray_sobel_luma_kernel<tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
-                     dim3(kAosThreads), aos_shared_bytes<tile_height()>(1), stream, in, luma, range, border);
+                     dim3(kAosThreads), 0, stream, in, luma, range, border);
   });
   IMGPIPE_CUDA_LAUNCH_CHECK("gray_sobel_luma_kernel", stream);
   stretch_luma_aos(luma, range, first_out, out_frame_stride, frames, stream);

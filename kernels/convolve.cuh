@@ -120,8 +120,8 @@ void gray_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosV
                         cudaStream_t stream, AosTiles tiles = AosTiles::by_launch);
 // Gray, sobel and normalize (normalize.cuh) in two launches, the bytes of gray_sobel_aos and then normalize_aos:
 // the first writes each frame's magnitudes, equal in the three channels after gray, as one byte per pixel into
-// scratch.luma and folds their range, the second stretches them into the output's three bytes. 8 bytes a pixel
-// cross DRAM where the two ops move 15.
+// scratch.luma and folds their range, the second stretches them into the output's three bytes: 8 bytes a pixel
+// cross DRAM where gray_sobel_aos and normalize_aos move 15.
 void gray_sobel_normalize_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out,
                               std::size_t out_frame_stride, int frames, BorderMode border, NormalizeScratch& scratch,
                               cudaStream_t stream, AosTiles tiles = AosTiles::by_launch);

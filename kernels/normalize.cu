@@ -148,7 +148,9 @@ __global__ void __launch_bounds__(kStretchLumaThreadsX* kStretchLumaThreadsY)
   if (n == kPointwisePixels && reinterpret_cast<std::uintptr_t>(src) % 4 == 0) {
     const std::uint32_t v = *reinterpret_cast<const std::uint32_t*>(src);
 #pragma unroll
-    for (int i = 0; i < kPointwisePixels; ++i) s |= static_cast<std::uint32_t>(stretch((v >> (8 * i)) & 0xFFu, k)) << (8 * i);
+    for (int i = 0; i < kPointwisePixels; ++i) {
+      s |= static_cast<std::uint32_t>(stretch((v >> (8 * i)) & 0xFFu, k)) << (8 * i);
+    }
   } else {
     for (int i = 0; i < n; ++i) s |= static_cast<std::uint32_t>(stretch(src[i], k)) << (8 * i);
   }

@@ -245,7 +245,9 @@ TEST(FilterAos, GraySobelNormalizeGivesTheThreeOpsBytes) {
           IMGPIPE_CUDA_CHECK(cudaStreamSynchronize(s));  // before the frames between are freed
         },
         [&](cuda::ConstAosView in, std::size_t is, cuda::AosView out, std::size_t os, int n, cudaStream_t s,
-            cuda::AosTiles tiles) { cuda::gray_sobel_normalize_aos(in, is, out, os, n, border, fused_scratch, s, tiles); },
+            cuda::AosTiles tiles) {
+          cuda::gray_sobel_normalize_aos(in, is, out, os, n, border, fused_scratch, s, tiles);
+        },
         "gray, sobel, normalize " + border_name(border));
   }
 }
