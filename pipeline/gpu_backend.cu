@@ -5,7 +5,8 @@
 //              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved
 //              kernel (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames,
 //              ping-ponging between two interleaved buffers, a batch of frames per launch (gray and a sharpen
-//              or sobel after it as one launch where the whole chain runs so); otherwise one deinterleave into
+//              or sobel after it as one launch where the whole chain runs so, and with a normalize after the
+//              sobel as two); otherwise one deinterleave into
 //              planes, every op on planes with the optimized kernels, ping-ponging between two plane buffers,
 //              one interleave at the end. A linear resize at the head of the chain followed by gaussian or box,
 //              or alone (at the fused kernel's exact ratios, or where its output pays), is one fused pass on the
