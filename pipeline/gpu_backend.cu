@@ -5,10 +5,9 @@
 //              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved
 //              kernel (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames,
 //              ping-ponging between two interleaved buffers, a batch of frames per launch (gray and a sharpen
-//              or sobel after it as one launch where the whole chain runs so, and with a normalize after the
-//              sobel as two); otherwise one deinterleave into
-//              planes, every op on planes with the optimized kernels, ping-ponging between two plane buffers,
-//              one interleave at the end. A linear resize at the head of the chain followed by gaussian or box,
+//              or sobel after it as one launch where the whole chain runs so, with a normalize after the sobel
+//              as two); otherwise one deinterleave into planes, every op on planes with the optimized kernels,
+//              ping-ponging between two plane buffers, one interleave at the end. A linear resize at the head of the chain followed by gaussian or box,
 //              or alone (at the fused kernel's exact ratios, or where its output pays), is one fused pass on the
 //              interleaved frame (its output is `out`, or the frame the rest starts from; FusedHead says when).
 //              Filter taps sit in __constant__ slots from construction on; textures are made when a plane
@@ -363,7 +362,7 @@ struct NormalizeStage {
 struct GrayThenFilterStage {
   std::optional<cuda::ConstantTaps> taps;  // sharpen's; none for sobel
   cuda::BorderMode border;
-  bool then_normalize = false;  // sobel's only
+  bool then_normalize = false;  // sobel with the normalize after it: gray_sobel_normalize_aos
   cuda::NormalizeScratch scratch;
   void run(const cuda::PlaneBuffer&, cuda::Extent, cuda::PlanesView, cudaStream_t) {
     throw std::logic_error("optimized plan: gray fused with a filter in a chain that makes planes");
