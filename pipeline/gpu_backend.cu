@@ -2,17 +2,17 @@
 // device-resident frames, frame after frame, on the caller's stream.
 //   naive:     every op on the interleaved frame with the naive kernels, ping-ponging between two AoS buffers.
 //   optimized: the chain's transposes, rotations and flips merged first, one per stretch between resizes
-//              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved
-//              kernel (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames,
-//              ping-ponging between two interleaved buffers, a batch of frames per launch (gray and a sharpen
-//              or sobel after it as one launch where the whole chain runs so, with a normalize after the sobel
-//              as two); otherwise one deinterleave into planes, every op on planes with the optimized kernels,
-//              ping-ponging between two plane buffers, one interleave at the end. A linear resize at the head of the chain followed by gaussian or box,
-//              or alone (at the fused kernel's exact ratios, or where its output pays), is one fused pass on the
-//              interleaved frame (its output is `out`, or the frame the rest starts from; FusedHead says when).
-//              Filter taps sit in __constant__ slots from construction on; textures are made when a plane
-//              buffer is (re)allocated; buffers grow to the largest frame seen, so once warm nothing is
-//              allocated or uploaded per frame.
+//              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved kernel
+//              (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames, ping-ponging
+//              between two interleaved buffers, a batch of frames per launch (gray and a sharpen or sobel after it as
+//              one launch where the whole chain runs so, with a normalize after the sobel as two); otherwise one
+//              deinterleave into planes, every op on planes with the optimized kernels, ping-ponging between two plane
+//              buffers, one interleave at the end. A linear resize at the head of the chain followed by gaussian or
+//              box, or alone (at the fused kernel's exact ratios, or where its output pays), is one fused pass on the
+//              interleaved frame (its output is `out`, or the frame the rest starts from; FusedHead says when). Filter
+//              taps sit in __constant__ slots from construction on; textures are made when a plane buffer is
+//              (re)allocated; buffers grow to the largest frame seen, so once warm nothing is allocated or uploaded per
+//              frame.
 #include "gpu_backend.hpp"
 
 #include "convolve.cuh"
@@ -507,16 +507,15 @@ std::optional<FusedHead> fused_head(const Chain& chain, Arithmetic arithmetic) {
 
 class OptimizedPlan {
  public:
-  // Stages, each covering ops [first, first + count) of the chain: one per op, but gray and the sharpen or sobel
-  // after it (and a normalize after the sobel) are one where the whole chain runs on interleaved frames
-  // (gray_then_filter_ops). A linear resize
-  // at the head of the chain, with a gaussian or box directly after it or alone, is one pass of
-  // resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input where FusedHead takes
-  // the frames; such a head writes `out`, or an interleaved scratch frame that the remaining stages
-  // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made
-  // after it would otherwise cost more than the resize saved). The stages stay planned for every frame the head
-  // does not take. The plan is made for the chain with its reorientations merged (merge_reorientations): the
-  // same frames, fewer passes, and a resize that a flip or turn kept from its filter fuses with it.
+  // Stages, each covering ops [first, first + count) of the chain: one per op, but gray and the sharpen or sobel after
+  // it (and a normalize after the sobel) are one where the whole chain runs on interleaved frames
+  // (gray_then_filter_ops). A linear resize at the head of the chain, with a gaussian or box directly after it or
+  // alone, is one pass of resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input where
+  // FusedHead takes the frames; such a head writes `out`, or an interleaved scratch frame that the remaining stages
+  // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made after
+  // it would otherwise cost more than the resize saved). The stages stay planned for every frame the head does not
+  // take. The plan is made for the chain with its reorientations merged (merge_reorientations): the same frames, fewer
+  // passes, and a resize that a flip or turn kept from its filter fuses with it.
   OptimizedPlan(const Chain& chain, Arithmetic arithmetic)
       : chain_(merge_reorientations(chain)), head_(fused_head(chain_, arithmetic)) {
     const bool interleaved_throughout = std::none_of(chain_.ops.begin(), chain_.ops.end(), needs_planes);
