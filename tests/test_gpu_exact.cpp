@@ -142,7 +142,8 @@ TEST_P(GpuExactTest, ReorientationsMergedPastFiltersAndPointOps) {
 // Gray, normalize, the flips, rotate180 and the tiled filters read the interleaved input themselves where they
 // come first in the optimized path's chain, and write the interleaved output where they come last (the
 // pointwise ops in words where rows are 4-byte aligned, byte by byte elsewhere): widths that are and are not
-// multiples of 4, the ops alone, first, last and both, next to ops that need planes.
+// multiples of 4, the ops alone, first, last and both, next to ops that need planes; and gray, sobel and normalize
+// as one stage between other ops.
 TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
   SKIP_WITHOUT_DEVICE();
   std::uint32_t seed = 50;
@@ -152,7 +153,8 @@ TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
                               "normalize,transpose", "transpose,gray", "rotate=180,gaussian=5:1.0,flip=h",
                               "gray,sobel,normalize", "sharpen,rotate=180", "gaussian=7:2.0,flip=h",
                               "transpose,sobel", "box=3:replicate,transpose", "sharpen=replicate,gray",
-                              "gray,sharpen", "gray,sobel=replicate,transpose", "flip=h,gray,sharpen=replicate"}) {
+                              "gray,sharpen", "gray,sobel=replicate,transpose", "flip=h,gray,sharpen=replicate",
+                              "flip=h,gray,sobel,normalize,transpose", "box=3,gray,sobel,normalize"}) {
       expect_exact(chain, sample);
     }
   }
