@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Build (the gpu preset, into build-gpu/), test, sanitize and benchmark on a machine with a CUDA GPU: the GPU
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
-#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|jpeg|jpeg-threads|jpeg-timeline]...
+#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|matrix-ab|jpeg|jpeg-threads|jpeg-timeline]...
 #   (no argument: the first four, in that order)
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
 # Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
 # previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
+# matrix-ab: two builds of `imgpipe` timed in turn on this machine, twice each, alternating: "before" is the tree with
+# the files under AB_BEFORE=DIR laid over it (DIR/kernels/normalize.cu replaces kernels/normalize.cu, ...), "after"
+# the tree as it is. The optimized rows of the matrix (MATRIX_BACKENDS to change) into
+# $OUT/ab-{before,after}-{1,2}.json, tools/matrix_compare.py's table of them into $OUT/matrix_ab.md, and its rows
+# that changed by more than 2% printed. The tree's own files are put back at the end.
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
 # OpenCV and NumPy. jpeg-threads: the same folder job at each `--gpu-decode-threads` of JPEG_THREADS (default
 # "2 3 4 5 6 7"), two rounds alternating, into $OUT/jpeg-threads.txt (the folder in JPEG_WORK, default /dev/shm/jb).
@@ -128,6 +133,39 @@ for step in "${steps[@]}"; do
         > "$OUT/matrix_table.md" || status=1
       sed -n '/^Targets missed/,$p;/^Every row meets/p' "$OUT/matrix_table.md"
       ;;
+    matrix-ab)
+      [ -d "${AB_BEFORE:-}" ] || { echo "matrix-ab: AB_BEFORE must name a folder of the before build's files"; status=1; continue; }
+      ab_files=$(cd "$AB_BEFORE" && find . -type f | sed 's|^\./||')
+      [ -n "$ab_files" ] || { echo "matrix-ab: $AB_BEFORE holds no files"; status=1; continue; }
+      ab_after=$(mktemp -d)
+      for f in $ab_files; do
+        [ -f "$f" ] || { echo "matrix-ab: $AB_BEFORE/$f has no counterpart in the tree"; status=1; continue 2; }
+        mkdir -p "$ab_after/$(dirname "$f")" && cp "$f" "$ab_after/$f"
+      done
+      # Copies, not cp -p: the files put back are newer than any object built from the before files.
+      ab_restore() { cp -r "$ab_after"/. . && rm -rf "$ab_after"; }
+      trap ab_restore EXIT
+      trap 'exit 1' INT TERM
+      for round in 1 2; do
+        for build in before after; do
+          if [ "$build" = before ]; then from=$AB_BEFORE; else from=$ab_after; fi
+          for f in $ab_files; do cp "$from/$f" "$f"; done
+          cmake --build "$BUILD" -j"$(nproc)" --target imgpipe > "$OUT/ab-build-$build-$round.log" 2>&1 \
+            || { echo "matrix-ab: the $build build failed (ab-build-$build-$round.log)"; status=1; break 2; }
+          "$BUILD"/apps/imgpipe bench --matrix --backends "${MATRIX_BACKENDS:-optimized}" --frames "${MATRIX_FRAMES:-128}" \
+            --repeats "${MATRIX_REPEATS:-5}" --json "$OUT/ab-$build-$round.json" > "$OUT/ab-$build-$round.log" 2>&1 \
+            || { echo "matrix-ab: the $build matrix failed (ab-$build-$round.log)"; status=1; break 2; }
+          echo "matrix-ab: $build, round $round: done"
+        done
+      done
+      ab_restore && trap - EXIT INT TERM
+      if [ -f "$OUT/ab-after-2.json" ]; then
+        python3 tools/matrix_compare.py before="$OUT/ab-before-1.json,$OUT/ab-before-2.json" \
+          after="$OUT/ab-after-1.json,$OUT/ab-after-2.json" > "$OUT/matrix_ab.md" || status=1
+        awk -F'|' '$6 ~ /%/ { v = $6; gsub(/[ %+]/, "", v); if (v + 0 > 2 || v + 0 < -2) print }' "$OUT/matrix_ab.md"
+        tail -1 "$OUT/matrix_ab.md"
+      fi
+      ;;
     jpeg)
       python3 tools/jpeg_folder_bench.py --imgpipe "$BUILD"/apps/imgpipe --bench-jpeg "$BUILD"/bench/imgpipe_bench_jpeg \
         --files "${JPEG_FILES:-4000}" --json "$OUT/jpeg-folder.json" > "$OUT/jpeg-folder.txt" 2>&1 || status=1
@@ -160,7 +198,7 @@ for step in "${steps[@]}"; do
       cat "$OUT/jpeg-timeline.txt"
       xz -T0 "$OUT/jpeg-job.timeline"
       ;;
-    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, jpeg, jpeg-threads, jpeg-timeline)"; exit 2 ;;
+    *) echo "unknown step '$step' (build, test, sanitize, bench, matrix, matrix-ab, jpeg, jpeg-threads, jpeg-timeline)"; exit 2 ;;
   esac
 done
 exit $status
