@@ -474,23 +474,36 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
 // channels are equal after gray, so one byte per pixel is the whole result, computed once instead of three times
 // and without sobel_aos_kernel's column sums. It goes into luma frame blockIdx.z, four pixels (one word) an item, and
 // its minimum and maximum are folded into that frame's range words as every channel's.
-constexpr int kLumaTileStride = kAosTileW + 4;  // a luma row's columns -1 .. kAosTileW, then two spare: whole words
+constexpr int kLumaTileStride = kAosTileW + 4;  // a luma row: pixels x0 - 1 .. x0 + kAosTileW + 2, whole words
+constexpr int kLumaWords = kLumaTileStride / 4;
 
 template <int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
     gray_sobel_luma_kernel(AosFrames in, LumaFrames out, unsigned* range, BorderMode border) {
   constexpr int kRows = kTileH + 2;
-  constexpr int kColumns = kAosTileW + 2;
   constexpr int kFirstPixel = aos_halo_bytes(1) - 3;  // pixel x0 - 1's first byte in a staged row
+  static_assert(kFirstPixel % 4 == 1 && aos_stride(1) % 4 == 0 &&
+                    kFirstPixel - 1 + 12 * (kLumaWords - 1) + 16 <= aos_stride(1),
+                "a luma word's 12 staged bytes start one byte into a staged word, and every such word is in the row");
   constexpr int kQuads = kAosTileW / 4;
   __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes<kTileH>(1)];
   __shared__ alignas(4) std::uint8_t lumas[kRows * kLumaTileStride];
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
-  for (int i = threadIdx.x; i < kRows * kColumns; i += kAosThreads) {
-    const int r = i / kColumns, c = i - r * kColumns;
-    const std::uint8_t* pixel = tile + r * aos_stride(1) + kFirstPixel + 3 * c;
-    lumas[r * kLumaTileStride + c] = luma(pixel[0], pixel[1], pixel[2]);
+  // Luma word w of a row: pixels x0 - 1 + 4w .. x0 + 2 + 4w, whose 12 bytes are bytes 1 .. 12 of the four staged
+  // words from kFirstPixel - 1 + 12w: four word loads and one word store instead of twelve byte loads and four
+  // byte stores.
+  for (int i = threadIdx.x; i < kRows * kLumaWords; i += kAosThreads) {
+    const int r = i / kLumaWords, w = i - r * kLumaWords;
+    const auto* staged = reinterpret_cast<const std::uint32_t*>(tile + r * aos_stride(1) + kFirstPixel - 1 + 12 * w);
+    const std::uint32_t word[4] = {staged[0], staged[1], staged[2], staged[3]};
+    const auto byte = [&](int b) { return (word[(b + 1) / 4] >> (8 * ((b + 1) % 4))) & 0xFFu; };
+    std::uint32_t packed = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      packed |= static_cast<std::uint32_t>(luma(byte(3 * k), byte(3 * k + 1), byte(3 * k + 2))) << (8 * k);
+    }
+    reinterpret_cast<std::uint32_t*>(lumas + r * kLumaTileStride)[w] = packed;
   }
   __syncthreads();
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
