@@ -547,8 +547,10 @@ __global__ void __launch_bounds__(kAosThreads)
 }
 
 // Any nine integer taps (the slot's) on the staged words in 16-bit lanes, each lane starting at `bias` (255 times
-// the negative taps' sum), which keeps it from going negative; the unbiased sum is scaled and rounded.
-template <bool kGrayFirst, int kTileH>
+// the negative taps' sum), which keeps it from going negative; the unbiased sum is scaled and rounded. kSharpen:
+// the taps are sharpen's cross (ConstantTaps::sharpen_cross), known when compiled, so its four zero corners cost
+// no instruction and its -1s are subtractions.
+template <bool kGrayFirst, int kTileH, bool kSharpen>
 __global__ void __launch_bounds__(kAosThreads)
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias, float scale) {
   constexpr int kStride = aos_stride(1);
@@ -558,10 +560,15 @@ __global__ void __launch_bounds__(kAosThreads)
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
   if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
-  const int* taps = c_int_taps[slot];
+  const auto tap = [&](int i) -> int {
+    if constexpr (kSharpen) return i == 4 ? 5 : i % 2 == 1 ? -1 : 0;
+    return c_int_taps[slot][i];
+  };
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  // Quads start 4-byte aligned in every row where the frame and its pitch are (3 * x0 is a multiple of 4).
+  const bool aligned_rows = ((reinterpret_cast<std::uintptr_t>(frame) | out.pitch) & 3u) == 0;
   // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
   constexpr int kRows = 4;
   static_assert(kTileH % kRows == 0, "an item's rows must not cross the tile's last row");
@@ -569,6 +576,7 @@ __global__ void __launch_bounds__(kAosThreads)
     const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
     if (byte_x >= row_bytes) continue;
+    const bool word_stores = aligned_rows && byte_x + 4 <= row_bytes;
     std::uint32_t even[kRows], odd[kRows];
 #pragma unroll
     for (int m = 0; m < kRows; ++m) even[m] = odd[m] = bias * 0x00010001u;
@@ -584,28 +592,36 @@ __global__ void __launch_bounds__(kAosThreads)
         if (j < 0 || j > 2) continue;
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-          const auto t = static_cast<std::uint32_t>(taps[3 * j + c]);
+          const auto t = static_cast<std::uint32_t>(tap(3 * j + c));
           even[m] += t * even_lanes(across[c]);
           odd[m] += t * odd_lanes(across[c]);
         }
       }
     }
+    std::uint8_t* row = frame + static_cast<std::size_t>(y0 + r0) * out.pitch;
 #pragma unroll
-    for (int m = 0; m < kRows; ++m) {
-      const int y = y0 + r0 + m;
-      if (y >= out.extent.height) break;
-      const uint4 lanes = lane_positions(even[m], odd[m]);
-      const std::uint32_t value[4] = {lanes.x, lanes.y, lanes.z, lanes.w};
+    for (int m = 0; m < kRows; ++m, row += out.pitch) {
+      if (y0 + r0 + m >= out.extent.height) break;
       std::uint32_t packed = 0;
+      if (kSharpen || scale == 1.f) {
+        // Both 16-bit lanes of a word at once: max(lane, bias) - bias, at most 255 (no borrow crosses lanes).
+        const std::uint32_t biases = bias * 0x00010001u;
+        const auto clamp = [&](std::uint32_t lanes) { return __vminu2(__vmaxu2(lanes, biases) - biases, 0x00FF00FFu); };
+        packed = __byte_perm(clamp(even[m]), clamp(odd[m]), 0x6240);  // positions 0, 1, 2, 3
+      } else {
+        const uint4 lanes = lane_positions(even[m], odd[m]);
+        const std::uint32_t value[4] = {lanes.x, lanes.y, lanes.z, lanes.w};
 #pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const int v = static_cast<int>(value[b]) - static_cast<int>(bias);
-        const std::uint32_t byte = scale == 1.f ? static_cast<std::uint32_t>(min(max(v, 0), 255))
-                                                : saturate_round(static_cast<float>(v) * scale);
-        packed |= byte << (8 * b);
+        for (int b = 0; b < 4; ++b) {
+          const int v = static_cast<int>(value[b]) - static_cast<int>(bias);
+          packed |= static_cast<std::uint32_t>(saturate_round(static_cast<float>(v) * scale)) << (8 * b);
+        }
       }
-      std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
-      store_quad(row + byte_x, row + row_bytes, packed);
+      if (word_stores) {
+        *reinterpret_cast<std::uint32_t*>(row + byte_x) = packed;
+      } else {
+        store_quad(row + byte_x, row + row_bytes, packed);
+      }
     }
   }
 }
@@ -660,6 +676,9 @@ ConstantTaps::ConstantTaps(std::span<const float> taps, float scale)
     for (std::size_t k = 0; k < taps.size(); ++k) (integers[k] > 0 ? positive_sum_ : negative_sum_) += std::abs(integers[k]);
     break;
   }
+  constexpr std::array<int, 9> kSharpenCross = {0, -1, 0, -1, 5, -1, 0, -1, 0};
+  sharpen_cross_ = unit_ == 1 && scale == 1.f && taps.size() == kSharpenCross.size() &&
+                   std::equal(kSharpenCross.begin(), kSharpenCross.end(), integers.begin());
   slot_ = TapSlot(tap_slots(), taps, [&](int slot) {
     IMGPIPE_CUDA_CHECK(cudaMemcpyToSymbol(c_taps, taps.data(), taps.size_bytes(),
                                           static_cast<std::size_t>(slot) * sizeof(c_taps[0])));
@@ -852,12 +871,19 @@ namespace {
 template <bool kGrayFirst>
 void launch_filter3x3_aos(const AosFrames& in, const AosFramesOut& out, int frames, const ConstantTaps& taps,
                           BorderMode border, AosTiles tiles, cudaStream_t stream) {
-  const auto* full = reinterpret_cast<const void*>(&filter3x3_aos_kernel<kGrayFirst, kAosTileH>);
-  with_tile_height(tiles, in.extent, frames, full, 0, [&](auto tile_height) {
-    launch_dependent(&filter3x3_aos_kernel<kGrayFirst, tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
-                     dim3(kAosThreads), 0, stream, in, out, border, taps.slot(),
-                     255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
-  });
+  const auto launch = [&](auto sharpen) {
+    const auto* full = reinterpret_cast<const void*>(&filter3x3_aos_kernel<kGrayFirst, kAosTileH, sharpen()>);
+    with_tile_height(tiles, in.extent, frames, full, 0, [&](auto tile_height) {
+      launch_dependent(&filter3x3_aos_kernel<kGrayFirst, tile_height(), sharpen()>,
+                       aos_tile_grid(in.extent, frames, tile_height()), dim3(kAosThreads), 0, stream, in, out, border,
+                       taps.slot(), 255u * static_cast<std::uint32_t>(taps.negative_sum()), taps.scale());
+    });
+  };
+  if (taps.sharpen_cross()) {
+    launch(std::true_type{});
+  } else {
+    launch(std::false_type{});
+  }
   IMGPIPE_CUDA_LAUNCH_CHECK("filter3x3_aos_kernel", stream);
 }
 

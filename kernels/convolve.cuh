@@ -44,6 +44,9 @@ class ConstantTaps {
   int unit() const noexcept { return unit_; }
   int positive_sum() const noexcept { return positive_sum_; }
   int negative_sum() const noexcept { return negative_sum_; }
+  // Whether the taps are sharpen's cross, 0 -1 0 / -1 5 -1 / 0 -1 0, with scale 1: filter3x3_aos then runs them
+  // as constants of its kernel.
+  bool sharpen_cross() const noexcept { return sharpen_cross_; }
 
  private:
   TapSlot slot_;
@@ -52,6 +55,7 @@ class ConstantTaps {
   int unit_ = 0;
   int positive_sum_ = 0;
   int negative_sum_ = 0;
+  bool sharpen_cross_ = false;
 };
 
 // naive: `taps` is a device array of ksize * ksize floats, row-major; `scale` multiplies the sum before rounding.

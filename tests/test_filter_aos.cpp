@@ -149,6 +149,8 @@ void expect_3x3_matches(const PlaneFilter& planes, const BatchFilter& aos, const
   }
 }
 
+// Sharpen's cross runs as constants of the kernel, other whole taps at scale 1 clamp two 16-bit lanes at once, and
+// the rest round through float: each against the plane kernel.
 TEST(FilterAos, ThreeByThreeFiltersGiveThePlaneKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
   struct Case {
@@ -160,9 +162,12 @@ TEST(FilterAos, ThreeByThreeFiltersGiveThePlaneKernelsBytes) {
   for (const Case& c : {Case{{0, -1, 0, -1, 5, -1, 0, -1, 0}, 1.f, "sharpen", true},
                         Case{{1, 1, 1, 1, 1, 1, 1, 1, 1}, 1.f / 9.f, "mean", true},
                         Case{{-1, -2, -1, 0, 0, 0, 1, 2, 1}, 0.5f, "half sobel", true},
+                        Case{{-1, -2, -1, 0, 0, 0, 1, 2, 1}, 1.f, "sobel y", true},
+                        Case{{0, -1, 0, -1, 5, -1, 0, -1, 0}, 2.f, "sharpen doubled", true},
                         Case{{0.f, -0.5f, 0.f, -0.5f, 3.f, -0.5f, 0.f, -0.5f, 0.f}, 1.f, "fractional", false}}) {
     const cuda::ConstantTaps taps(c.taps, c.scale);
     EXPECT_EQ(cuda::filter3x3_aos_takes(taps), c.packs) << c.name;
+    EXPECT_EQ(taps.sharpen_cross(), std::string(c.name) == "sharpen") << c.name;
     for (const BorderMode border : {BorderMode::reflect101, BorderMode::replicate}) {
       expect_3x3_matches(
           [&](const cuda::ConstFrameView& in, const cuda::FrameView& out, cudaStream_t s) {
