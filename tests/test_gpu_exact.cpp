@@ -133,7 +133,8 @@ TEST_P(GpuExactTest, ReorientationsMergedPastFiltersAndPointOps) {
     for (const std::string& chain :
          {std::string("rotate=90,flip=h,sharpen"), std::string("rotate=90,flip=v,sobel=replicate,gray"),
           std::string("flip=h,box=5,normalize,flip=h"), std::string("transpose,gaussian=7:2.0,rotate=90,flip=v"),
-          three_halves + ",flip=v,gaussian=5:1.0,rotate=180", "rotate=270," + three_halves + ",transpose,box=3"}) {
+          three_halves + ",flip=v,gaussian=5:1.0,rotate=180", "rotate=270," + three_halves + ",transpose,box=3",
+          std::string("rotate=270,sobel=replicate")}) {
       expect_exact(chain, sample);
     }
   }
@@ -142,8 +143,9 @@ TEST_P(GpuExactTest, ReorientationsMergedPastFiltersAndPointOps) {
 // Gray, normalize, the flips, rotate180 and the tiled filters read the interleaved input themselves where they
 // come first in the optimized path's chain, and write the interleaved output where they come last (the
 // pointwise ops in words where rows are 4-byte aligned, byte by byte elsewhere): widths that are and are not
-// multiples of 4, the ops alone, first, last and both, next to ops that need planes; and gray, sobel and normalize
-// as one stage between other ops.
+// multiples of 4, the ops alone, first, last and both, next to ops that need planes; gray, sobel and normalize
+// as one stage between other ops; and a sharpen or sobel with a turn before or after it, alone and before a
+// resize.
 TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
   SKIP_WITHOUT_DEVICE();
   std::uint32_t seed = 50;
@@ -154,7 +156,8 @@ TEST_P(GpuExactTest, OpsAtTheChainsEndsReadAndWriteTheInterleavedFrame) {
                               "gray,sobel,normalize", "sharpen,rotate=180", "gaussian=7:2.0,flip=h",
                               "transpose,sobel", "box=3:replicate,transpose", "sharpen=replicate,gray",
                               "gray,sharpen", "gray,sobel=replicate,transpose", "flip=h,gray,sharpen=replicate",
-                              "flip=h,gray,sobel,normalize,transpose", "box=3,gray,sobel,normalize"}) {
+                              "flip=h,gray,sobel,normalize,transpose", "box=3,gray,sobel,normalize",
+                              "rotate=90,sharpen", "sobel=replicate,rotate=270", "transpose,sharpen,resize=40x30"}) {
       expect_exact(chain, sample);
     }
   }
