@@ -457,15 +457,19 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
     sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
-    std::uint32_t packed[2] = {};
+    // |Gx| + |Gy| of byte c, at most 2040: two absolute differences (__sad, one instruction each). Then byte pairs
+    // in 16-bit lanes, both clamped to 255 at once.
+    std::uint32_t magnitude[8];
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
       const std::uint32_t left = position[kLead + c], centre = position[kLead + c + 3], right = position[kLead + c + 6];
-      const int gx = static_cast<int>(right & 0xFFFFu) - static_cast<int>(left & 0xFFFFu);
-      const int gy = static_cast<int>((left >> 16) + 2 * (centre >> 16) + (right >> 16)) - 4 * 255;
-      packed[c / 4] |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * (c % 4));
+      const std::uint32_t gy_biased = (left + 2 * centre + right) >> 16;  // the low lanes' sum stays below 2^16
+      magnitude[c] = __sad(right & 0xFFFFu, left & 0xFFFFu, __sad(gy_biased, 4u * 255u, 0u));
     }
-    return make_uint2(packed[0], packed[1]);
+    std::uint32_t pair[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) pair[i] = __vminu2(__byte_perm(magnitude[2 * i], magnitude[2 * i + 1], 0x5410), 0x00FF00FFu);
+    return make_uint2(__byte_perm(pair[0], pair[1], 0x6420), __byte_perm(pair[2], pair[3], 0x6420));
   });
 }
 
