@@ -468,7 +468,9 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     }
     std::uint32_t pair[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) pair[i] = __vminu2(__byte_perm(magnitude[2 * i], magnitude[2 * i + 1], 0x5410), 0x00FF00FFu);
+    for (int i = 0; i < 4; ++i) {
+      pair[i] = __vminu2(__byte_perm(magnitude[2 * i], magnitude[2 * i + 1], 0x5410), 0x00FF00FFu);
+    }
     return make_uint2(__byte_perm(pair[0], pair[1], 0x6420), __byte_perm(pair[2], pair[3], 0x6420));
   });
 }
