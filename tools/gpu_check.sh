@@ -9,7 +9,7 @@
 # previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
 # matrix-ab: two builds of `imgpipe` timed in turn on this machine, twice each, alternating: "before" is the tree with
 # the files under AB_BEFORE=DIR laid over it (DIR/kernels/normalize.cu replaces kernels/normalize.cu, ...), "after"
-# the tree as it is. The optimized rows of the matrix (MATRIX_BACKENDS to change) into
+# the tree as it is, each built once into $BUILD/apps/imgpipe-{before,after}. The optimized rows of the matrix (MATRIX_BACKENDS to change) into
 # $OUT/ab-{before,after}-{1,2}.json, tools/matrix_compare.py's table of them into $OUT/matrix_ab.md, and its rows
 # that changed by more than 2% printed. The tree's own files are put back at the end.
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
@@ -146,19 +146,26 @@ for step in "${steps[@]}"; do
       ab_restore() { cp -r "$ab_after"/. . && rm -rf "$ab_after"; }
       trap ab_restore EXIT
       trap 'exit 1' INT TERM
+      # Each side built once, as its own copy of the binary; the tree's files back before the timing starts.
+      built=1
+      for build in before after; do
+        if [ "$build" = before ]; then from=$AB_BEFORE; else from=$ab_after; fi
+        for f in $ab_files; do cp "$from/$f" "$f"; done
+        cmake --build "$BUILD" -j"$(nproc)" --target imgpipe > "$OUT/ab-build-$build.log" 2>&1 \
+          && cp "$BUILD/apps/imgpipe" "$BUILD/apps/imgpipe-$build" \
+          || { echo "matrix-ab: the $build build failed (ab-build-$build.log)"; status=1; built=0; break; }
+      done
+      ab_restore && trap - EXIT INT TERM
       for round in 1 2; do
+        [ $built -eq 1 ] || break
         for build in before after; do
-          if [ "$build" = before ]; then from=$AB_BEFORE; else from=$ab_after; fi
-          for f in $ab_files; do cp "$from/$f" "$f"; done
-          cmake --build "$BUILD" -j"$(nproc)" --target imgpipe > "$OUT/ab-build-$build-$round.log" 2>&1 \
-            || { echo "matrix-ab: the $build build failed (ab-build-$build-$round.log)"; status=1; break 2; }
-          "$BUILD"/apps/imgpipe bench --matrix --backends "${MATRIX_BACKENDS:-optimized}" --frames "${MATRIX_FRAMES:-128}" \
-            --repeats "${MATRIX_REPEATS:-5}" --json "$OUT/ab-$build-$round.json" > "$OUT/ab-$build-$round.log" 2>&1 \
+          "$BUILD/apps/imgpipe-$build" bench --matrix --backends "${MATRIX_BACKENDS:-optimized}" \
+            --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" --json "$OUT/ab-$build-$round.json" \
+            > "$OUT/ab-$build-$round.log" 2>&1 \
             || { echo "matrix-ab: the $build matrix failed (ab-$build-$round.log)"; status=1; break 2; }
           echo "matrix-ab: $build, round $round: done"
         done
       done
-      ab_restore && trap - EXIT INT TERM
       if [ -f "$OUT/ab-after-2.json" ]; then
         python3 tools/matrix_compare.py before="$OUT/ab-before-1.json,$OUT/ab-before-2.json" \
           after="$OUT/ab-after-1.json,$OUT/ab-after-2.json" > "$OUT/matrix_ab.md" || status=1
