@@ -3,6 +3,8 @@
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
 #   tools/gpu_check.sh [build|test|sanitize|bench|matrix|matrix-ab|jpeg|jpeg-threads|jpeg-timeline]...
 #   (no argument: the first four, in that order)
+# sanitize: compute-sanitizer's four tools on each GPU test binary's small and odd-sized cases, in parallel
+# (SANITIZE_TESTS="test_filter_aos test_convolve" for some binaries only; SANITIZE_TIMEOUT seconds each, 240).
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
 # Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
@@ -74,6 +76,7 @@ for step in "${steps[@]}"; do
       grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Subprocess" "$OUT/ctest.log" | head -40
       ;;
     sanitize)
+      command -v compute-sanitizer > /dev/null || { echo "sanitize: compute-sanitizer is not on PATH"; status=1; continue; }
       # Every tool on every GPU test binary, all at once (one process each): the small and odd-sized cases,
       # where edges and partial tiles live; the photographs add time, not paths.
       declare -A filters=(
@@ -98,6 +101,7 @@ for step in "${steps[@]}"; do
         for name in "${!filters[@]}"; do
           t="$BUILD/tests/$name"
           [ -x "$t" ] || continue
+          [ -z "${SANITIZE_TESTS:-}" ] || [[ " $SANITIZE_TESTS " == *" $name "* ]] || continue
           # initcheck does not see what the hardware JPEG engines write, and flags nvJPEG's kernel that reads it
           # (docs/gpu-jpeg.md).
           [ "$tool" = initcheck ] && [ "$name" = test_gpu_jpeg ] && continue
