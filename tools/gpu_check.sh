@@ -11,9 +11,9 @@
 # previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
 # matrix-ab: two builds of `imgpipe` timed in turn on this machine, twice each, alternating: "before" is the tree with
 # the files under AB_BEFORE=DIR laid over it (DIR/kernels/normalize.cu replaces kernels/normalize.cu, ...), "after"
-# the tree as it is, each built once into $BUILD/apps/imgpipe-{before,after}. The optimized rows of the matrix (MATRIX_BACKENDS to change) into
-# $OUT/ab-{before,after}-{1,2}.json, tools/matrix_compare.py's table of them into $OUT/matrix_ab.md, and its rows
-# that changed by more than 2% printed. The tree's own files are put back at the end.
+# the tree as it is, each built once into $BUILD/apps/imgpipe-{before,after}, after which the tree's own files are
+# put back. The optimized rows of the matrix (MATRIX_BACKENDS to change) into $OUT/ab-{before,after}-{1,2}.json,
+# tools/matrix_compare.py's table of them into $OUT/matrix_ab.md, and its rows that changed by more than 2% printed.
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
 # OpenCV and NumPy. jpeg-threads: the same folder job at each `--gpu-decode-threads` of JPEG_THREADS (default
 # "2 3 4 5 6 7"), two rounds alternating, into $OUT/jpeg-threads.txt (the folder in JPEG_WORK, default /dev/shm/jb).
