@@ -76,7 +76,8 @@ for step in "${steps[@]}"; do
       grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Subprocess" "$OUT/ctest.log" | head -40
       ;;
     sanitize)
-      command -v compute-sanitizer > /dev/null || { echo "sanitize: compute-sanitizer is not on PATH"; status=1; continue; }
+      command -v compute-sanitizer > /dev/null \
+        || { echo "sanitize: compute-sanitizer is not on PATH"; status=1; continue; }
       # Every tool on every GPU test binary, all at once (one process each): the small and odd-sized cases,
       # where edges and partial tiles live; the photographs add time, not paths.
       declare -A filters=(
