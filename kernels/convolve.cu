@@ -141,7 +141,9 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
   } else {
     for (int r = threadIdx.y; r < kRows; r += kBlockY) {
       const std::uint8_t* row = plane + offset(0, border_index(top + r, e.height, border), pitch);
-      for (int c = threadIdx.x; c < kCols; c += kBlockX) tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
+      for (int c = threadIdx.x; c < kCols; c += kBlockX) {
+        tile[r][c] = row[kStep * border_index(left + c, e.width, border)];
+      }
     }
   }
 }
@@ -150,9 +152,9 @@ __device__ __forceinline__ void load_tile(std::uint8_t (&tile)[kRows][kCols], co
 // the column pass; `write(r, c, value)` stores output (r, c) of the tile, for those inside the frame (`extent`
 // from tile origin x0, y0). Called by every thread of the block after the tile is staged and a barrier.
 template <int kRadius, class Write>
-__device__ __forceinline__ void filter_staged_tile(const std::uint8_t (&tile)[kTileH + 2 * kRadius][kTileW + 2 * kRadius],
-                                                   float (&rows)[kTileH + 2 * kRadius][kTileW], const float* taps,
-                                                   float scale, Extent extent, int x0, int y0, Write write) {
+__device__ __forceinline__ void filter_staged_tile(
+    const std::uint8_t (&tile)[kTileH + 2 * kRadius][kTileW + 2 * kRadius], float (&rows)[kTileH + 2 * kRadius][kTileW],
+    const float* taps, float scale, Extent extent, int x0, int y0, Write write) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kInRows = kTileH + 2 * kRadius;
   for (int r = threadIdx.y; r < kInRows; r += kBlockY)
@@ -679,7 +681,9 @@ ConstantTaps::ConstantTaps(std::span<const float> taps, float scale)
     }
     if (!whole) continue;
     unit_ = unit;
-    for (std::size_t k = 0; k < taps.size(); ++k) (integers[k] > 0 ? positive_sum_ : negative_sum_) += std::abs(integers[k]);
+    for (std::size_t k = 0; k < taps.size(); ++k) {
+      (integers[k] > 0 ? positive_sum_ : negative_sum_) += std::abs(integers[k]);
+    }
     break;
   }
   constexpr std::array<int, 9> kSharpenCross = {0, -1, 0, -1, 5, -1, 0, -1, 0};
@@ -813,14 +817,6 @@ auto separable_aos_kernels(std::integer_sequence<int, R...>) {
       SeparableAosKernel{&separable_aos_kernel<R + 1, kTopByte, kTileH>, aos_shared_bytes<kTileH>(R + 1)}...};
 }
 
-// Above 48 KiB a kernel's dynamic shared memory must be allowed first (radius 13 and up), on the current device.
-template <class Kernel>
-void allow_shared_bytes(Kernel kernel, int bytes) {
-  if (bytes > 48 * 1024) {
-    IMGPIPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  }
-}
-
 }  // namespace
 
 bool aos_half_tiles_pay(long long full_tile_blocks, int resident_blocks) {
@@ -862,11 +858,12 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   const bool top_byte = round_shift == 16;
   const std::size_t radius_index = taps.size() / 2 - 1;
   const SeparableAosKernel& full = (top_byte ? top_byte_kernels : kernels)[radius_index];
-  allow_shared_bytes(full.kernel, full.shared_bytes);  // before its occupancy is asked
+  // Radius 13 and up needs more than 48 KiB, allowed before the kernel's occupancy is asked.
+  allow_dynamic_shared(full.kernel, full.shared_bytes);
   const bool half =
       takes_half_tiles(tiles, in.extent, frames, reinterpret_cast<const void*>(full.kernel), full.shared_bytes);
   const SeparableAosKernel& k = half ? (top_byte ? half_top_byte_kernels : half_kernels)[radius_index] : full;
-  allow_shared_bytes(k.kernel, k.shared_bytes);
+  allow_dynamic_shared(k.kernel, k.shared_bytes);
   launch_dependent(k.kernel, aos_tile_grid(in.extent, frames, half ? kAosHalfTileH : kAosTileH), dim3(kAosThreads),
                    k.shared_bytes, stream, in, out, taps.slot(), round_shift, scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -52,6 +54,24 @@ inline dim3 warp_wide_block(const OccupancyShape& s) {
 inline dim3 cover(int width, int height, dim3 block, int planes = 1) {
   return dim3(static_cast<unsigned>(div_up(width, static_cast<int>(block.x))),
               static_cast<unsigned>(div_up(height, static_cast<int>(block.y))), static_cast<unsigned>(planes));
+}
+
+// Beyond the default 48 KiB a kernel must opt in to its dynamic shared memory, on each device it runs on. The
+// largest amount allowed so far is kept per kernel and device, so launches after the first skip the driver call.
+template <class... Params>
+void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
+  constexpr std::size_t kDefaultLimit = 48 * 1024;
+  if (bytes <= kDefaultLimit) return;
+  int device = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, std::size_t> allowed;
+  const std::scoped_lock lock(mutex);
+  std::size_t& limit = allowed[{device, reinterpret_cast<const void*>(kernel)}];
+  if (bytes <= limit) return;
+  IMGPIPE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  limit = bytes;
 }
 
 // Launcher preconditions: a violated one is a caller's bug, reported before anything is enqueued.

@@ -110,15 +110,6 @@ Plan make_plan(Extent in, Extent out, int radius, int frames, Ratio ratio) {
   return planned.plan;
 }
 
-// Beyond the default 48 KiB a kernel must opt in to its dynamic shared memory (large K or wide downscales).
-void allow_shared(Kernel kernel, std::size_t bytes) {
-  constexpr std::size_t kDefaultLimit = 48 * 1024;
-  if (bytes > kDefaultLimit) {
-    IMGPIPE_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  }
-}
-
 // The dynamic shared memory to launch a plan with. A grid of a few waves ends in a partly filled one; where
 // fewer blocks per SM take as many waves, the SMs share their throughput among fewer blocks and the last wave
 // is fuller (on the H200, one 4K frame, 1,020 blocks: 2 waves either way, 21.0 us at 4 blocks per SM against
@@ -141,7 +132,7 @@ std::size_t launch_shared_bytes(Kernel kernel, const Plan& plan) {
   const int per_sm_bytes = device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
   const int reserved = device_attribute(cudaDevAttrReservedSharedMemoryPerBlock);
   const auto padded = static_cast<std::size_t>((per_sm_bytes / (fewer + 1) - reserved) / 128 * 128 + 128);
-  allow_shared(kernel, padded);  // the occupancy query counts no block past the kernel's shared-memory limit
+  allow_dynamic_shared(kernel, padded);  // the occupancy query counts no block past the kernel's shared-memory limit
   int fits = 0;
   IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, kThreads, padded));
   return fits == fewer && padded >= plan.shared_bytes ? padded : plan.shared_bytes;
@@ -177,7 +168,7 @@ void launch(ConstAosView first_in, std::size_t in_frame_stride, AosView first_ou
   p.chunk_rows = plan.chunk_rows;
 
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
-  allow_shared(kernel, shared_bytes);
+  allow_dynamic_shared(kernel, shared_bytes);
   // Launched as a programmatic dependent (launch.cuh), the kernel builds its tables while the kernel before it in
   // the stream finishes.
   launch_dependent(kernel, plan.grid, dim3(kThreads), shared_bytes, stream, p);
@@ -191,7 +182,7 @@ ResizeFilterLaunch describe_launch(Extent in, Extent out, int ksize, int frames)
   const Plan plan = make_plan(in, out, radius, frames, ratio_for(in, out, radius));  // aligned frames
   const Kernel kernel = kernel_for(plan.ratio, radius, ResizeFilterArithmetic::fast);
   const std::size_t shared_bytes = launch_shared_bytes(kernel, plan);
-  allow_shared(kernel, shared_bytes);
+  allow_dynamic_shared(kernel, shared_bytes);
   ResizeFilterLaunch shape;
   shape.grid = plan.grid;
   shape.threads = kThreads;
