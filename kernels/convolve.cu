@@ -521,21 +521,45 @@ __global__ void __launch_bounds__(kAosThreads)
     const int r = item / kQuads, q = item % kQuads;
     const int y = y0 + r, x = x0 + 4 * q;
     if (y >= out.extent.height || x >= out.extent.width) continue;
-    // Luma columns 4q .. 4q + 7 (pixels x - 1 .. x + 6) of the rows above, at and below the item's.
-    std::uint64_t row[3];
+    // Luma columns 4q .. 4q + 7 (pixels x - 1 .. x + 6) of the rows above, at and below the item's, as 16-bit
+    // lanes: word h's even columns 4h, 4h + 2 and odd ones 4h + 1, 4h + 3. Per column, in lanes: the smooth sum
+    // s = above + 2 at + below and the difference d = below - above + 255.
+    std::uint32_t smooth[2][2], diff[2][2];  // [h][even, odd]
 #pragma unroll
-    for (int i = 0; i < 3; ++i) {
-      const auto* words = reinterpret_cast<const std::uint32_t*>(lumas + (r + i) * kLumaTileStride) + q;
-      row[i] = words[0] | static_cast<std::uint64_t>(words[1]) << 32;
-    }
-    const auto at = [&](int i, int column) { return static_cast<int>((row[i] >> (8 * column)) & 0xFFu); };
-    std::uint32_t packed = 0;
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t lanes[3][2];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {  // pixel x + k: columns k (left), k + 1, k + 2 (right)
-      const int gx = at(0, k + 2) + 2 * at(1, k + 2) + at(2, k + 2) - at(0, k) - 2 * at(1, k) - at(2, k);
-      const int gy = at(2, k) + 2 * at(2, k + 1) + at(2, k + 2) - at(0, k) - 2 * at(0, k + 1) - at(0, k + 2);
-      packed |= static_cast<std::uint32_t>(min(255, abs(gx) + abs(gy))) << (8 * k);
+      for (int i = 0; i < 3; ++i) {
+        const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(lumas + (r + i) * kLumaTileStride)[q + h];
+        lanes[i][0] = word & 0x00FF00FFu;
+        lanes[i][1] = __byte_perm(word, 0, 0x4341);  // bytes 1 and 3 into lanes 0 and 1
+      }
+#pragma unroll
+      for (int parity = 0; parity < 2; ++parity) {
+        smooth[h][parity] = lanes[0][parity] + 2 * lanes[1][parity] + lanes[2][parity];
+        diff[h][parity] = lanes[2][parity] + 0x00FF00FFu - lanes[0][parity];
+      }
     }
+    // Pixel x + k takes columns k (left), k + 1 and k + 2 (right). Pixels k and k + 2 are the lanes of one parity:
+    // their right columns are that parity's lanes one column pair on (the high lane, then word 1's low lane).
+    const auto next_pair = [](std::uint32_t lanes, std::uint32_t next) { return __byte_perm(lanes, next, 0x5432); };
+    std::uint32_t magnitude[4];
+#pragma unroll
+    for (int parity = 0; parity < 2; ++parity) {
+      const std::uint32_t left = smooth[0][parity], right = next_pair(left, smooth[1][parity]);
+      // Gy + 4 * 255 of pixels parity and parity + 2: d(k) + 2 d(k + 1) + d(k + 2), at most 2040.
+      const std::uint32_t centre_diff = parity == 0 ? diff[0][1] : next_pair(diff[0][0], diff[1][0]);
+      const std::uint32_t gy = diff[0][parity] + 2 * centre_diff + next_pair(diff[0][parity], diff[1][parity]);
+#pragma unroll
+      for (int lane = 0; lane < 2; ++lane) {
+        const auto at = [&](std::uint32_t lanes) { return lane == 0 ? lanes & 0xFFFFu : lanes >> 16; };
+        magnitude[parity + 2 * lane] = __sad(at(right), at(left), __sad(at(gy), 4u * 255u, 0u));
+      }
+    }
+    const auto clamped_pair = [&](int k) {
+      return __vminu2(__byte_perm(magnitude[k], magnitude[k + 1], 0x5410), 0x00FF00FFu);
+    };
+    const std::uint32_t packed = __byte_perm(clamped_pair(0), clamped_pair(2), 0x6420);
     std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
     const int n = min(4, out.extent.width - x);
     if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
