@@ -250,8 +250,8 @@ void normalize_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   require(problem.empty(), "normalize_aos: " + problem);
   unsigned* range = fresh_normalize_ranges(scratch, frames, stream);
   range_aos(first_in, in_frame_stride, frames, range, stream);
-  pointwise_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, StretchOp{range}, "normalize_aos (stretch)",
-                stream);
+  pointwise_aos(first_in, in_frame_stride, first_out, out_frame_stride, frames, StretchOp{range},
+                "normalize_aos (stretch)", stream);
 }
 
 }  // namespace imgpipe::cuda

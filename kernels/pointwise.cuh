@@ -135,9 +135,10 @@ inline AosRuns aos_runs(ConstAosView first_in, std::size_t in_frame_stride, AosV
   r.run_bytes = static_cast<unsigned>(one_run ? row * height : row);
   r.runs = one_run ? 1u : static_cast<unsigned>(height);
   const auto residue = [](std::uintptr_t v) { return v % 16; };
-  r.vector = residue(reinterpret_cast<std::uintptr_t>(first_in.data)) ==
-                 residue(reinterpret_cast<std::uintptr_t>(first_out.data)) &&
-             residue(first_in.pitch) == residue(first_out.pitch) && residue(in_frame_stride) == residue(out_frame_stride);
+  r.vector =
+      residue(reinterpret_cast<std::uintptr_t>(first_in.data)) ==
+          residue(reinterpret_cast<std::uintptr_t>(first_out.data)) &&
+      residue(first_in.pitch) == residue(first_out.pitch) && residue(in_frame_stride) == residue(out_frame_stride);
   return r;
 }
 
@@ -197,7 +198,9 @@ __device__ __forceinline__ void walk_runs(const AosRuns& r, unsigned frame, Chun
         Load(exchange[warp].load)
             .Load(reinterpret_cast<const uint4*>(src + head) + 3 * first, q, static_cast<int>(3 * valid), uint4{});
 #pragma unroll
-        for (int k = 0; k < 3; ++k) w[4 * k] = q[k].x, w[4 * k + 1] = q[k].y, w[4 * k + 2] = q[k].z, w[4 * k + 3] = q[k].w;
+        for (int k = 0; k < 3; ++k) {
+          w[4 * k] = q[k].x, w[4 * k + 1] = q[k].y, w[4 * k + 2] = q[k].z, w[4 * k + 3] = q[k].w;
+        }
       } else if (lane < valid) {
 #pragma unroll
         for (int k = 0; k < 48; ++k) set_chunk_byte(w, k, src[at + k]);
@@ -209,7 +212,8 @@ __device__ __forceinline__ void walk_runs(const AosRuns& r, unsigned frame, Chun
 #pragma unroll
           for (int k = 0; k < 3; ++k) q[k] = make_uint4(w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]);
           __syncwarp();  // the load's exchange is read before the store's overwrites it
-          Store(exchange[warp].store).Store(reinterpret_cast<uint4*>(dst + head) + 3 * first, q, static_cast<int>(3 * valid));
+          Store(exchange[warp].store)
+              .Store(reinterpret_cast<uint4*>(dst + head) + 3 * first, q, static_cast<int>(3 * valid));
         } else if (lane < valid) {
 #pragma unroll
           for (int k = 0; k < 48; ++k) dst[at + k] = chunk_byte(w, k);

@@ -60,7 +60,8 @@ __device__ __forceinline__ std::uint8_t bilinear(const std::uint8_t* src, std::s
 
 // INTER_NEAREST_EXACT: floor((dst + 0.5) * src_len / dst_len) = ((2 dst + 1) src_len) / (2 dst_len), exactly.
 __device__ __forceinline__ int nearest_index(int dst, int src_len, int dst_len) {
-  const unsigned long long i = ((2ull * dst + 1ull) * static_cast<unsigned>(src_len)) / (2ull * static_cast<unsigned>(dst_len));
+  const unsigned long long i =
+      ((2ull * dst + 1ull) * static_cast<unsigned>(src_len)) / (2ull * static_cast<unsigned>(dst_len));
   return min(static_cast<int>(i), src_len - 1);
 }
 

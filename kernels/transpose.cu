@@ -98,7 +98,9 @@ __global__ void mirror_kernel(Source in, Target out, Extent extent) {
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= extent.width || y >= extent.height) return;
   const int2 s = target_of(kOp, x, y, extent.width, extent.height);
-  for (int c = static_cast<int>(blockIdx.z); c < 3; c += static_cast<int>(gridDim.z)) *out.at(x, y, c) = *in.at(s.x, s.y, c);
+  for (int c = static_cast<int>(blockIdx.z); c < 3; c += static_cast<int>(gridDim.z)) {
+    *out.at(x, y, c) = *in.at(s.x, s.y, c);
+  }
 }
 
 constexpr int kAosTileBytes = 3 * kTile;          // one tile row of interleaved pixels
