@@ -459,8 +459,7 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
     sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
-    // |Gx| + |Gy| of byte c, at most 2040: two absolute differences (__sad, one instruction each). Then byte pairs
-    // in 16-bit lanes, both clamped to 255 at once.
+    // |Gx| + |Gy| of byte c, at most 2040: two absolute differences (__sad, one instruction each).
     std::uint32_t magnitude[8];
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
@@ -468,12 +467,8 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
       const std::uint32_t gy_biased = (left + 2 * centre + right) >> 16;  // the low lanes' sum stays below 2^16
       magnitude[c] = __sad(right & 0xFFFFu, left & 0xFFFFu, __sad(gy_biased, 4u * 255u, 0u));
     }
-    std::uint32_t pair[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      pair[i] = __vminu2(__byte_perm(magnitude[2 * i], magnitude[2 * i + 1], 0x5410), 0x00FF00FFu);
-    }
-    return make_uint2(__byte_perm(pair[0], pair[1], 0x6420), __byte_perm(pair[2], pair[3], 0x6420));
+    return make_uint2(clamped_bytes(magnitude[0], magnitude[1], magnitude[2], magnitude[3]),
+                      clamped_bytes(magnitude[4], magnitude[5], magnitude[6], magnitude[7]));
   });
 }
 
@@ -556,10 +551,7 @@ __global__ void __launch_bounds__(kAosThreads)
         magnitude[parity + 2 * lane] = __sad(at(right), at(left), __sad(at(gy), 4u * 255u, 0u));
       }
     }
-    const auto clamped_pair = [&](int k) {
-      return __vminu2(__byte_perm(magnitude[k], magnitude[k + 1], 0x5410), 0x00FF00FFu);
-    };
-    const std::uint32_t packed = __byte_perm(clamped_pair(0), clamped_pair(2), 0x6420);
+    const std::uint32_t packed = clamped_bytes(magnitude[0], magnitude[1], magnitude[2], magnitude[3]);
     std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
     const int n = min(4, out.extent.width - x);
     if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
