@@ -267,6 +267,11 @@ __host__ __device__ constexpr int sum_words(int radius) {
 // tap k = 0 .. 2r.
 __host__ __device__ constexpr int sum_lead(int radius) { return (aos_halo_bytes(radius) - 3 * radius) % 4; }
 
+// A tile row's column sums in shared memory: sum_words(r) groups of four positions, 16 bytes each, and one more
+// where that count is even. With an odd stride rows r and r + 1 start in different banks, which the row pass's
+// loads need to be free of bank conflicts (store_tile_octets).
+__host__ __device__ constexpr int sum_row_groups(int radius) { return sum_words(radius) | 1; }
+
 // The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
 template <int kTileH>
 __host__ __device__ constexpr int aos_tile_bytes(int radius) {
@@ -274,7 +279,7 @@ __host__ __device__ constexpr int aos_tile_bytes(int radius) {
 }
 template <int kTileH>
 __host__ __device__ constexpr int aos_shared_bytes(int radius) {
-  return aos_tile_bytes<kTileH>(radius) + kTileH * sum_words(radius) * 16;
+  return aos_tile_bytes<kTileH>(radius) + kTileH * sum_row_groups(radius) * 16;
 }
 
 // Stages the block's tile of frame blockIdx.z, kTileH rows and the halo, and waits for it.
@@ -329,14 +334,22 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int roun
 
 // Every output octet (eight bytes of an output row) of the block's tile that lies in the frame, spread over the
 // block's threads: `octet(r, p)` gives bytes 8p .. 8p + 7 of tile row r, stored as one 8-byte word where possible.
+// Octet p reads the column-sum groups 2p + l. Eight octets of one row (one phase of a warp's 16-byte shared loads)
+// read every bank twice; kRowPairs: each eight threads take octets 4k .. 4k + 3 of two neighbouring rows instead,
+// whose groups, an odd number apart (sum_row_groups), fall in distinct banks, for a few more instructions an item.
 constexpr int kAosOctets = 3 * kAosTileW / 8;
-template <int kTileH, class Octet>
+template <int kTileH, bool kRowPairs, class Octet>
 __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet&& octet) {
+  static_assert(kAosOctets % 4 == 0 && kTileH % 2 == 0, "items in whole quads of octets and pairs of rows");
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
   for (int item = threadIdx.x; item < kAosOctets * kTileH; item += kAosThreads) {
-    const int r = item / kAosOctets, p = item % kAosOctets;
+    int r = item / kAosOctets, p = item % kAosOctets;
+    if constexpr (kRowPairs) {
+      const int pair = item / (2 * kAosOctets), j = item % (2 * kAosOctets);
+      r = 2 * pair + (j >> 2 & 1), p = 4 * (j >> 3) + (j & 3);
+    }
     const int y = y0 + r;
     const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 8 * p;
     if (y >= out.extent.height || byte_x >= row_bytes) continue;
@@ -353,11 +366,11 @@ __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet
 }
 
 // The kGroups uint4 groups of column sums of tile row r from kept word w on, as 4 * kGroups positions.
-template <int kGroups, int kRowWords>
+template <int kGroups, int kRowGroups>
 __device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, std::uint32_t (&position)[4 * kGroups]) {
 #pragma unroll
   for (int l = 0; l < kGroups; ++l) {
-    const uint4 group = sums[r * kRowWords + w + l];
+    const uint4 group = sums[r * kRowGroups + w + l];
     position[4 * l] = group.x;
     position[4 * l + 1] = group.y;
     position[4 * l + 2] = group.z;
@@ -371,12 +384,12 @@ template <int kRadius, bool kTopByte, int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
-  constexpr int kWords = sum_words(kRadius);
+  constexpr int kRowGroups = sum_row_groups(kRadius);
   constexpr int kLead = sum_lead(kRadius);
   constexpr int kGroups = (kLead + 7 + 3 * (kTaps - 1)) / 4 + 1;  // sum groups one output octet reads
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16;  // [kTileH][kWords] groups of four positions
+  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16;  // [kTileH][kRowGroups] groups of four positions
   std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait
 #pragma unroll
   for (int k = 0; k < kTaps; ++k) tap[k] = static_cast<std::uint32_t>(c_int_taps[slot][k]);
@@ -397,11 +410,12 @@ __global__ void __launch_bounds__(kAosThreads)
       }
     }
 #pragma unroll
-    for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kWords + w] = lane_positions(even[m], odd[m]);
+    for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kRowGroups + w] = lane_positions(even[m], odd[m]);
   });
-  store_tile_octets<kTileH>(out, [&](int r, int p) {
+  // Row pairs: the shared loads of an item, each free of bank conflicts.
+  store_tile_octets<kTileH, true>(out, [&](int r, int p) {
     std::uint32_t position[4 * kGroups];
-    sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
+    sum_positions<kGroups, kRowGroups>(sums, r, 2 * p, position);
     std::uint32_t sum[8];
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
@@ -429,7 +443,7 @@ __global__ void __launch_bounds__(kAosThreads)
 // + 2 d(x) + d(x + 1) - 4 * 255.
 template <bool kGrayFirst, int kTileH>
 __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
-  constexpr int kWords = sum_words(1);
+  constexpr int kRowGroups = sum_row_groups(1);
   constexpr int kLead = sum_lead(1);
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
@@ -450,15 +464,17 @@ __global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, Ao
     for (int m = 0; m < kColumnRows; ++m) {
       const std::uint32_t smooth_even = e[m] + 2 * e[m + 1] + e[m + 2], smooth_odd = o[m] + 2 * o[m + 1] + o[m + 2];
       const std::uint32_t diff_even = e[m + 2] + kBias - e[m], diff_odd = o[m + 2] + kBias - o[m];
-      sums[(r0 + m) * kWords + w] =
+      sums[(r0 + m) * kRowGroups + w] =
           make_uint4(__byte_perm(smooth_even, diff_even, 0x5410), __byte_perm(smooth_odd, diff_odd, 0x5410),
                      __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
   });
-  store_tile_octets<kTileH>(out, [&](int r, int p) {
+  // Whole rows per phase: on an H100 the row pairs cost the sobel's row pass more instructions than its four
+  // shared loads an item gained (docs/performance.md).
+  store_tile_octets<kTileH, false>(out, [&](int r, int p) {
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
-    sum_positions<kGroups, kWords>(sums, r, 2 * p, position);
+    sum_positions<kGroups, kRowGroups>(sums, r, 2 * p, position);
     // |Gx| + |Gy| of byte c, at most 2040: two absolute differences (__sad, one instruction each).
     std::uint32_t magnitude[8];
 #pragma unroll
