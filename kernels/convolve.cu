@@ -324,11 +324,11 @@ __device__ __forceinline__ void for_column_items(const std::uint8_t* tile, Colum
   __syncthreads();
 }
 
-// The last pass's sum as a byte: round_shift >= 0 when the scale is 2^-round_shift (the Gaussian's 1/65536),
-// an integer rounding; else the float product, as the float kernels round it. Both equal saturate_round(sum *
-// scale) for the sums separable_aos_takes() admits.
-__device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int round_shift, float scale) {
-  if (round_shift >= 0) return min((sum + ((1u << round_shift) >> 1)) >> round_shift, 255u);
+// The last pass's sum, started at divide.bias, as a byte: the integer division where there is one
+// (ConstantTaps::separable_divide, the same bytes as the float product for every sum of its taps), else the float
+// product, as the float kernels round it.
+__device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, ByteDivide divide, float scale) {
+  if (divide.multiplier != 0) return __umulhi(sum, divide.multiplier);
   return saturate_round(__uint2float_rn(sum) * scale);
 }
 
@@ -336,32 +336,44 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, int roun
 // block's threads: `octet(r, p)` gives bytes 8p .. 8p + 7 of tile row r, stored as one 8-byte word where possible.
 // Octet p reads the column-sum groups 2p + l. Eight octets of one row (one phase of a warp's 16-byte shared loads)
 // read every bank twice; kRowPairs: each eight threads take octets 4k .. 4k + 3 of two neighbouring rows instead,
-// whose groups, an odd number apart (sum_row_groups), fall in distinct banks, for a few more instructions an item.
+// whose groups, an odd number apart (sum_row_groups), fall in distinct banks. A thread's items are kAosThreads
+// apart, a whole number of rows (or pairs) and of octets on: each item's row and octet follow from the last one's
+// by an addition, not a division.
 constexpr int kAosOctets = 3 * kAosTileW / 8;
 template <int kTileH, bool kRowPairs, class Octet>
 __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet&& octet) {
   static_assert(kAosOctets % 4 == 0 && kTileH % 2 == 0, "items in whole quads of octets and pairs of rows");
-  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  constexpr int kItems = kAosOctets * kTileH;
+  constexpr int kGroupRows = kRowPairs ? 2 : 1;
+  constexpr int kGroupItems = kGroupRows * kAosOctets;
+  static_assert(kAosThreads % kGroupItems % (4 * kGroupRows) == 0, "a step of items moves whole octet quads on");
+  constexpr int kStepRows = kGroupRows * (kAosThreads / kGroupItems);
+  constexpr int kStepOctets = kAosThreads % kGroupItems / kGroupRows;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
-  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  for (int item = threadIdx.x; item < kAosOctets * kTileH; item += kAosThreads) {
-    int r = item / kAosOctets, p = item % kAosOctets;
-    if constexpr (kRowPairs) {
-      const int pair = item / (2 * kAosOctets), j = item % (2 * kAosOctets);
-      r = 2 * pair + (j >> 2 & 1), p = 4 * (j >> 3) + (j & 3);
+  std::uint8_t* tile_out = out.data + blockIdx.z * out.frame_stride + static_cast<std::size_t>(y0) * out.pitch + 3 * x0;
+  const int tile_rows = out.extent.height - y0;        // of the frame, from the tile's first row on
+  const int tile_bytes = 3 * (out.extent.width - x0);  // of a frame row from the tile's first byte: 32 bits hold it
+  const int slot = threadIdx.x % kGroupItems;
+  int r = kGroupRows * (threadIdx.x / kGroupItems) + (kRowPairs ? slot >> 2 & 1 : 0);
+  int p = kRowPairs ? 4 * (slot >> 3) + (slot & 3) : slot;
+#pragma unroll
+  for (int k = 0; k < (kItems + kAosThreads - 1) / kAosThreads; ++k) {
+    if (kItems % kAosThreads == 0 || k * kAosThreads + static_cast<int>(threadIdx.x) < kItems) {
+      const int byte_x = 8 * p;
+      if (r < tile_rows && byte_x < tile_bytes) {
+        std::uint8_t* dst = tile_out + static_cast<unsigned>(r) * out.pitch + static_cast<unsigned>(byte_x);
+        const uint2 bytes = octet(r, p);
+        if ((reinterpret_cast<std::uintptr_t>(dst) & 7u) == 0 && byte_x + 8 <= tile_bytes) {
+          *reinterpret_cast<uint2*>(dst) = bytes;
+        } else {
+          const std::uint8_t* row_end = dst - byte_x + tile_bytes;
+          store_quad(dst, row_end, bytes.x);
+          if (byte_x + 4 < tile_bytes) store_quad(dst + 4, row_end, bytes.y);
+        }
+      }
     }
-    const int y = y0 + r;
-    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 8 * p;
-    if (y >= out.extent.height || byte_x >= row_bytes) continue;
-    std::uint8_t* row = frame + static_cast<std::size_t>(y) * out.pitch;
-    std::uint8_t* dst = row + byte_x;
-    const uint2 bytes = octet(r, p);
-    if ((reinterpret_cast<std::uintptr_t>(dst) & 7u) == 0 && byte_x + 8 <= row_bytes) {
-      *reinterpret_cast<uint2*>(dst) = bytes;
-    } else {
-      store_quad(dst, row + row_bytes, bytes.x);
-      if (byte_x + 4 < row_bytes) store_quad(dst + 4, row + row_bytes, bytes.y);
-    }
+    r += kStepRows, p += kStepOctets;
+    if (p >= kAosOctets) r += kGroupRows, p -= kAosOctets;
   }
 }
 
@@ -378,11 +390,13 @@ __device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, s
   }
 }
 
-// kTopByte: the scale is 2^-16 and every sum plus 2^15 is below 2^24 (the Gaussian's integer taps, unit 256), so
-// an output byte is byte 2 of its sum started at 2^15, the four packed by byte permutes. Tiles of kTileH rows.
+// kTopByte: the scale is 2^-16 and the taps sum to 256 (the Gaussian's integer taps, unit 256), so an output byte is
+// byte 2 of its sum plus 2^15, the four packed by byte permutes. The 2^15 comes in as 128 in every column sum
+// (128 * 256 after the row taps; a lane then holds at most 128 + 255 * 256 < 2^16, a sum less than 2^24), which
+// spares the row pass an addend per byte. Tiles of kTileH rows.
 template <int kRadius, bool kTopByte, int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
-    separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, int round_shift, float scale, BorderMode border) {
+    separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, ByteDivide divide, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kRowGroups = sum_row_groups(kRadius);
   constexpr int kLead = sum_lead(kRadius);
@@ -396,7 +410,10 @@ __global__ void __launch_bounds__(kAosThreads)
   wait_for_previous_grid();
   stage_filter_tile<kRadius, kTileH>(tile, in, border);
   for_column_items<kRadius, kTileH>(tile, [&](int r0, int w, auto tile_word) {
-    std::uint32_t even[kColumnRows] = {}, odd[kColumnRows] = {};
+    constexpr std::uint32_t kStart = kTopByte ? 128u * 0x00010001u : 0u;
+    std::uint32_t even[kColumnRows], odd[kColumnRows];
+#pragma unroll
+    for (int m = 0; m < kColumnRows; ++m) even[m] = odd[m] = kStart;
 #pragma unroll
     for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
       const std::uint32_t word = tile_word(i);
@@ -419,7 +436,7 @@ __global__ void __launch_bounds__(kAosThreads)
     std::uint32_t sum[8];
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      sum[c] = kTopByte ? 1u << 15 : 0u;
+      sum[c] = kTopByte ? 0u : divide.bias;
 #pragma unroll
       for (int k = 0; k < kTaps; ++k) sum[c] += tap[k] * position[kLead + c + 3 * k];
     }
@@ -432,7 +449,7 @@ __global__ void __launch_bounds__(kAosThreads)
     } else {
       std::uint32_t packed[2] = {};
 #pragma unroll
-      for (int c = 0; c < 8; ++c) packed[c / 4] |= scaled_byte(sum[c], round_shift, scale) << (8 * (c % 4));
+      for (int c = 0; c < 8; ++c) packed[c / 4] |= scaled_byte(sum[c], divide, scale) << (8 * (c % 4));
       return make_uint2(packed[0], packed[1]);
     }
   });
@@ -718,6 +735,14 @@ ConstantTaps::ConstantTaps(std::span<const float> taps, float scale)
     }
     break;
   }
+  if (unit_ > 0 && negative_sum_ == 0) {
+    const auto max_sum = 255LL * positive_sum_ * positive_sum_;
+    const float separable_scale = scale / static_cast<float>(unit_ * unit_);  // of sums in units of 1 / unit^2
+    separable_top_byte_ = separable_scale == 0x1p-16f && positive_sum_ == 256;
+    if (!separable_top_byte_ && max_sum < (1 << 24)) {
+      separable_divide_ = exact_byte_divide(separable_scale, static_cast<std::uint32_t>(max_sum)).value_or(ByteDivide{});
+    }
+  }
   constexpr std::array<int, 9> kSharpenCross = {0, -1, 0, -1, 5, -1, 0, -1, 0};
   sharpen_cross_ = unit_ == 1 && scale == 1.f && taps.size() == kSharpenCross.size() &&
                    std::equal(kSharpenCross.begin(), kSharpenCross.end(), integers.begin());
@@ -839,7 +864,7 @@ void with_tile_height(AosTiles tiles, Extent extent, int frames, const void* ful
 }
 
 struct SeparableAosKernel {
-  void (*kernel)(AosFrames, AosFramesOut, int, int, float, BorderMode);
+  void (*kernel)(AosFrames, AosFramesOut, int, ByteDivide, float, BorderMode);
   int shared_bytes;
 };
 
@@ -877,17 +902,14 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
     }
     return;
   }
-  // The sum is in units of 1 / unit^2; a power-of-two scale of it becomes a rounding shift.
+  // The sum is in units of 1 / unit^2.
   const float scale = taps.scale() / static_cast<float>(taps.unit() * taps.unit());
-  int exponent = 0;
-  const bool power_of_two = std::frexp(scale, &exponent) == 0.5f && exponent <= 1 && exponent > -31;
-  const int round_shift = power_of_two ? 1 - exponent : -1;
   constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};
   static const auto kernels = separable_aos_kernels<false, kAosTileH>(kRadii);
   static const auto top_byte_kernels = separable_aos_kernels<true, kAosTileH>(kRadii);
   static const auto half_kernels = separable_aos_kernels<false, kAosHalfTileH>(kRadii);
   static const auto half_top_byte_kernels = separable_aos_kernels<true, kAosHalfTileH>(kRadii);
-  const bool top_byte = round_shift == 16;
+  const bool top_byte = taps.separable_top_byte();
   const std::size_t radius_index = taps.size() / 2 - 1;
   const SeparableAosKernel& full = (top_byte ? top_byte_kernels : kernels)[radius_index];
   // Radius 13 and up needs more than 48 KiB, allowed before the kernel's occupancy is asked.
@@ -897,7 +919,7 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   const SeparableAosKernel& k = half ? (top_byte ? half_top_byte_kernels : half_kernels)[radius_index] : full;
   allow_dynamic_shared(k.kernel, k.shared_bytes);
   launch_dependent(k.kernel, aos_tile_grid(in.extent, frames, half ? kAosHalfTileH : kAosTileH), dim3(kAosThreads),
-                   k.shared_bytes, stream, in, out, taps.slot(), round_shift, scale, border);
+                   k.shared_bytes, stream, in, out, taps.slot(), taps.separable_divide(), scale, border);
   IMGPIPE_CUDA_LAUNCH_CHECK("separable_aos_kernel", stream);
 }
 

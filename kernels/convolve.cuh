@@ -13,6 +13,7 @@
 // equal and the views must not overlap.
 #pragma once
 
+#include "byte_divide.hpp"
 #include "limits.hpp"
 #include "normalize.cuh"
 #include "planes.hpp"
@@ -47,6 +48,12 @@ class ConstantTaps {
   // Whether the taps are sharpen's cross, 0 -1 0 / -1 5 -1 / 0 -1 0, with scale 1: filter3x3_aos then runs them
   // as constants of its kernel.
   bool sharpen_cross() const noexcept { return sharpen_cross_; }
+  // How separable_aos rounds its sums (these taps on rows, then on columns, with this scale): as byte 2 of the sum
+  // plus 2^15 where the scale is 2^-16 and the taps sum to 256 (OpenCV's Gaussian), else as an integer division
+  // where that is one for every sum the taps can make (exact_byte_divide; multiplier 0 where not, or for the
+  // first case).
+  bool separable_top_byte() const noexcept { return separable_top_byte_; }
+  ByteDivide separable_divide() const noexcept { return separable_divide_; }
 
  private:
   TapSlot slot_;
@@ -56,6 +63,8 @@ class ConstantTaps {
   int positive_sum_ = 0;
   int negative_sum_ = 0;
   bool sharpen_cross_ = false;
+  bool separable_top_byte_ = false;
+  ByteDivide separable_divide_;
 };
 
 // naive: `taps` is a device array of ksize * ksize floats, row-major; `scale` multiplies the sum before rounding.

@@ -129,8 +129,15 @@ TEST(FilterAos, BoxGivesThePlaneKernelsBytes) {
   for (const int ksize : {3, 5, 9, 31}) {
     const std::vector<float> ones(static_cast<std::size_t>(ksize), 1.f);
     const cuda::ConstantTaps taps(ones, 1.f / static_cast<float>(ksize * ksize));
+    EXPECT_NE(taps.separable_divide().multiplier, 0u) << "box " << ksize << " rounds as an integer division";
     expect_separable_matches(taps, "box " + std::to_string(ksize), true);
   }
+  // Scales of the box's sums that are another integer's reciprocal, and one that is none (rounded in float).
+  const std::vector<float> five(5, 1.f), three(3, 1.f);
+  expect_separable_matches(cuda::ConstantTaps(five, 1.f / 20.f), "box 5 at scale 1/20", true);
+  const cuda::ConstantTaps no_reciprocal(three, 0.3f);
+  EXPECT_EQ(no_reciprocal.separable_divide().multiplier, 0u) << "box 3 at scale 0.3";
+  expect_separable_matches(no_reciprocal, "box 3 at scale 0.3", true);
 }
 
 // Taps that are no whole 1/256 (or whose sums the 16-bit lanes cannot hold) take the plane kernel per frame.
