@@ -18,11 +18,15 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace {
 
@@ -92,13 +96,21 @@ void add_devices_option(CLI::App& command, std::string& devices, const std::stri
 
 constexpr std::uint64_t kMostMaxPixels = std::uint64_t{1} << 34;
 
+// IMGPIPE_MAX_PIXELS's value: a whole number from 1 to kMostMaxPixels, digits only, as --max-pixels takes it.
+std::optional<std::uint64_t> max_pixels_value(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  if (value < 1 || value > kMostMaxPixels) return std::nullopt;
+  return value;
+}
+
 // The decompression-bomb guard, shared by batch and stream.
 void add_max_pixels_option(CLI::App& command, std::uint64_t& max_pixels) {
   command
       .add_option("--max-pixels", max_pixels,
                   "Refuse images (and frames the chain makes) above this many pixels, from the header, "
-                  "before decoding")
-      ->envname("IMGPIPE_MAX_PIXELS")
+                  "before decoding; where not given, IMGPIPE_MAX_PIXELS in the environment sets it")
       ->check(CLI::Range(std::uint64_t{1}, kMostMaxPixels))
       ->capture_default_str();
 }
@@ -294,26 +306,34 @@ With ffmpeg (pass the frame rate on: raw video carries none, and ffmpeg would as
     return kExitUsage;
   }
   // CLI11's errors as imgpipe's own: prefixed like every other message, pointing at the help of the command given.
-  // A bad value that came from the environment is named as such, not blamed on a flag that was not given.
-  const bool max_pixels_given = std::any_of(argv + 1, argv + argc, [](const char* argument) {
-    return std::string_view(argument).starts_with("--max-pixels");
-  });
-  app.failure_message([max_pixels_given](const CLI::App* root, const CLI::Error& e) {
+  app.failure_message([](const CLI::App* root, const CLI::Error& e) {
     std::string command = "imgpipe";
     for (const CLI::App* sub : root->get_subcommands()) command += " " + sub->get_name();
-    std::string what = e.what();
-    if (const char* environment = std::getenv("IMGPIPE_MAX_PIXELS");
-        environment != nullptr && !max_pixels_given && what.starts_with("--max-pixels:")) {
-      what = "IMGPIPE_MAX_PIXELS='" + std::string(environment) + "' in the environment: expected a whole number of " +
-             "pixels from 1 to " + std::to_string(kMostMaxPixels) + ", as --max-pixels takes";
-    }
-    return "imgpipe: " + what + " (" + command + " --help explains the options)\n";
+    return "imgpipe: " + std::string(e.what()) + " (" + command + " --help explains the options)\n";
   });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, the version, or the error
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  // IMGPIPE_MAX_PIXELS where --max-pixels is not given, read here rather than through CLI11's envname: CLI11 2.4
+  // and later drop an environment value that fails the option's check, and a bad limit must be an error. It is
+  // named as the environment's, not blamed on a flag that was not given.
+  const bool max_pixels_given = std::any_of(argv + 1, argv + argc, [](const char* argument) {
+    return std::string_view(argument).starts_with("--max-pixels");
+  });
+  if (const char* environment = std::getenv("IMGPIPE_MAX_PIXELS");
+      environment != nullptr && !max_pixels_given && (*batch_command || *stream_command)) {
+    const std::optional<std::uint64_t> limit = max_pixels_value(environment);
+    if (!limit) {
+      std::cerr << "imgpipe: IMGPIPE_MAX_PIXELS='" << printable(environment)
+                << "' in the environment: expected a whole number of pixels from 1 to " << kMostMaxPixels
+                << ", as --max-pixels takes (imgpipe " << (*batch_command ? "batch" : "stream")
+                << " --help explains the options)\n";
+      return kExitUsage;
+    }
+    batch.max_pixels = stream.max_pixels = *limit;
   }
 
   io::set_library_logging(verbose);

@@ -534,6 +534,12 @@ TEST(ReliabilityUsage, ABadMaxPixelsFromTheEnvironmentIsNamedAsSuch) {
                        "IMGPIPE_MAX_PIXELS='lots' in the environment: expected a whole number of pixels "
                        "from 1 to 17179869184"))
       << run.output;
+  // Whole numbers in range only, whichever CLI11 the build has (2.4 and later would drop a value its check refuses).
+  for (const char* value : {"0", "-5", "+5", "' 5'", "1e9", "17179869185", "99999999999999999999", "''"}) {
+    const CommandResult bad = imgpipe_cmd(batch, std::string("IMGPIPE_MAX_PIXELS=") + value);
+    EXPECT_EQ(bad.exit_code, 2) << value << ": " << bad.output;
+    EXPECT_TRUE(contains(bad.output, "in the environment: expected a whole number of pixels")) << bad.output;
+  }
   const CommandResult flag = imgpipe_cmd(batch + " --max-pixels 0", "IMGPIPE_MAX_PIXELS=lots");
   EXPECT_TRUE(contains(flag.output, "--max-pixels: Value 0 not in range")) << flag.output;
   EXPECT_FALSE(fs::exists(dir.path() / "out"));
