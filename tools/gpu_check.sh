@@ -45,6 +45,11 @@ cmake_args=(--preset gpu)
 if python3 -c "import nanobind" 2>/dev/null; then
   cmake_args+=(-DIMGPIPE_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)")
 fi
+# The same prefix packed as .deps/prefix.tar.xz (tar -C .deps -cJf .deps/prefix.tar.xz prefix), one file to carry
+# to the machine instead of a tree, is unpacked here where the folder is missing.
+if [ ! -d .deps/prefix ] && [ -f .deps/prefix.tar.xz ]; then
+  tar -C .deps -xJf .deps/prefix.tar.xz || { echo "could not unpack .deps/prefix.tar.xz"; exit 1; }
+fi
 if [ -d .deps/prefix/usr ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/prefix/usr")
   export LD_LIBRARY_PATH="$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
