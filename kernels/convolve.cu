@@ -390,11 +390,35 @@ __device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, s
   }
 }
 
-// kTopByte: the scale is 2^-16 and the taps sum to 256 (the Gaussian's integer taps, unit 256), so an output byte is
-// byte 2 of its sum plus 2^15, the four packed by byte permutes. The 2^15 comes in as 128 in every column sum
-// (128 * 256 after the row taps; a lane then holds at most 128 + 255 * 256 < 2^16, a sum less than 2^24), which
-// spares the row pass an addend per byte. Tiles of kTileH rows.
-template <int kRadius, bool kTopByte, int kTileH>
+// How separable_aos_kernel weighs and rounds its sums (ConstantTaps): `weighted`, integer taps with the bytes
+// rounded by scaled_byte; `top_byte`, the scale is 2^-16 and the taps sum to 256 (the Gaussian's integer taps,
+// unit 256), so an output byte is byte 2 of its sum plus 2^15, the four packed by byte permutes. The 2^15 comes in
+// as 128 in every column sum (128 * 256 after the row taps; a lane then holds at most 128 + 255 * 256 < 2^16, a
+// sum less than 2^24), which spares the row pass an addend per byte. `ones`, every tap 1 (the box's): both passes
+// take window sums by additions, each output one or two more than the last, instead of a multiply-add per tap.
+enum class SeparableSums { weighted, top_byte, ones };
+
+// The column sums of staged words tile_word(0 .. kColumnRows + kTaps - 2) for kColumnRows outputs, each as two
+// words of 16-bit lanes given to `store(m, even, odd)` as soon as it is known: output m is the window of words m ..
+// m + kTaps - 1, the running sum of the words to its last less that to the word before its first. A lane sums at
+// most 38 bytes (31 taps), below 2^16, and never less than it did earlier, so the lane-wise subtraction needs no
+// borrow.
+template <int kTaps, class TileWord, class Store>
+__device__ __forceinline__ void column_window_sums(TileWord&& tile_word, Store&& store) {
+  std::uint32_t running_even = 0, running_odd = 0;
+  std::uint32_t before_even[kColumnRows] = {}, before_odd[kColumnRows] = {};  // the running sums before output m
+#pragma unroll
+  for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
+    const std::uint32_t word = tile_word(i);
+    running_even += even_lanes(word);
+    running_odd += odd_lanes(word);
+    if (i + 1 < kColumnRows) before_even[i + 1] = running_even, before_odd[i + 1] = running_odd;
+    if (const int m = i - (kTaps - 1); m >= 0) store(m, running_even - before_even[m], running_odd - before_odd[m]);
+  }
+}
+
+// Tiles of kTileH rows.
+template <int kRadius, SeparableSums kSums, int kTileH>
 __global__ void __launch_bounds__(kAosThreads)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, ByteDivide divide, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
@@ -406,41 +430,62 @@ __global__ void __launch_bounds__(kAosThreads)
   uint4* sums = aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16;  // [kTileH][kRowGroups] groups of four positions
   std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait
 #pragma unroll
-  for (int k = 0; k < kTaps; ++k) tap[k] = static_cast<std::uint32_t>(c_int_taps[slot][k]);
+  for (int k = 0; k < kTaps; ++k) {
+    tap[k] = kSums == SeparableSums::ones ? 1u : static_cast<std::uint32_t>(c_int_taps[slot][k]);
+  }
   wait_for_previous_grid();
   stage_filter_tile<kRadius, kTileH>(tile, in, border);
   for_column_items<kRadius, kTileH>(tile, [&](int r0, int w, auto tile_word) {
-    constexpr std::uint32_t kStart = kTopByte ? 128u * 0x00010001u : 0u;
-    std::uint32_t even[kColumnRows], odd[kColumnRows];
+    const auto store = [&](int m, std::uint32_t even, std::uint32_t odd) {
+      sums[(r0 + m) * kRowGroups + w] = lane_positions(even, odd);
+    };
+    if constexpr (kSums == SeparableSums::ones) {
+      column_window_sums<kTaps>(tile_word, store);
+    } else {
+      constexpr std::uint32_t kStart = kSums == SeparableSums::top_byte ? 128u * 0x00010001u : 0u;
+      std::uint32_t even[kColumnRows], odd[kColumnRows];
 #pragma unroll
-    for (int m = 0; m < kColumnRows; ++m) even[m] = odd[m] = kStart;
+      for (int m = 0; m < kColumnRows; ++m) even[m] = odd[m] = kStart;
 #pragma unroll
-    for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
-      const std::uint32_t word = tile_word(i);
-      const std::uint32_t e = even_lanes(word), o = odd_lanes(word);
+      for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
+        const std::uint32_t word = tile_word(i);
+        const std::uint32_t e = even_lanes(word), o = odd_lanes(word);
 #pragma unroll
-      for (int m = 0; m < kColumnRows; ++m) {
-        const int k = i - m;
-        if (k < 0 || k >= kTaps) continue;
-        even[m] += tap[k] * e;
-        odd[m] += tap[k] * o;
+        for (int m = 0; m < kColumnRows; ++m) {
+          const int k = i - m;
+          if (k < 0 || k >= kTaps) continue;
+          even[m] += tap[k] * e;
+          odd[m] += tap[k] * o;
+        }
       }
-    }
 #pragma unroll
-    for (int m = 0; m < kColumnRows; ++m) sums[(r0 + m) * kRowGroups + w] = lane_positions(even[m], odd[m]);
+      for (int m = 0; m < kColumnRows; ++m) store(m, even[m], odd[m]);
+    }
   });
   // Row pairs: the shared loads of an item, each free of bank conflicts.
   store_tile_octets<kTileH, true>(out, [&](int r, int p) {
     std::uint32_t position[4 * kGroups];
     sum_positions<kGroups, kRowGroups>(sums, r, 2 * p, position);
     std::uint32_t sum[8];
+    if constexpr (kSums == SeparableSums::ones) {
+      // Bytes c and c + 3 share all but one position at each end: three window sums, then one step each.
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      sum[c] = kTopByte ? 0u : divide.bias;
+      for (int c = 0; c < 3; ++c) {
+        sum[c] = divide.bias;
 #pragma unroll
-      for (int k = 0; k < kTaps; ++k) sum[c] += tap[k] * position[kLead + c + 3 * k];
+        for (int k = 0; k < kTaps; ++k) sum[c] += position[kLead + c + 3 * k];
+      }
+#pragma unroll
+      for (int c = 3; c < 8; ++c) sum[c] = sum[c - 3] + position[kLead + c + 3 * (kTaps - 1)] - position[kLead + c - 3];
+    } else {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        sum[c] = kSums == SeparableSums::top_byte ? 0u : divide.bias;
+#pragma unroll
+        for (int k = 0; k < kTaps; ++k) sum[c] += tap[k] * position[kLead + c + 3 * k];
+      }
     }
-    if constexpr (kTopByte) {
+    if constexpr (kSums == SeparableSums::top_byte) {
       const auto quad = [&](int c) {
         return __byte_perm(__byte_perm(sum[c], sum[c + 1], 0x0062), __byte_perm(sum[c + 2], sum[c + 3], 0x0062),
                            0x5410);
@@ -743,6 +788,7 @@ ConstantTaps::ConstantTaps(std::span<const float> taps, float scale)
       separable_divide_ = exact_byte_divide(separable_scale, static_cast<std::uint32_t>(max_sum)).value_or(ByteDivide{});
     }
   }
+  all_ones_ = unit_ == 1 && std::all_of(integers.begin(), integers.begin() + size_, [](int tap) { return tap == 1; });
   constexpr std::array<int, 9> kSharpenCross = {0, -1, 0, -1, 5, -1, 0, -1, 0};
   sharpen_cross_ = unit_ == 1 && scale == 1.f && taps.size() == kSharpenCross.size() &&
                    std::equal(kSharpenCross.begin(), kSharpenCross.end(), integers.begin());
@@ -868,10 +914,10 @@ struct SeparableAosKernel {
   int shared_bytes;
 };
 
-template <bool kTopByte, int kTileH, int... R>
+template <SeparableSums kSums, int kTileH, int... R>
 auto separable_aos_kernels(std::integer_sequence<int, R...>) {
   return std::array<SeparableAosKernel, sizeof...(R)>{
-      SeparableAosKernel{&separable_aos_kernel<R + 1, kTopByte, kTileH>, aos_shared_bytes<kTileH>(R + 1)}...};
+      SeparableAosKernel{&separable_aos_kernel<R + 1, kSums, kTileH>, aos_shared_bytes<kTileH>(R + 1)}...};
 }
 
 }  // namespace
@@ -905,18 +951,27 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
   // The sum is in units of 1 / unit^2.
   const float scale = taps.scale() / static_cast<float>(taps.unit() * taps.unit());
   constexpr auto kRadii = std::make_integer_sequence<int, kMaxRadius>{};
-  static const auto kernels = separable_aos_kernels<false, kAosTileH>(kRadii);
-  static const auto top_byte_kernels = separable_aos_kernels<true, kAosTileH>(kRadii);
-  static const auto half_kernels = separable_aos_kernels<false, kAosHalfTileH>(kRadii);
-  static const auto half_top_byte_kernels = separable_aos_kernels<true, kAosHalfTileH>(kRadii);
-  const bool top_byte = taps.separable_top_byte();
+  // By how the sums are taken, then full and half tiles, then radius.
+  using ByRadius = std::array<SeparableAosKernel, kMaxRadius>;
+  static const std::array<std::array<ByRadius, 2>, 3> kernels = {{
+      {separable_aos_kernels<SeparableSums::weighted, kAosTileH>(kRadii),
+       separable_aos_kernels<SeparableSums::weighted, kAosHalfTileH>(kRadii)},
+      {separable_aos_kernels<SeparableSums::top_byte, kAosTileH>(kRadii),
+       separable_aos_kernels<SeparableSums::top_byte, kAosHalfTileH>(kRadii)},
+      {separable_aos_kernels<SeparableSums::ones, kAosTileH>(kRadii),
+       separable_aos_kernels<SeparableSums::ones, kAosHalfTileH>(kRadii)},
+  }};
+  const SeparableSums sums = taps.separable_top_byte() ? SeparableSums::top_byte
+                             : taps.all_ones()         ? SeparableSums::ones
+                                                       : SeparableSums::weighted;
+  const auto& by_height = kernels[static_cast<std::size_t>(sums)];
   const std::size_t radius_index = taps.size() / 2 - 1;
-  const SeparableAosKernel& full = (top_byte ? top_byte_kernels : kernels)[radius_index];
+  const SeparableAosKernel& full = by_height[0][radius_index];
   // Radius 13 and up needs more than 48 KiB, allowed before the kernel's occupancy is asked.
   allow_dynamic_shared(full.kernel, full.shared_bytes);
   const bool half =
       takes_half_tiles(tiles, in.extent, frames, reinterpret_cast<const void*>(full.kernel), full.shared_bytes);
-  const SeparableAosKernel& k = half ? (top_byte ? half_top_byte_kernels : half_kernels)[radius_index] : full;
+  const SeparableAosKernel& k = by_height[half ? 1 : 0][radius_index];
   allow_dynamic_shared(k.kernel, k.shared_bytes);
   launch_dependent(k.kernel, aos_tile_grid(in.extent, frames, half ? kAosHalfTileH : kAosTileH), dim3(kAosThreads),
                    k.shared_bytes, stream, in, out, taps.slot(), taps.separable_divide(), scale, border);

@@ -48,6 +48,8 @@ class ConstantTaps {
   // Whether the taps are sharpen's cross, 0 -1 0 / -1 5 -1 / 0 -1 0, with scale 1: filter3x3_aos then runs them
   // as constants of its kernel.
   bool sharpen_cross() const noexcept { return sharpen_cross_; }
+  // Whether every tap is 1 (the box's): separable_aos then sums its windows by additions, multiplying nothing.
+  bool all_ones() const noexcept { return all_ones_; }
   // How separable_aos rounds its sums (these taps on rows, then on columns, with this scale): as byte 2 of the sum
   // plus 2^15 where the scale is 2^-16 and the taps sum to 256 (OpenCV's Gaussian), else as an integer division
   // where that is one for every sum the taps can make (exact_byte_divide; multiplier 0 where not, or for the
@@ -63,6 +65,7 @@ class ConstantTaps {
   int positive_sum_ = 0;
   int negative_sum_ = 0;
   bool sharpen_cross_ = false;
+  bool all_ones_ = false;
   bool separable_top_byte_ = false;
   ByteDivide separable_divide_;
 };

@@ -126,9 +126,11 @@ TEST(FilterAos, GaussianAtEveryKernelSizeGivesThePlaneKernelsBytes) {
 
 TEST(FilterAos, BoxGivesThePlaneKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
-  for (const int ksize : {3, 5, 9, 31}) {
+  // Window sums over fewer taps than a column item's 8 rows (3, 5, 7), over more (9, 15) and over the most (31).
+  for (const int ksize : {3, 5, 7, 9, 15, 31}) {
     const std::vector<float> ones(static_cast<std::size_t>(ksize), 1.f);
     const cuda::ConstantTaps taps(ones, 1.f / static_cast<float>(ksize * ksize));
+    EXPECT_TRUE(taps.all_ones()) << "box " << ksize << " sums its windows by additions";
     EXPECT_NE(taps.separable_divide().multiplier, 0u) << "box " << ksize << " rounds as an integer division";
     expect_separable_matches(taps, "box " + std::to_string(ksize), true);
   }
