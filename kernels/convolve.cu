@@ -395,7 +395,8 @@ __device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, s
 // unit 256), so an output byte is byte 2 of its sum plus 2^15, the four packed by byte permutes. The 2^15 comes in
 // as 128 in every column sum (128 * 256 after the row taps; a lane then holds at most 128 + 255 * 256 < 2^16, a
 // sum less than 2^24), which spares the row pass an addend per byte. `ones`, every tap 1 (the box's): both passes
-// take window sums by additions, each output one or two more than the last, instead of a multiply-add per tap.
+// take window sums by additions instead of a multiply-add per tap (column_window_sums; the row pass steps each
+// byte from the one three bytes before it).
 enum class SeparableSums { weighted, top_byte, ones };
 
 // The column sums of staged words tile_word(0 .. kColumnRows + kTaps - 2) for kColumnRows outputs, each as two
@@ -428,7 +429,7 @@ __global__ void __launch_bounds__(kAosThreads)
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
   uint4* sums = aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16;  // [kTileH][kRowGroups] groups of four positions
-  std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait
+  std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait (ones: known, not read)
 #pragma unroll
   for (int k = 0; k < kTaps; ++k) {
     tap[k] = kSums == SeparableSums::ones ? 1u : static_cast<std::uint32_t>(c_int_taps[slot][k]);
