@@ -400,21 +400,29 @@ __device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, s
 enum class SeparableSums { weighted, top_byte, ones };
 
 // The column sums of staged words tile_word(0 .. kColumnRows + kTaps - 2) for kColumnRows outputs, each as two
-// words of 16-bit lanes given to `store(m, even, odd)` as soon as it is known: output m is the window of words m ..
-// m + kTaps - 1, the running sum of the words to its last less that to the word before its first. A lane sums at
-// most 38 bytes (31 taps), below 2^16, and never less than it did earlier, so the lane-wise subtraction needs no
-// borrow.
+// words of 16-bit lanes given to `store(m, even, odd)` as soon as it is known: output 0 is the sum of its window's
+// words, each later one the one before plus the word that enters its window less the word that leaves it. Every
+// lane of every output lies in 0 .. 31 * 255, so the 32-bit additions and subtractions give each lane's own result
+// (a borrow between lanes on the way cancels).
 template <int kTaps, class TileWord, class Store>
 __device__ __forceinline__ void column_window_sums(TileWord&& tile_word, Store&& store) {
-  std::uint32_t running_even = 0, running_odd = 0;
-  std::uint32_t before_even[kColumnRows] = {}, before_odd[kColumnRows] = {};  // the running sums before output m
+  constexpr int kWords = kColumnRows + kTaps - 1;
+  std::uint32_t even_of[kWords], odd_of[kWords];
 #pragma unroll
-  for (int i = 0; i < kColumnRows + kTaps - 1; ++i) {
+  for (int i = 0; i < kWords; ++i) {
     const std::uint32_t word = tile_word(i);
-    running_even += even_lanes(word);
-    running_odd += odd_lanes(word);
-    if (i + 1 < kColumnRows) before_even[i + 1] = running_even, before_odd[i + 1] = running_odd;
-    if (const int m = i - (kTaps - 1); m >= 0) store(m, running_even - before_even[m], running_odd - before_odd[m]);
+    even_of[i] = even_lanes(word);
+    odd_of[i] = odd_lanes(word);
+  }
+  std::uint32_t even = 0, odd = 0;
+#pragma unroll
+  for (int i = 0; i < kTaps; ++i) even += even_of[i], odd += odd_of[i];
+  store(0, even, odd);
+#pragma unroll
+  for (int m = 1; m < kColumnRows; ++m) {
+    even += even_of[m + kTaps - 1] - even_of[m - 1];
+    odd += odd_of[m + kTaps - 1] - odd_of[m - 1];
+    store(m, even, odd);
   }
 }
 
