@@ -254,6 +254,16 @@ constexpr int kAosQuads = 3 * kAosTileW / 4;  // four-byte groups of an output r
 constexpr int kAosThreads = 256;
 constexpr int kColumnRows = 8;  // output rows of one column-pass item: each staged word is read once per item
 
+// Blocks per SM the registers of an interleaved filter kernel are capped for (0: not capped, the compiler's own
+// choice; an explicit 1 would let it take many more). Short launches take 64x16 tiles (AosTiles): eight blocks of
+// those fill an SM's 2,048 threads and fit its shared memory, but at the 37 to 40 registers the compiler chose
+// uncapped only six did, so one 720p frame's 920 blocks took two waves on an H100 (6 x 132 resident) where 32
+// registers, which ptxas meets without spilling, make one (8 x 132). Radius 4 and up (40 to 50 registers uncapped)
+// and 64x32 tiles (whose shared memory holds six blocks of radius 2) are not capped.
+constexpr int aos_min_blocks_per_sm(int tile_height, int radius) {
+  return tile_height == kAosHalfTileH && radius <= 3 ? 8 : 0;
+}
+
 // Staged bytes each side of a tile row's 3 * kAosTileW output bytes: the taps' reach rounded up to 16.
 __host__ __device__ constexpr int aos_halo_bytes(int radius) { return (3 * radius + 15) / 16 * 16; }
 __host__ __device__ constexpr int aos_stride(int radius) { return 3 * kAosTileW + 2 * aos_halo_bytes(radius); }
@@ -428,7 +438,7 @@ __device__ __forceinline__ void column_window_sums(TileWord&& tile_word, Store&&
 
 // Tiles of kTileH rows.
 template <int kRadius, SeparableSums kSums, int kTileH>
-__global__ void __launch_bounds__(kAosThreads)
+__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, kRadius))
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, ByteDivide divide, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
   constexpr int kRowGroups = sum_row_groups(kRadius);
@@ -513,7 +523,8 @@ __global__ void __launch_bounds__(kAosThreads)
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
 template <bool kGrayFirst, int kTileH>
-__global__ void __launch_bounds__(kAosThreads) sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
+__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
+    sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
   constexpr int kRowGroups = sum_row_groups(1);
   constexpr int kLead = sum_lead(1);
   extern __shared__ uint4 aos_shared[];
@@ -568,7 +579,7 @@ constexpr int kLumaTileStride = kAosTileW + 4;  // a luma row: pixels x0 - 1 .. 
 constexpr int kLumaWords = kLumaTileStride / 4;
 
 template <int kTileH>
-__global__ void __launch_bounds__(kAosThreads)
+__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
     gray_sobel_luma_kernel(AosFrames in, LumaFrames out, unsigned* range, BorderMode border) {
   constexpr int kRows = kTileH + 2;
   constexpr int kFirstPixel = aos_halo_bytes(1) - 3;  // pixel x0 - 1's first byte in a staged row
@@ -662,7 +673,7 @@ __global__ void __launch_bounds__(kAosThreads)
 // the taps are sharpen's cross (ConstantTaps::sharpen_cross), known when compiled, so its four zero corners cost
 // no instruction and its -1s are subtractions.
 template <bool kGrayFirst, int kTileH, bool kSharpen>
-__global__ void __launch_bounds__(kAosThreads)
+__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias, float scale) {
   constexpr int kStride = aos_stride(1);
   constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
