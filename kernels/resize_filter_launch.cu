@@ -113,15 +113,37 @@ Plan make_plan(Extent in, Extent out, int radius, int frames, Ratio ratio) {
   return planned.plan;
 }
 
+// Blocks of `kernel` that one SM holds with `bytes` of dynamic shared memory, asked of the driver once per device,
+// kernel and amount: its occupancy queries took about 2 us of every launch on the host. The amounts asked are the
+// plans' and their fitted ones (below), a few per kernel, so the memo stays small whatever the frame sizes.
+int blocks_per_sm(Kernel kernel, std::size_t bytes) {
+  int device = 0;
+  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
+  using Key = std::tuple<int, const void*, std::size_t>;
+  const Key key{device, reinterpret_cast<const void*>(kernel), bytes};
+  static std::mutex mutex;
+  static std::map<Key, int> known;
+  {
+    const std::scoped_lock lock(mutex);
+    if (const auto found = known.find(key); found != known.end()) return found->second;
+  }
+  allow_dynamic_shared(kernel, bytes);  // the occupancy query counts no block past the kernel's shared-memory limit
+  int blocks = 0;
+  IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, bytes));
+  const std::scoped_lock lock(mutex);
+  known.emplace(key, blocks);
+  return blocks;
+}
+
 // The dynamic shared memory to launch a plan with. A grid of a few waves ends in a partly filled one; where
 // fewer blocks per SM take as many waves, the SMs share their throughput among fewer blocks and the last wave
 // is fuller (on the H200, one 4K frame, 1,020 blocks: 2 waves either way, 21.0 us at 4 blocks per SM against
 // 23.3 at 5). The blocks then ask for just enough shared memory that one more does not fit; asking for more
 // would take it from the L1 cache for nothing. Grids of one wave, and of many, launch as planned.
-std::size_t fitted_shared_bytes(Kernel kernel, const Plan& plan, long long blocks) {
+std::size_t launch_shared_bytes(Kernel kernel, const Plan& plan) {
+  const long long blocks = static_cast<long long>(plan.grid.x) * plan.grid.y * plan.grid.z;
   const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
-  int most = 0;
-  IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&most, kernel, kThreads, plan.shared_bytes));
+  const int most = blocks_per_sm(kernel, plan.shared_bytes);
   const auto waves = [&](int per_sm) {
     const long long wave = static_cast<long long>(sms) * per_sm;
     return (blocks + wave - 1) / wave;
@@ -134,30 +156,7 @@ std::size_t fitted_shared_bytes(Kernel kernel, const Plan& plan, long long block
   const int per_sm_bytes = device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
   const int reserved = device_attribute(cudaDevAttrReservedSharedMemoryPerBlock);
   const auto padded = static_cast<std::size_t>((per_sm_bytes / (fewer + 1) - reserved) / 128 * 128 + 128);
-  allow_dynamic_shared(kernel, padded);  // the occupancy query counts no block past the kernel's shared-memory limit
-  int fits = 0;
-  IMGPIPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, kThreads, padded));
-  return fits == fewer && padded >= plan.shared_bytes ? padded : plan.shared_bytes;
-}
-
-// fitted_shared_bytes, asked of the driver once per kernel, planned amount, block count and device: its occupancy
-// queries and attributes took about 2 us of every launch on the host.
-std::size_t launch_shared_bytes(Kernel kernel, const Plan& plan) {
-  const long long blocks = static_cast<long long>(plan.grid.x) * plan.grid.y * plan.grid.z;
-  int device = 0;
-  IMGPIPE_CUDA_CHECK(cudaGetDevice(&device));
-  using Key = std::tuple<int, const void*, std::size_t, long long>;
-  const Key key{device, reinterpret_cast<const void*>(kernel), plan.shared_bytes, blocks};
-  static std::mutex mutex;
-  static std::map<Key, std::size_t> fitted;
-  {
-    const std::scoped_lock lock(mutex);
-    if (const auto known = fitted.find(key); known != fitted.end()) return known->second;
-  }
-  const std::size_t bytes = fitted_shared_bytes(kernel, plan, blocks);
-  const std::scoped_lock lock(mutex);
-  fitted.emplace(key, bytes);
-  return bytes;
+  return blocks_per_sm(kernel, padded) == fewer && padded >= plan.shared_bytes ? padded : plan.shared_bytes;
 }
 
 int radius_of(const ResizeFilterTaps& taps) {
