@@ -256,10 +256,10 @@ constexpr int kColumnRows = 8;  // output rows of one column-pass item: each sta
 
 // Blocks per SM the registers of an interleaved filter kernel are capped for (0: not capped, the compiler's own
 // choice; an explicit 1 would let it take many more). Short launches take 64x16 tiles (AosTiles): eight blocks of
-// those fill an SM's 2,048 threads and fit its shared memory, but at the 37 to 40 registers the compiler chose
-// uncapped only six did, so one 720p frame's 920 blocks took two waves on an H100 (6 x 132 resident) where 32
-// registers, which ptxas meets without spilling, make one (8 x 132). Radius 4 and up (40 to 50 registers uncapped)
-// and 64x32 tiles (whose shared memory holds six blocks of radius 2) are not capped.
+// those fill an SM's 2,048 threads and fit its shared memory, but at the 36 to 40 registers the compiler chose for
+// most of them uncapped only six did, so one 720p frame's 920 blocks took two waves on an H100 (6 x 132 resident)
+// where 32 registers, which ptxas meets without spilling, make one (8 x 132). Radius 4 and up (mostly 40 to 50
+// registers uncapped) and 64x32 tiles (whose shared memory holds six blocks of radius 2) are not capped.
 constexpr int aos_min_blocks_per_sm(int tile_height, int radius) {
   return tile_height == kAosHalfTileH && radius <= 3 ? 8 : 0;
 }
