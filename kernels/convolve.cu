@@ -59,14 +59,6 @@ __device__ __forceinline__ std::size_t offset(int x, int y, std::size_t pitch) {
   return static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(x);
 }
 
-// |Gx| + |Gy| with 3x3 Sobel taps, saturated; p(j, i) is the pixel at offset (i - 1, j - 1).
-template <class Pixel>
-__device__ __forceinline__ std::uint8_t sobel_at(Pixel p) {
-  const int gx = p(0, 2) + 2 * p(1, 2) + p(2, 2) - p(0, 0) - 2 * p(1, 0) - p(2, 0);
-  const int gy = p(2, 0) + 2 * p(2, 1) + p(2, 2) - p(0, 0) - 2 * p(0, 1) - p(0, 2);
-  return static_cast<std::uint8_t>(min(255, abs(gx) + abs(gy)));
-}
-
 // ---------------------------------------------------------------------------------------------- naive
 
 __global__ void filter2d_naive_kernel(ConstAosView in, AosView out, const float* taps, int ksize, float scale,

@@ -24,6 +24,15 @@ __device__ __forceinline__ std::uint8_t saturate_round(float v) {
   return static_cast<std::uint8_t>(__float2int_rd(fminf(fmaxf(v + 0.5f, 0.f), 255.f)));
 }
 
+// |Gx| + |Gy| with 3x3 Sobel taps, saturated; p(j, i) is the pixel at offset (i - 1, j - 1). A reorientation
+// swaps Gx and Gy or negates one of them, so the magnitude of a reoriented frame is the reoriented magnitude.
+template <class Pixel>
+__device__ __forceinline__ std::uint8_t sobel_at(Pixel p) {
+  const int gx = p(0, 2) + 2 * p(1, 2) + p(2, 2) - p(0, 0) - 2 * p(1, 0) - p(2, 0);
+  const int gy = p(2, 0) + 2 * p(2, 1) + p(2, 2) - p(0, 0) - 2 * p(0, 1) - p(0, 2);
+  return static_cast<std::uint8_t>(min(255, abs(gx) + abs(gy)));
+}
+
 // Plane z of a view. Indexing a kernel parameter's array with a run-time z would copy the whole view to
 // the stack (local memory); selecting keeps every read in the parameter bank.
 template <class View>

@@ -4,8 +4,9 @@
 //   optimized: the chain's transposes, rotations and flips merged first, one per stretch between resizes
 //              (merge_reorientations). Then, where every op from some point of the chain on has an interleaved kernel
 //              (the filters, the geometric ops, gray, normalize), those ops run on interleaved frames, ping-ponging
-//              between two interleaved buffers, a batch of frames per launch (gray and a sharpen or sobel after it as
-//              one launch where the whole chain runs so, with a normalize after the sobel as two); otherwise one
+//              between two interleaved buffers, a batch of frames per launch (where the whole chain runs so, gray
+//              and a sharpen or sobel after it as one launch, with a normalize after the sobel as two, and a sharpen
+//              or sobel with the reorientation after it as one); otherwise one
 //              deinterleave into planes, every op on planes with the optimized kernels, ping-ponging between two plane
 //              buffers, one interleave at the end. A linear resize at the head of the chain followed by gaussian or
 //              box, or alone (at the fused kernel's exact ratios, or where its output pays), is one fused pass on the
@@ -23,6 +24,7 @@
 #include "normalize.cuh"
 #include "overloaded.hpp"
 #include "resize.cuh"
+#include "reorient_filter.cuh"
 #include "resize_filter.cuh"
 #include "transpose.cuh"
 
@@ -56,6 +58,13 @@ cuda::Reorient reorient_of(const Rotate& r) {
 }
 cuda::Reorient reorient_of(const Flip& f) {
   return f.axis == Flip::Axis::horizontal ? cuda::Reorient::flip_h : cuda::Reorient::flip_v;
+}
+// The reorientation a transpose, rotate or flip applies; nullopt for every other op.
+std::optional<cuda::Reorient> reorient_of(const Op& op) {
+  if (std::holds_alternative<Transpose>(op)) return cuda::Reorient::transpose;
+  if (const auto* r = std::get_if<Rotate>(&op)) return reorient_of(*r);
+  if (const auto* f = std::get_if<Flip>(&op)) return reorient_of(*f);
+  return std::nullopt;
 }
 
 // A separable filter's 1-D weights and the scale applied to its sum before rounding: OpenCV's integer arithmetic,
@@ -380,8 +389,26 @@ struct GrayThenFilterStage {
   }
 };
 
+// A sharpen or sobel and the reorientation after it as one launch (reorient_filter3x3_aos): the filtered frame is
+// never written. merge_reorientations moves every reorientation past the filters, so that is where they meet. The
+// plan makes it only where the whole chain runs batched on interleaved frames, so it never runs on planes.
+struct FilterThenReorientStage {
+  cuda::SymmetricFilter filter;
+  cuda::BorderMode border;
+  cuda::Reorient op;
+  void run(const cuda::PlaneBuffer&, cuda::Extent, cuda::PlanesView, cudaStream_t) {
+    throw std::logic_error("optimized plan: a filter fused with a reorientation in a chain that makes planes");
+  }
+  bool takes_interleaved() const { return false; }
+  bool batches() const { return true; }
+  void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
+    cuda::reorient_filter3x3_aos(op, filter, b.in, b.in_stride, b.out, b.out_stride, b.frames, border, stream);
+  }
+};
+
 using Stage = std::variant<ResizeLinearStage, ResizeExactStage, ResizeNearestStage, SeparableStage, SharpenStage,
-                           SobelStage, ReorientStage, GrayStage, NormalizeStage, GrayThenFilterStage>;
+                           SobelStage, ReorientStage, GrayStage, NormalizeStage, GrayThenFilterStage,
+                           FilterThenReorientStage>;
 
 bool takes_interleaved(const Stage& stage) {
   return std::visit([](const auto& s) { return s.takes_interleaved(); }, stage);
@@ -411,6 +438,21 @@ Stage gray_then_filter_stage(const Op& filter, bool then_normalize) {
     return GrayThenFilterStage{cuda::ConstantTaps(to_float(kSharpen)), border_of(sharpen->border)};
   }
   return GrayThenFilterStage{std::nullopt, border_of(std::get<Sobel>(filter).border), then_normalize};
+}
+
+// The FilterThenReorientStage for ops i and i + 1 where the chain needs no planes: a sharpen or sobel, then a
+// transpose, rotate or flip; nullopt where they are not such a pair.
+std::optional<Stage> filter_then_reorient_stage(const std::vector<Op>& ops, std::size_t i) {
+  if (i + 1 >= ops.size()) return std::nullopt;
+  const std::optional<cuda::Reorient> op = reorient_of(ops[i + 1]);
+  if (!op) return std::nullopt;
+  if (const auto* sharpen = std::get_if<Sharpen>(&ops[i])) {
+    return FilterThenReorientStage{cuda::SymmetricFilter::sharpen, border_of(sharpen->border), *op};
+  }
+  if (const auto* sobel = std::get_if<Sobel>(&ops[i])) {
+    return FilterThenReorientStage{cuda::SymmetricFilter::sobel, border_of(sobel->border), *op};
+  }
+  return std::nullopt;
 }
 
 // The stage that runs `op` on planes; filter taps go to constant memory here, once.
@@ -509,7 +551,8 @@ class OptimizedPlan {
  public:
   // Stages, each covering ops [first, first + count) of the chain: one per op, but gray and the sharpen or sobel after
   // it (and a normalize after the sobel) are one where the whole chain runs on interleaved frames
-  // (gray_then_filter_ops). A linear resize at the head of the chain, with a gaussian or box directly after it or
+  // (gray_then_filter_ops), and so are a sharpen or sobel and the reorientation after it
+  // (filter_then_reorient_stage). A linear resize at the head of the chain, with a gaussian or box directly after it or
   // alone, is one pass of resize_filter_aos (kernels/resize_filter.cuh) straight from the interleaved input where
   // FusedHead takes the frames; such a head writes `out`, or an interleaved scratch frame that the remaining stages
   // start from. A lone resize fuses only where it is the whole chain or does not enlarge the frame (planes made after
@@ -524,6 +567,11 @@ class OptimizedPlan {
       if (const std::size_t ops = interleaved_throughout ? gray_then_filter_ops(chain_.ops, i) : 0; ops > 0) {
         stages_.push_back({gray_then_filter_stage(chain_.ops[i + 1], ops == 3), i, ops});
         i += ops - 1;
+        continue;
+      }
+      if (auto fused = interleaved_throughout ? filter_then_reorient_stage(chain_.ops, i) : std::nullopt) {
+        stages_.push_back({std::move(*fused), i, 2});
+        ++i;
         continue;
       }
       stages_.push_back({make_stage(chain_.ops[i], arithmetic), i, 1});

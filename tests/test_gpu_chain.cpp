@@ -45,6 +45,11 @@ std::vector<ChainCase> chain_cases() {
       {"exact_ops_then_gray", [](Size) { return "sharpen,transpose,sobel=replicate,rotate=90,flip=h,rotate=180,flip=v,gray"; }, 1},
       {"sobel_normalize_transpose", [](Size) { return "sobel,normalize,transpose"; }, 1},
       {"box_then_geometry", [](Size) { return "box=5:replicate,flip=v,rotate=90"; }, 1},
+      // The optimized path moves the reorientations past the filter and runs the filter and the merged
+      // reorientation as one launch (a transpose; a flip; a transpose then a turn by 180 degrees).
+      {"turns_then_sharpen", [](Size) { return "rotate=90,flip=h,sharpen=replicate"; }, 0},
+      {"sobel_then_turns", [](Size) { return "sobel,flip=v,rotate=180"; }, 0},
+      {"sharpen_then_transverse", [](Size) { return "sharpen,rotate=90,flip=v"; }, 0},
       {"rotate_resize_flip",
        [dims](Size s) { return "rotate=270,resize=" + dims(s.height * 2 / 3, s.width / 2 + 1) + ",flip=v"; }, 1},
       {"gaussian_transpose_nearest",

@@ -96,6 +96,7 @@ for step in "${steps[@]}"; do
         [test_resize_filter]='OddK*:*Batched*:*OddSizes*:*Wide*:*BackToBack*:*OpenCvArithmetic*:ResizeFilterArguments.*'
         [test_convolve_variants]='*'
         [test_filter_aos]='*Box*:*Sobel*:*ThreeByThree*:*Refuses*:*GrayFirst*'
+        [test_reorient_filter]='*OddSizes*:*Refuses*'
         [test_engine]='Kinds/*optimized*:Kinds/*naive_pinned*'
         [test_jpeg_ycbcr]='*'
         [test_gpu_jpeg]='*'
