@@ -1,12 +1,12 @@
 // A 3x3 filter that commutes with reorientations, and a reorientation, in one pass (reorient_filter.cuh).
 //
 // Each block owns 32x32 output pixels of one frame. The input pixels they come from form a 32x32 tile too; it is
-// staged with a one-pixel halo (34x34 pixels, the halo by the border rule) as words, as reorient_aos_kernel
-// stages its tile. Each thread then makes four adjacent output pixels of a row, twelve bytes stored as three
+// staged with a one-pixel halo (34x34 pixels, the halo by the border rule), each row from the 16-byte boundary at
+// or before its first byte, 128 bytes, so that the interior tiles of packed frames stage as 16-byte vectors. Each thread then makes four adjacent output pixels of a row, twelve bytes stored as three
 // words: the filter at each one's source pixel, read around it in the staged tile in the input's own orientation
 // (where the filter gives the same value as in the output's). The four source pixels lie a fixed step apart in
 // the tile (a row for the axis-swapping ops, a pixel for the others, either way round), so every read is the first
-// one's address plus a constant. Staged rows are 27 words apart, an odd count, so the staged rows that a
+// one's address plus a constant. Staged rows are 33 words apart, an odd count, so the staged rows that a
 // transposing warp reads across sit in distinct banks.
 #include "reorient_filter.cuh"
 
@@ -23,12 +23,13 @@ namespace {
 
 constexpr int kTile = 32;                      // output (and source) pixels per tile side
 constexpr int kStagedPixels = kTile + 2;       // with the halo
-constexpr int kStagedBytes = 3 * kStagedPixels;
-constexpr int kStride = 4 * 27;                // bytes per staged row: whole words, an odd count of them
+constexpr int kStagedBytes = 128;             // a row's 3 * 34 bytes after up to 15 before them
+constexpr int kStride = 4 * 33;                // bytes per staged row: whole words, an odd count of them
 constexpr int kPixelsPerThread = 4;            // twelve bytes, three words
 constexpr int kThreadsX = kTile / kPixelsPerThread;
 constexpr int kThreadsY = kTile;               // one output row each
-static_assert(kStride >= kStagedBytes, "a staged row holds the tile's row and its halo");
+static_assert(kStagedBytes >= 3 * kStagedPixels + 15 && kStride >= kStagedBytes,
+              "a staged row holds the tile's row and its halo from the 16-byte boundary before them");
 
 // Whether the source column (x) or row (y) runs backwards as the output's runs forwards.
 constexpr bool reverses_x(Reorient op) {
@@ -61,16 +62,18 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
   const int x0 = kSwaps ? oy0 : ox0, y0 = kSwaps ? ox0 : oy0;  // the source tile's corner, before reversal
   const int left = kReverseX ? in.extent.width - x0 - kTile : x0;
   const int top = kReverseY ? in.extent.height - y0 - kTile : y0;
+  const int halo_byte = 3 * (left - 1);           // the first staged pixel's first byte in its row
+  const int origin = halo_byte & ~15, lead = halo_byte - origin;
   wait_for_previous_grid();
   stage_aos_tile<kStagedPixels, kStagedBytes, kStride, kThreadsX * kThreadsY>(
-      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, 3 * (left - 1), top - 1, border);
+      tile, in.data + blockIdx.z * in.frame_stride, in.pitch, in.extent, origin, top - 1, border);
   __syncthreads();
   const int r = threadIdx.y, first = kPixelsPerThread * threadIdx.x;  // the thread's output row and first pixel
   if (oy0 + r >= out.extent.height || ox0 + first >= out.extent.width) return;
   const int along_x = kSwaps ? r : first, along_y = kSwaps ? first : r;
   const int column = (kReverseX ? kTile - 1 - along_x : along_x) + 1;  // + 1: past the halo
   const int row = (kReverseY ? kTile - 1 - along_y : along_y) + 1;
-  const std::uint8_t* source = tile + row * kStride + 3 * column;
+  const std::uint8_t* source = tile + row * kStride + lead + 3 * column;
   // From one output pixel's source to the next one's.
   constexpr int kStep = kSwaps ? (kReverseY ? -kStride : kStride) : (kReverseX ? -3 : 3);
   std::uint32_t words[3] = {};
