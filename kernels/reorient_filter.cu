@@ -28,6 +28,9 @@ constexpr int kStride = 4 * 33;                // bytes per staged row: whole wo
 constexpr int kPixelsPerThread = 4;            // twelve bytes, three words
 constexpr int kThreadsX = kTile / kPixelsPerThread;
 constexpr int kThreadsY = kTile;               // one output row each
+// Registers capped so that eight blocks fill an SM's 2,048 threads: one 720p frame's 920 blocks are then one wave
+// on 132 SMs where six blocks per SM (the 38 to 40 registers the sobel kernels take uncapped) would make two.
+constexpr int kBlocksPerSm = 8;
 static_assert(kStagedBytes >= 3 * kStagedPixels + 15 && kStride >= kStagedBytes,
               "a staged row holds the tile's row and its halo from the 16-byte boundary before them");
 
@@ -54,7 +57,7 @@ __device__ __forceinline__ std::uint8_t filtered(At at) {
 // (W-1-oy, ox) rotate270, (W-1-ox, H-1-oy) rotate180, (W-1-ox, oy) flip_h, (ox, H-1-oy) flip_v. `left` and `top`
 // are the source tile's first column and row.
 template <Reorient kOp, SymmetricFilter kFilter>
-__global__ void __launch_bounds__(kThreadsX* kThreadsY)
+__global__ void __launch_bounds__(kThreadsX* kThreadsY, kBlocksPerSm)
     reorient_filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
   __shared__ alignas(16) std::uint8_t tile[kStagedPixels * kStride];
   constexpr bool kSwaps = swaps_axes(kOp), kReverseX = reverses_x(kOp), kReverseY = reverses_y(kOp);
