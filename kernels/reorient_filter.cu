@@ -2,12 +2,13 @@
 //
 // Each block owns 32x32 output pixels of one frame. The input pixels they come from form a 32x32 tile too; it is
 // staged with a one-pixel halo (34x34 pixels, the halo by the border rule), each row from the 16-byte boundary at
-// or before its first byte, 128 bytes, so that the interior tiles of packed frames stage as 16-byte vectors. Each thread then makes four adjacent output pixels of a row, twelve bytes stored as three
-// words: the filter at each one's source pixel, read around it in the staged tile in the input's own orientation
-// (where the filter gives the same value as in the output's). The four source pixels lie a fixed step apart in
-// the tile (a row for the axis-swapping ops, a pixel for the others, either way round), so every read is the first
-// one's address plus a constant. Staged rows are 33 words apart, an odd count, so the staged rows that a
-// transposing warp reads across sit in distinct banks.
+// or before its first byte, 128 bytes, so that the interior tiles of packed frames stage as 16-byte vectors. Each
+// thread then makes four adjacent output pixels of a row, twelve bytes stored as three words: the filter at each
+// one's source pixel, read around it in the staged tile in the input's own orientation (where the filter gives
+// the same value as in the output's). The four source pixels lie a fixed step apart in the tile (a row for the
+// axis-swapping ops, a pixel for the others, either way round), so every read is the first one's address plus a
+// constant. Staged rows are 33 words apart, an odd count, so the staged rows that a transposing warp reads across
+// sit in distinct banks.
 #include "reorient_filter.cuh"
 
 #include "aos_tile.cuh"
@@ -42,7 +43,7 @@ constexpr bool reverses_y(Reorient op) {
   return op == Reorient::rotate90 || op == Reorient::rotate180 || op == Reorient::flip_v;
 }
 
-// The filter at staged pixel (column, row), channel `channel`: `at(dx, dy)` reads its neighbour's byte.
+// The filter at one byte of a staged pixel: `at(dx, dy)` reads the same channel's byte of the pixel dx, dy away.
 template <SymmetricFilter kFilter, class At>
 __device__ __forceinline__ std::uint8_t filtered(At at) {
   if constexpr (kFilter == SymmetricFilter::sharpen) {

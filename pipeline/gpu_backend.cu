@@ -23,8 +23,8 @@
 #include "layout.cuh"
 #include "normalize.cuh"
 #include "overloaded.hpp"
-#include "resize.cuh"
 #include "reorient_filter.cuh"
+#include "resize.cuh"
 #include "resize_filter.cuh"
 #include "transpose.cuh"
 
