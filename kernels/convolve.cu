@@ -1047,13 +1047,6 @@ void gray_filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosV
   launch_filter3x3_aos<true>(in, out, frames, taps, border, tiles, stream);
 }
 
-bool sobel_aos_fills_device(Extent extent, int frames) {
-  const int resident = resident_blocks(reinterpret_cast<const void*>(&sobel_aos_kernel<false, kAosTileH>),
-                                       aos_shared_bytes<kAosTileH>(1));
-  const dim3 grid = aos_tile_grid(extent, frames);
-  return static_cast<long long>(grid.x) * grid.y * grid.z >= resident;
-}
-
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream, AosTiles tiles) {
   const auto [in, out] = aos_frames(first_in, in_frame_stride, first_out, out_frame_stride, frames, "sobel_aos");

@@ -118,12 +118,6 @@ void separable_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView f
 void filter3x3_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                    int frames, const ConstantTaps& taps, BorderMode border, cudaStream_t stream,
                    AosTiles tiles = AosTiles::by_launch);
-// Whether a sobel_aos launch over `frames` frames of `extent` fills the device with blocks of 64x32 tiles, one whole
-// wave (its occupancy, asked once per kernel and device). One that does not (one 720p frame on an H200) measured
-// slower than sobel_naive frame by frame with 64x32 tiles (10.49 against 9.05 us for one 1280x720 frame) and no
-// faster with the 64x16 tiles that launch now takes (9.08-9.13 against 9.04-9.14 on an H100); one 1080p frame, 1020
-// blocks for 792 resident, 15.26 against 16.71 (docs/performance.md).
-bool sobel_aos_fills_device(Extent extent, int frames);
 void sobel_aos(ConstAosView first_in, std::size_t in_frame_stride, AosView first_out, std::size_t out_frame_stride,
                int frames, BorderMode border, cudaStream_t stream, AosTiles tiles = AosTiles::by_launch);
 // Gray (gray.cuh) and then sobel_aos or filter3x3_aos in one launch, with the same arguments: each block turns its

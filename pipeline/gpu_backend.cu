@@ -310,13 +310,7 @@ struct SobelStage {
   }
   bool batches() const { return true; }
   void run_batch(const InterleavedBatch& b, cudaStream_t stream) {
-    if (cuda::sobel_aos_fills_device(b.in.extent, b.frames)) {
-      cuda::sobel_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, border, stream);
-      return;
-    }
-    for (int f = 0; f < b.frames; ++f) {
-      cuda::sobel_naive(cuda::frame_at(b.in, b.in_stride, f), cuda::frame_at(b.out, b.out_stride, f), border, stream);
-    }
+    cuda::sobel_aos(b.in, b.in_stride, b.out, b.out_stride, b.frames, border, stream);
   }
 };
 
