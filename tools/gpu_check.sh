@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (the gpu preset, into build-gpu/), test, sanitize and benchmark on a machine with a CUDA GPU: the GPU
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
-#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|matrix-ab|jpeg|jpeg-threads|jpeg-timeline]...
+#   tools/gpu_check.sh [build|test|sanitize|bench|matrix|matrix-ab|profile|jpeg|jpeg-threads|jpeg-timeline]...
 #   (no argument: the first four, in that order)
 # sanitize: compute-sanitizer's four tools on each GPU test binary's small and odd-sized cases, in parallel
 # (SANITIZE_TESTS="test_filter_aos test_convolve" for some binaries only; SANITIZE_TIMEOUT seconds each, 240).
@@ -14,6 +14,10 @@
 # the tree as it is, each built once into $BUILD/apps/imgpipe-{before,after}, after which the tree's own files are
 # put back. The optimized rows of the matrix (MATRIX_BACKENDS to change) into $OUT/ab-{before,after}-{1,2}.json,
 # tools/matrix_compare.py's table of them into $OUT/matrix_ab.md, and its rows that changed by more than 2% printed.
+# profile: Nsight Compute on the optimized path's interleaved kernels (PROFILE_KERNELS, a regular expression of
+# kernel names) in the matrix at PROFILE_SIZE (default 1920x1080), one launch of each launch configuration (one
+# frame and 16 frames per launch): the report in $OUT/profile.ncu-rep, its details in profile.txt, and
+# tools/ncu_table.py's table of them (time, how busy DRAM, L2, L1 and the issue slots were) in profile.md.
 # jpeg: the GPU JPEG folder job against OpenCV (tools/jpeg_folder_bench.py, docs/gpu-jpeg.md), needs Python's
 # OpenCV and NumPy. jpeg-threads: the same folder job at each `--gpu-decode-threads` of JPEG_THREADS (default
 # "2 3 4 5 6 7"), two rounds alternating, into $OUT/jpeg-threads.txt (the folder in JPEG_WORK, default /dev/shm/jb).
@@ -183,6 +187,19 @@ for step in "${steps[@]}"; do
         awk -F'|' '$6 ~ /%/ { v = $6; gsub(/[ %+]/, "", v); if (v + 0 > 2 || v + 0 < -2) print }' "$OUT/matrix_ab.md"
         tail -1 "$OUT/matrix_ab.md"
       fi
+      ;;
+    profile)
+      command -v ncu > /dev/null || { echo "profile: ncu (Nsight Compute) is not on PATH"; status=1; continue; }
+      ncu --clock-control none -f -o "$OUT/profile" \
+        -k regex:"${PROFILE_KERNELS:-^(gray_sobel_luma|stretch|range_aos|reorient_filter3x3_aos|sobel_aos|separable_aos|filter3x3_aos|pointwise)}" \
+        --filter-mode per-launch-config --launch-skip 2 -c 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+        --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+        "$BUILD"/apps/imgpipe bench --matrix --matrix-sizes "${PROFILE_SIZE:-1920x1080}" --backends optimized \
+        --frames 64 --repeats 1 --warmup 1 > "$OUT/profile.log" 2>&1 \
+        || { echo "profile: ncu failed (profile.log)"; status=1; continue; }
+      ncu --import "$OUT/profile.ncu-rep" --page details > "$OUT/profile.txt" 2>&1 \
+        && python3 tools/ncu_table.py "$OUT/profile.txt" | tee "$OUT/profile.md" || status=1
       ;;
     jpeg)
       python3 tools/jpeg_folder_bench.py --imgpipe "$BUILD"/apps/imgpipe --bench-jpeg "$BUILD"/bench/imgpipe_bench_jpeg \
