@@ -69,10 +69,15 @@ def table(launches):
     out = ["| kernel | grid | block | us | DRAM % | L2 % | L1/shared % | issue slots % | registers | occupancy % "
            "| busiest |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    def shown(v, digits=1):
+        return "-" if v is None else f"{v:.{digits}f}"
+
     for launch in launches:
         m = launch["metrics"]
-        value = lambda name: m[name][1] if name in m else None
-        shown = lambda v, digits=1: "-" if v is None else f"{v:.{digits}f}"
+
+        def value(name):
+            return m[name][1] if name in m else None
+
         us = microseconds(m)
         busy = [(value(metric), label) for label, metric in UNITS if value(metric) is not None]
         busiest = max(busy)[1] if busy else "-"
