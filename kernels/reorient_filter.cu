@@ -9,7 +9,7 @@
 // axis-swapping ops, a pixel for the others, either way round), so every read is the first one's address plus a
 // constant. Staged rows are 33 words apart, an odd count, so the staged rows that a transposing warp reads across
 // sit in distinct banks. The words go to a second shared tile, from which consecutive threads store a row's
-// consecutive words, as 16-byte vectors where the rows allow: stored straight from the threads that made them,
+// consecutive words, as 16- or 8-byte vectors where the rows allow: stored straight from the threads that made them,
 // each store of a warp wrote every third word of its rows and so reached each 32-byte sector three times, which
 // kept the L2 busy (94% under Nsight Compute) with DRAM at 39%.
 #include "reorient_filter.cuh"
@@ -60,6 +60,22 @@ __device__ __forceinline__ std::uint8_t filtered(At at) {
   }
 }
 
+// The output tile's rows, each whole in the frame and aligned for Vector, stored as Vectors by consecutive threads.
+template <class Vector>
+__device__ __forceinline__ void store_tile_vectors(std::uint8_t* tile_out, const AosFramesOut& out, int oy0, int tid,
+                                                   const std::uint32_t* out_tile) {
+  constexpr int kRowVectors = 4 * kRowWords / static_cast<int>(sizeof(Vector));
+  static_assert(4 * kRowWords % sizeof(Vector) == 0, "a tile row is whole vectors");
+#pragma unroll
+  for (int k = 0; k < (kTile * kRowVectors + kThreads - 1) / kThreads; ++k) {
+    const int i = k * kThreads + tid, out_row = i / kRowVectors;
+    if (i < kTile * kRowVectors && oy0 + out_row < out.extent.height) {
+      reinterpret_cast<Vector*>(tile_out + static_cast<std::size_t>(oy0 + out_row) * out.pitch)[i % kRowVectors] =
+          reinterpret_cast<const Vector*>(out_tile)[i];
+    }
+  }
+}
+
 // Output pixel (ox, oy) comes from input pixel (x, y) = (oy, ox) for a transpose, (oy, H-1-ox) rotate90,
 // (W-1-oy, ox) rotate270, (W-1-ox, H-1-oy) rotate180, (W-1-ox, oy) flip_h, (ox, H-1-oy) flip_v. `left` and `top`
 // are the source tile's first column and row.
@@ -106,17 +122,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   std::uint8_t* tile_out = out.data + blockIdx.z * out.frame_stride + 3 * static_cast<std::size_t>(ox0);
   const int tile_bytes = 3 * (out.extent.width - ox0);  // of a frame row from the tile's first byte
   const int tid = threadIdx.y * kThreadsX + threadIdx.x;
-  // A tile whose rows lie whole in the frame and start 16-byte aligned (3 * ox0 is a multiple of 16): each row
-  // as six 16-byte vectors, the whole tile in one store per thread for three quarters of the threads.
-  if (tile_bytes >= 3 * kTile && ((reinterpret_cast<std::uintptr_t>(tile_out) | out.pitch) & 15u) == 0) {
-    constexpr int kRowVectors = kRowWords / 4;
-    static_assert(kTile * kRowVectors <= kThreads, "one vector per thread at most");
-    const int out_row = tid / kRowVectors;
-    if (tid < kTile * kRowVectors && oy0 + out_row < out.extent.height) {
-      reinterpret_cast<uint4*>(tile_out + static_cast<std::size_t>(oy0 + out_row) * out.pitch)[tid % kRowVectors] =
-          reinterpret_cast<const uint4*>(out_tile)[tid];
-    }
-    return;
+  // A tile whose rows lie whole in the frame and start 16- or 8-byte aligned (3 * ox0 is a multiple of 32): its
+  // rows as 16-byte or 8-byte vectors (a 1080x1920 output's 3,240-byte rows take 8).
+  if (tile_bytes >= 3 * kTile) {
+    const unsigned alignment = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(tile_out) | out.pitch);
+    if ((alignment & 15u) == 0) return store_tile_vectors<uint4>(tile_out, out, oy0, tid, out_tile);
+    if ((alignment & 7u) == 0) return store_tile_vectors<uint2>(tile_out, out, oy0, tid, out_tile);
   }
 #pragma unroll
   for (int k = 0; k < kTile * kRowWords / kThreads; ++k) {
