@@ -1,7 +1,7 @@
 // The pointwise ops on batches of interleaved frames (gray_aos, normalize_aos; kernels/pointwise.cuh): several
-// frames per launch, each its own range for normalize, at every alignment of rows, frames and base addresses,
-// packed frames walked as one run and padded rows one run each, 16-byte words where input and output allow them
-// and single bytes where they do not, and in place. Every frame equals the naive kernel's bytes and the reference
+// frames per launch (16 for normalize too), each its own range for normalize, at every alignment of rows, frames
+// and base addresses, packed frames walked as one run and padded rows one run each, 16-byte words where input and
+// output allow them and single bytes where they do not, and in place. Every frame equals the naive kernel's bytes and the reference
 // within ±1; outputs are poisoned first, and the bytes between rows and frames must stay poison. Skips without a
 // CUDA device.
 #include "gpu_test_support.hpp"
@@ -144,6 +144,42 @@ TEST(PointwiseInterleaved, OneLargeFrameGivesTheNaiveKernelsBytes) {
       c.naive(cuda::as_const(aos(d_in.data(), size)), aos(d_out.data(), size), device.stream());
       EXPECT_EQ(out.written_outside_frames(), 0u) << c.name << ", pitch +" << layout.pitch_pad;
       EXPECT_TRUE(within(out.download(0), device.download(d_out.data(), size), 0)) << c.name << ", pitch +" << layout.pitch_pad;
+    }
+  }
+}
+
+// normalize_aos on 16 frames of 1280x720 per launch, as the optimized path batches them: a frame stretched by
+// another frame's range would show, each frame squeezed into a range of its own. Twice with one scratch, packed
+// and with padded rows, against the naive kernels.
+TEST(PointwiseInterleaved, NormalizeOfManyFramesPerLaunchStretchesEachByItsOwnRange) {
+  SKIP_WITHOUT_DEVICE();
+  cuda::NormalizeScratch batch_scratch, naive_scratch;
+  constexpr int kFrames = 16;
+  const Size size{1280, 720};
+  std::vector<Image> frames;
+  for (int f = 0; f < kFrames; ++f) {
+    Image image = random_image(size, 300u + static_cast<std::uint32_t>(f));
+    for (std::size_t i = 0; i < image.bytes(); ++i) {
+      const int c = static_cast<int>(i % 3), lo = f + 3 * c, hi = 255 - 2 * f - 5 * c;
+      image.data()[i] = static_cast<std::uint8_t>(lo + image.data()[i] * (hi - lo) / 255);
+    }
+    frames.push_back(std::move(image));
+  }
+  const Device device;
+  for (const FrameLayout& layout : {FrameLayout{}, kMisaligned}) {
+    const FrameBatch in(device, size, kFrames, layout), out(device, size, kFrames, layout);
+    for (int f = 0; f < kFrames; ++f) in.upload(f, frames[static_cast<std::size_t>(f)]);
+    cuda::normalize_aos(cuda::as_const(in.first()), in.stride(), out.first(), out.stride(), kFrames, batch_scratch,
+                        device.stream());
+    EXPECT_EQ(out.written_outside_frames(), 0u) << "pitch +" << layout.pitch_pad;
+    for (int f = 0; f < kFrames; ++f) {
+      const Image& image = frames[static_cast<std::size_t>(f)];
+      const cuda::DeviceBuffer d_in = device.upload(image);
+      const cuda::DeviceBuffer d_out = device.poisoned(image.bytes());
+      cuda::normalize_naive(cuda::as_const(aos(d_in.data(), size)), aos(d_out.data(), size), naive_scratch,
+                            device.stream());
+      EXPECT_TRUE(within(out.download(f), device.download(d_out.data(), size), 0))
+          << "pitch +" << layout.pitch_pad << ", frame " << f;
     }
   }
 }

@@ -44,12 +44,12 @@ std::vector<std::vector<Image>> photo_batches() {
 }
 
 // Odd sizes three frames per launch: around one tile (31 to 33), tiles cut short on either axis, one row and one
-// column.
+// column, and 40x24, whose packed output rows (120 or 72 bytes) are 8-byte aligned but not 16.
 std::vector<std::vector<Image>> odd_size_batches() {
   std::vector<std::vector<Image>> all;
   std::uint32_t seed = 5;
   for (const Size size : std::vector<Size>{{1, 1}, {3, 7}, {2, 1}, {31, 33}, {32, 32}, {33, 31}, {203, 117}, {1, 40},
-                                           {100, 1}}) {
+                                           {100, 1}, {40, 24}}) {
     std::vector<Image> frames;
     for (int f = 0; f < 3; ++f) frames.push_back(f == 1 ? random_image(size, seed++) : synthetic_image(size, seed++));
     all.push_back(std::move(frames));
