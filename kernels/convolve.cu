@@ -601,57 +601,71 @@ __global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
   __syncthreads();
   std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
+  // An item is four pixels of kItemRows rows, which share all but two of the luma rows they read: two rows in
+  // 32-row tiles (one item a thread), one in 16-row tiles, whose 256 one-row items are as many as the threads.
+  constexpr int kItemRows = kTileH == kAosTileH ? 2 : 1;
+  constexpr int kLumaRows = kItemRows + 2;
+  static_assert(kTileH % kItemRows == 0, "an item's rows must not cross the tile's last row");
   std::uint32_t lo = 0xFFFFFFFFu, hi = 0u;  // per byte lane, over the thread's pixels
-  for (int item = threadIdx.x; item < kQuads * kTileH; item += kAosThreads) {
-    const int r = item / kQuads, q = item % kQuads;
-    const int y = y0 + r, x = x0 + 4 * q;
-    if (y >= out.extent.height || x >= out.extent.width) continue;
-    // Luma columns 4q .. 4q + 7 (pixels x - 1 .. x + 6) of the rows above, at and below the item's, as 16-bit
-    // lanes: word h's even columns 4h, 4h + 2 and odd ones 4h + 1, 4h + 3. Per column, in lanes: the smooth sum
-    // s = above + 2 at + below and the difference d = below - above + 255.
-    std::uint32_t smooth[2][2], diff[2][2];  // [h][even, odd]
+  for (int item = threadIdx.x; item < kQuads * (kTileH / kItemRows); item += kAosThreads) {
+    const int r0 = item / kQuads * kItemRows, q = item % kQuads;
+    const int x = x0 + 4 * q;
+    if (y0 + r0 >= out.extent.height || x >= out.extent.width) continue;
+    // Luma columns 4q .. 4q + 7 (pixels x - 1 .. x + 6) of the rows from the one above the item's first to the one
+    // below its last, as 16-bit lanes: word h's even columns 4h, 4h + 2 and odd ones 4h + 1, 4h + 3.
+    std::uint32_t lanes[kLumaRows][2][2];  // [row][h][even, odd]
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      std::uint32_t lanes[3][2];
+    for (int i = 0; i < kLumaRows; ++i) {
 #pragma unroll
-      for (int i = 0; i < 3; ++i) {
-        const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(lumas + (r + i) * kLumaTileStride)[q + h];
-        lanes[i][0] = word & 0x00FF00FFu;
-        lanes[i][1] = __byte_perm(word, 0, 0x4341);  // bytes 1 and 3 into lanes 0 and 1
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(lumas + (r0 + i) * kLumaTileStride)[q + h];
+        lanes[i][h][0] = word & 0x00FF00FFu;
+        lanes[i][h][1] = __byte_perm(word, 0, 0x4341);  // bytes 1 and 3 into lanes 0 and 1
       }
+    }
+    const int n = min(4, out.extent.width - x);
+    const std::uint32_t kept = n == 4 ? 0xFFFFFFFFu : (1u << (8 * n)) - 1;  // the lanes of pixels in the frame
+#pragma unroll
+    for (int m = 0; m < kItemRows; ++m) {
+      const int y = y0 + r0 + m;
+      if (y >= out.extent.height) break;
+      // Per column, in lanes: the smooth sum s = above + 2 at + below and the difference d = below - above + 255.
+      std::uint32_t smooth[2][2], diff[2][2];  // [h][even, odd]
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int parity = 0; parity < 2; ++parity) {
+          smooth[h][parity] = lanes[m][h][parity] + 2 * lanes[m + 1][h][parity] + lanes[m + 2][h][parity];
+          diff[h][parity] = lanes[m + 2][h][parity] + 0x00FF00FFu - lanes[m][h][parity];
+        }
+      }
+      // Pixel x + k takes columns k (left), k + 1 and k + 2 (right). Pixels k and k + 2 are the lanes of one
+      // parity: their right columns are that parity's lanes one column pair on (the high lane, then word 1's low
+      // lane).
+      const auto next_pair = [](std::uint32_t pair, std::uint32_t next) { return __byte_perm(pair, next, 0x5432); };
+      std::uint32_t magnitude[4];
 #pragma unroll
       for (int parity = 0; parity < 2; ++parity) {
-        smooth[h][parity] = lanes[0][parity] + 2 * lanes[1][parity] + lanes[2][parity];
-        diff[h][parity] = lanes[2][parity] + 0x00FF00FFu - lanes[0][parity];
-      }
-    }
-    // Pixel x + k takes columns k (left), k + 1 and k + 2 (right). Pixels k and k + 2 are the lanes of one parity:
-    // their right columns are that parity's lanes one column pair on (the high lane, then word 1's low lane).
-    const auto next_pair = [](std::uint32_t lanes, std::uint32_t next) { return __byte_perm(lanes, next, 0x5432); };
-    std::uint32_t magnitude[4];
+        const std::uint32_t left = smooth[0][parity], right = next_pair(left, smooth[1][parity]);
+        // Gy + 4 * 255 of pixels parity and parity + 2: d(k) + 2 d(k + 1) + d(k + 2), at most 2040.
+        const std::uint32_t centre_diff = parity == 0 ? diff[0][1] : next_pair(diff[0][0], diff[1][0]);
+        const std::uint32_t gy = diff[0][parity] + 2 * centre_diff + next_pair(diff[0][parity], diff[1][parity]);
 #pragma unroll
-    for (int parity = 0; parity < 2; ++parity) {
-      const std::uint32_t left = smooth[0][parity], right = next_pair(left, smooth[1][parity]);
-      // Gy + 4 * 255 of pixels parity and parity + 2: d(k) + 2 d(k + 1) + d(k + 2), at most 2040.
-      const std::uint32_t centre_diff = parity == 0 ? diff[0][1] : next_pair(diff[0][0], diff[1][0]);
-      const std::uint32_t gy = diff[0][parity] + 2 * centre_diff + next_pair(diff[0][parity], diff[1][parity]);
-#pragma unroll
-      for (int lane = 0; lane < 2; ++lane) {
-        const auto at = [&](std::uint32_t lanes) { return lane == 0 ? lanes & 0xFFFFu : lanes >> 16; };
-        magnitude[parity + 2 * lane] = __sad(at(right), at(left), __sad(at(gy), 4u * 255u, 0u));
+        for (int lane = 0; lane < 2; ++lane) {
+          const auto at = [&](std::uint32_t pair) { return lane == 0 ? pair & 0xFFFFu : pair >> 16; };
+          magnitude[parity + 2 * lane] = __sad(at(right), at(left), __sad(at(gy), 4u * 255u, 0u));
+        }
       }
+      const std::uint32_t packed = clamped_bytes(magnitude[0], magnitude[1], magnitude[2], magnitude[3]);
+      std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
+      if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
+        *reinterpret_cast<std::uint32_t*>(dst) = packed;
+      } else {
+        for (int i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(packed >> (8 * i));
+      }
+      lo = __vminu4(lo, packed | ~kept);
+      hi = __vmaxu4(hi, packed & kept);
     }
-    const std::uint32_t packed = clamped_bytes(magnitude[0], magnitude[1], magnitude[2], magnitude[3]);
-    std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
-    const int n = min(4, out.extent.width - x);
-    if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
-      *reinterpret_cast<std::uint32_t*>(dst) = packed;
-    } else {
-      for (int i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(packed >> (8 * i));
-    }
-    const std::uint32_t kept = n == 4 ? 0xFFFFFFFFu : (1u << (8 * n)) - 1;  // the lanes of pixels in the frame
-    lo = __vminu4(lo, packed | ~kept);
-    hi = __vmaxu4(hi, packed & kept);
   }
   lo = __vminu4(lo, lo >> 16), lo = __vminu4(lo, lo >> 8);  // byte 0: the least of the four lanes
   hi = __vmaxu4(hi, hi >> 16), hi = __vmaxu4(hi, hi >> 8);
