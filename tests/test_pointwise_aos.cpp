@@ -1,9 +1,9 @@
 // The pointwise ops on batches of interleaved frames (gray_aos, normalize_aos; kernels/pointwise.cuh): several
 // frames per launch (16 for normalize too), each its own range for normalize, at every alignment of rows, frames
 // and base addresses, packed frames walked as one run and padded rows one run each, 16-byte words where input and
-// output allow them and single bytes where they do not, and in place. Every frame equals the naive kernel's bytes and the reference
-// within ±1; outputs are poisoned first, and the bytes between rows and frames must stay poison. Skips without a
-// CUDA device.
+// output allow them and single bytes where they do not, and in place. Every frame equals the naive kernel's bytes
+// and the reference within ±1; outputs are poisoned first, and the bytes between rows and frames must stay poison.
+// Skips without a CUDA device.
 #include "gpu_test_support.hpp"
 #include "gray.cuh"
 #include "normalize.cuh"
