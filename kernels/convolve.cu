@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // (stage_aos_tile), the halo rounded up to 16 bytes a side so that the staged rows of packed frames start 16-byte
 // aligned and load as vectors. The separable filter then runs its column pass first, on words: the taps are integers
 // (ConstantTaps::unit), so one 32-bit multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at
-// most 255 times the taps' sum) fit them. The row pass weighs those sums in 32 bits, each byte position a register of a
-// 16-byte shared load, and each thread stores eight output bytes as one 8-byte word. Integer sums make the order of the
+// most 255 times the taps' sum) fit them, in shared memory too. The row pass weighs those sums in 32 bits, each byte
+// position a 16-bit lane of a 16-byte shared load, and each thread stores eight output bytes as one 8-byte word. Integer sums make the order of the
 // passes free: the bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the same
 // shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
 constexpr int kAosTileW = 64;
@@ -246,15 +246,15 @@ constexpr int kAosQuads = 3 * kAosTileW / 4;  // four-byte groups of an output r
 constexpr int kAosThreads = 256;
 constexpr int kColumnRows = 8;  // output rows of one column-pass item: each staged word is read once per item
 
-// Blocks per SM the registers of an interleaved filter kernel are capped for (0: not capped, the compiler's own
-// choice; an explicit 1 would let it take many more). Short launches take 64x16 tiles (AosTiles): eight blocks of
-// those fill an SM's 2,048 threads and fit its shared memory, but at the 36 to 40 registers the compiler chose for
-// most of them uncapped only six did, so one 720p frame's 920 blocks took two waves on an H100 (6 x 132 resident)
-// where 32 registers, which ptxas meets without spilling, make one (8 x 132). Radius 4 and up (mostly 40 to 50
-// registers uncapped) and 64x32 tiles (whose shared memory holds six blocks of radius 2) are not capped.
-constexpr int aos_min_blocks_per_sm(int tile_height, int radius) {
-  return tile_height == kAosHalfTileH && radius <= 3 ? 8 : 0;
-}
+// The blocks per SM an interleaved filter kernel's registers are capped for, where it is (__launch_bounds__; an
+// explicit 1 would let ptxas take many more). Eight blocks of 256 threads fill an SM's 2,048 threads at 32
+// registers a thread, which ptxas meets without spilling in separable_aos_kernel up to radius 3 and in the 64x16
+// tiles of short launches (AosTiles) of sobel_aos_kernel and gray_sobel_luma_kernel. Uncapped, ptxas chose 36 to 45
+// registers for most of them: six blocks, so that one 720p frame's 920 blocks took two waves on an H100 (6 x 132
+// resident) where eight make one, and a batch kept fewer tiles' loads in flight. Not capped: separable_aos_kernel
+// from radius 4 on (mostly 40 to 50 registers uncapped), and the 64x32 tiles of sobel_aos_kernel (whose shared
+// memory holds six blocks) and gray_sobel_luma_kernel (whose two-row items spill at 32).
+constexpr int kAosFullSmBlocks = 8;
 
 // Staged bytes each side of a tile row's 3 * kAosTileW output bytes: the taps' reach rounded up to 16.
 __host__ __device__ constexpr int aos_halo_bytes(int radius) { return (3 * radius + 15) / 16 * 16; }
@@ -269,19 +269,32 @@ __host__ __device__ constexpr int sum_words(int radius) {
 // tap k = 0 .. 2r.
 __host__ __device__ constexpr int sum_lead(int radius) { return (aos_halo_bytes(radius) - 3 * radius) % 4; }
 
-// A tile row's column sums in shared memory: sum_words(r) groups of four positions, 16 bytes each, and one more
-// where that count is even. With an odd stride rows r and r + 1 start in different banks, which the row pass's
-// loads need to be free of bank conflicts (store_tile_octets).
-__host__ __device__ constexpr int sum_row_groups(int radius) { return sum_words(radius) | 1; }
+// separable_aos_kernel keeps a kept word's column sums as its two words of 16-bit lanes (positions 0 and 2, 1 and
+// 3), eight bytes: half of what four 32-bit positions take, and half the shared-memory traffic of the row pass,
+// which was that kernel's busiest unit. Output octet p reads the words from 2p on, two a 16-byte load; a tile row
+// holds the sums of sum_words(r) kept words and as many more (never weighed for an output byte) as the last
+// octet's loads reach.
+__host__ __device__ constexpr int octet_lane_vectors(int radius) {
+  return ((sum_lead(radius) + 7 + 6 * radius) / 4 + 2) / 2;  // 16-byte loads of the words its taps reach
+}
+__host__ __device__ constexpr int lane_sum_row_words(int radius) {
+  const int read = 2 * (3 * kAosTileW / 8 - 1) + 2 * octet_lane_vectors(radius);
+  return read > sum_words(radius) ? read : (sum_words(radius) + 1) / 2 * 2;
+}
 
-// The dynamic shared memory of an interleaved filter block: the staged tile, then 32-bit sums per position.
+// The dynamic shared memory of an interleaved filter block: the staged tile, then its column sums, as 16-bit lanes
+// (separable_aos_kernel) or as one 32-bit word per position (sobel_aos_kernel: the smooth sum and the difference).
 template <int kTileH>
 __host__ __device__ constexpr int aos_tile_bytes(int radius) {
   return (kTileH + 2 * radius) * aos_stride(radius);
 }
 template <int kTileH>
-__host__ __device__ constexpr int aos_shared_bytes(int radius) {
-  return aos_tile_bytes<kTileH>(radius) + kTileH * sum_row_groups(radius) * 16;
+__host__ __device__ constexpr int separable_aos_shared_bytes(int radius) {
+  return aos_tile_bytes<kTileH>(radius) + kTileH * lane_sum_row_words(radius) * 8;
+}
+template <int kTileH>
+__host__ __device__ constexpr int sobel_aos_shared_bytes() {
+  return aos_tile_bytes<kTileH>(1) + kTileH * sum_words(1) * 16;
 }
 
 // Stages the block's tile of frame blockIdx.z, kTileH rows and the halo, and waits for it.
@@ -336,28 +349,23 @@ __device__ __forceinline__ std::uint32_t scaled_byte(std::uint32_t sum, ByteDivi
 
 // Every output octet (eight bytes of an output row) of the block's tile that lies in the frame, spread over the
 // block's threads: `octet(r, p)` gives bytes 8p .. 8p + 7 of tile row r, stored as one 8-byte word where possible.
-// Octet p reads the column-sum groups 2p + l. Eight octets of one row (one phase of a warp's 16-byte shared loads)
-// read every bank twice; kRowPairs: each eight threads take octets 4k .. 4k + 3 of two neighbouring rows instead,
-// whose groups, an odd number apart (sum_row_groups), fall in distinct banks. A thread's items are kAosThreads
-// apart, a whole number of rows (or pairs) and of octets on: each item's row and octet follow from the last one's
-// by an addition, not a division.
+// Each eight threads (a phase of a warp's 16-byte shared loads) take eight neighbouring octets of one row. A
+// thread's items are kAosThreads apart, a whole number of rows and of octets on: each item's row and octet follow
+// from the last one's by an addition, not a division.
 constexpr int kAosOctets = 3 * kAosTileW / 8;
-template <int kTileH, bool kRowPairs, class Octet>
+template <int kTileH, class Octet>
 __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet&& octet) {
-  static_assert(kAosOctets % 4 == 0 && kTileH % 2 == 0, "items in whole quads of octets and pairs of rows");
+  static_assert(kAosOctets % 8 == 0 && kAosThreads % kAosOctets % 8 == 0,
+                "each eight threads take octets of one row, in every step of items");
   constexpr int kItems = kAosOctets * kTileH;
-  constexpr int kGroupRows = kRowPairs ? 2 : 1;
-  constexpr int kGroupItems = kGroupRows * kAosOctets;
-  static_assert(kAosThreads % kGroupItems % (4 * kGroupRows) == 0, "a step of items moves whole octet quads on");
-  constexpr int kStepRows = kGroupRows * (kAosThreads / kGroupItems);
-  constexpr int kStepOctets = kAosThreads % kGroupItems / kGroupRows;
+  constexpr int kStepRows = kAosThreads / kAosOctets;
+  constexpr int kStepOctets = kAosThreads % kAosOctets;
   const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
   std::uint8_t* tile_out = out.data + blockIdx.z * out.frame_stride + static_cast<std::size_t>(y0) * out.pitch + 3 * x0;
   const int tile_rows = out.extent.height - y0;        // of the frame, from the tile's first row on
   const int tile_bytes = 3 * (out.extent.width - x0);  // of a frame row from the tile's first byte: 32 bits hold it
-  const int slot = threadIdx.x % kGroupItems;
-  int r = kGroupRows * (threadIdx.x / kGroupItems) + (kRowPairs ? slot >> 2 & 1 : 0);
-  int p = kRowPairs ? 4 * (slot >> 3) + (slot & 3) : slot;
+  int r = threadIdx.x / kAosOctets;
+  int p = threadIdx.x % kAosOctets;
 #pragma unroll
   for (int k = 0; k < (kItems + kAosThreads - 1) / kAosThreads; ++k) {
     if (kItems % kAosThreads == 0 || k * kAosThreads + static_cast<int>(threadIdx.x) < kItems) {
@@ -375,7 +383,7 @@ __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet
       }
     }
     r += kStepRows, p += kStepOctets;
-    if (p >= kAosOctets) r += kGroupRows, p -= kAosOctets;
+    if (p >= kAosOctets) r += 1, p -= kAosOctets;
   }
 }
 
@@ -430,15 +438,19 @@ __device__ __forceinline__ void column_window_sums(TileWord&& tile_word, Store&&
 
 // Tiles of kTileH rows.
 template <int kRadius, SeparableSums kSums, int kTileH>
-__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, kRadius))
+__global__ void __launch_bounds__(kAosThreads, kRadius <= 3 ? kAosFullSmBlocks : 0)
     separable_aos_kernel(AosFrames in, AosFramesOut out, int slot, ByteDivide divide, float scale, BorderMode border) {
   constexpr int kTaps = 2 * kRadius + 1;
-  constexpr int kRowGroups = sum_row_groups(kRadius);
+  constexpr int kRowWords = lane_sum_row_words(kRadius);
   constexpr int kLead = sum_lead(kRadius);
-  constexpr int kGroups = (kLead + 7 + 3 * (kTaps - 1)) / 4 + 1;  // sum groups one output octet reads
+  constexpr int kVectors = octet_lane_vectors(kRadius);
+  static_assert(kRowWords % 2 == 0 && aos_tile_bytes<kTileH>(kRadius) % 16 == 0 &&
+                    kLead + 7 + 3 * (kTaps - 1) < 8 * kVectors,
+                "an octet's sums start 16-byte aligned, and its loads hold every position its taps reach");
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16;  // [kTileH][kRowGroups] groups of four positions
+  // [kTileH][kRowWords] kept words' sums, each as its even and odd lane words
+  uint2* sums = reinterpret_cast<uint2*>(aos_shared + aos_tile_bytes<kTileH>(kRadius) / 16);
   std::uint32_t tap[kTaps];  // in registers, read before the tile's loads wait (ones: known, not read)
 #pragma unroll
   for (int k = 0; k < kTaps; ++k) {
@@ -448,7 +460,7 @@ __global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, kRa
   stage_filter_tile<kRadius, kTileH>(tile, in, border);
   for_column_items<kRadius, kTileH>(tile, [&](int r0, int w, auto tile_word) {
     const auto store = [&](int m, std::uint32_t even, std::uint32_t odd) {
-      sums[(r0 + m) * kRowGroups + w] = lane_positions(even, odd);
+      sums[(r0 + m) * kRowWords + w] = make_uint2(even, odd);
     };
     if constexpr (kSums == SeparableSums::ones) {
       column_window_sums<kTaps>(tile_word, store);
@@ -473,10 +485,18 @@ __global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, kRa
       for (int m = 0; m < kColumnRows; ++m) store(m, even[m], odd[m]);
     }
   });
-  // Row pairs: the shared loads of an item, each free of bank conflicts.
-  store_tile_octets<kTileH, true>(out, [&](int r, int p) {
-    std::uint32_t position[4 * kGroups];
-    sum_positions<kGroups, kRowGroups>(sums, r, 2 * p, position);
+  // Eight neighbouring octets of one row (a phase of a warp's 16-byte loads) read 128 contiguous bytes.
+  store_tile_octets<kTileH>(out, [&](int r, int p) {
+    std::uint32_t position[8 * kVectors];
+    const uint4* words = reinterpret_cast<const uint4*>(sums + r * kRowWords + 2 * p);
+#pragma unroll
+    for (int v = 0; v < kVectors; ++v) {
+      const uint4 pair = words[v];
+      const uint4 first = lane_positions(pair.x, pair.y), second = lane_positions(pair.z, pair.w);
+      position[8 * v] = first.x, position[8 * v + 1] = first.y, position[8 * v + 2] = first.z;
+      position[8 * v + 3] = first.w, position[8 * v + 4] = second.x, position[8 * v + 5] = second.y;
+      position[8 * v + 6] = second.z, position[8 * v + 7] = second.w;
+    }
     std::uint32_t sum[8];
     if constexpr (kSums == SeparableSums::ones) {
       // Bytes c and c + 3 share all but one position at each end: three window sums, then one step each.
@@ -515,9 +535,9 @@ __global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, kRa
 // (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
 // + 2 d(x) + d(x + 1) - 4 * 255.
 template <bool kGrayFirst, int kTileH>
-__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
+__global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFullSmBlocks : 0)
     sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
-  constexpr int kRowGroups = sum_row_groups(1);
+  constexpr int kRowGroups = sum_words(1);  // a tile row's sums: a group of four positions per kept word
   constexpr int kLead = sum_lead(1);
   extern __shared__ uint4 aos_shared[];
   std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
@@ -543,9 +563,10 @@ __global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
                      __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
     }
   });
-  // Whole rows per phase: on an H100 the row pairs cost the sobel's row pass more instructions than its four
-  // shared loads an item gained (docs/performance.md).
-  store_tile_octets<kTileH, false>(out, [&](int r, int p) {
+  // Octet p reads groups 2p .. 2p + 3, so eight octets of a row read every bank twice. Octets of two rows, whose
+  // groups would fall in distinct banks, cost the sobel's row pass more instructions on an H100 than the conflicts
+  // did (docs/performance.md).
+  store_tile_octets<kTileH>(out, [&](int r, int p) {
     constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
     std::uint32_t position[4 * kGroups];
     sum_positions<kGroups, kRowGroups>(sums, r, 2 * p, position);
@@ -571,7 +592,7 @@ constexpr int kLumaTileStride = kAosTileW + 4;  // a luma row: pixels x0 - 1 .. 
 constexpr int kLumaWords = kLumaTileStride / 4;
 
 template <int kTileH>
-__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
+__global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFullSmBlocks : 0)
     gray_sobel_luma_kernel(AosFrames in, LumaFrames out, unsigned* range, BorderMode border) {
   constexpr int kRows = kTileH + 2;
   constexpr int kFirstPixel = aos_halo_bytes(1) - 3;  // pixel x0 - 1's first byte in a staged row
@@ -679,7 +700,7 @@ __global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
 // the taps are sharpen's cross (ConstantTaps::sharpen_cross), known when compiled, so its four zero corners cost
 // no instruction and its -1s are subtractions.
 template <bool kGrayFirst, int kTileH, bool kSharpen>
-__global__ void __launch_bounds__(kAosThreads, aos_min_blocks_per_sm(kTileH, 1))
+__global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFullSmBlocks : 0)
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias, float scale) {
   constexpr int kStride = aos_stride(1);
   constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
@@ -943,7 +964,7 @@ struct SeparableAosKernel {
 template <SeparableSums kSums, int kTileH, int... R>
 auto separable_aos_kernels(std::integer_sequence<int, R...>) {
   return std::array<SeparableAosKernel, sizeof...(R)>{
-      SeparableAosKernel{&separable_aos_kernel<R + 1, kSums, kTileH>, aos_shared_bytes<kTileH>(R + 1)}...};
+      SeparableAosKernel{&separable_aos_kernel<R + 1, kSums, kTileH>, separable_aos_shared_bytes<kTileH>(R + 1)}...};
 }
 
 }  // namespace
@@ -1029,9 +1050,9 @@ template <bool kGrayFirst>
 void launch_sobel_aos(const AosFrames& in, const AosFramesOut& out, int frames, BorderMode border, AosTiles tiles,
                       cudaStream_t stream) {
   const auto* full = reinterpret_cast<const void*>(&sobel_aos_kernel<kGrayFirst, kAosTileH>);
-  with_tile_height(tiles, in.extent, frames, full, aos_shared_bytes<kAosTileH>(1), [&](auto tile_height) {
+  with_tile_height(tiles, in.extent, frames, full, sobel_aos_shared_bytes<kAosTileH>(), [&](auto tile_height) {
     launch_dependent(&sobel_aos_kernel<kGrayFirst, tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
-                     dim3(kAosThreads), aos_shared_bytes<tile_height()>(1), stream, in, out, border);
+                     dim3(kAosThreads), sobel_aos_shared_bytes<tile_height()>(), stream, in, out, border);
   });
   IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
 }

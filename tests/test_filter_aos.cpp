@@ -142,6 +142,22 @@ TEST(FilterAos, BoxGivesThePlaneKernelsBytes) {
   expect_separable_matches(no_reciprocal, "box 3 at scale 0.3", true);
 }
 
+// Integer taps that are not all ones, at a scale other than OpenCV's Gaussian's 2^-16 (binomial taps of radius 1 to
+// 3, at scale 1 / sum^2): weighed by multiply-adds in both passes and rounded by the integer division of the sum.
+TEST(FilterAos, WeightedIntegerTapsGiveThePlaneKernelsBytes) {
+  SKIP_WITHOUT_DEVICE();
+  const std::vector<std::vector<float>> binomials = {{1, 2, 1}, {1, 4, 6, 4, 1}, {1, 6, 15, 20, 15, 6, 1}};
+  for (const std::vector<float>& weights : binomials) {
+    float sum = 0;
+    for (const float w : weights) sum += w;
+    const cuda::ConstantTaps taps(weights, 1.f / (sum * sum));
+    const std::string what = "binomial " + std::to_string(weights.size());
+    EXPECT_FALSE(taps.separable_top_byte() || taps.all_ones()) << what << " takes the weighted sums";
+    EXPECT_NE(taps.separable_divide().multiplier, 0u) << what << " rounds as an integer division";
+    expect_separable_matches(taps, what, true);
+  }
+}
+
 // Taps that are no whole 1/256 (or whose sums the 16-bit lanes cannot hold) take the plane kernel per frame.
 TEST(FilterAos, TapsTheLanesCannotHoldFallBackToThePlaneKernel) {
   SKIP_WITHOUT_DEVICE();
