@@ -236,9 +236,10 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // aligned and load as vectors. The separable filter then runs its column pass first, on words: the taps are integers
 // (ConstantTaps::unit), so one 32-bit multiply-add weighs two bytes at once in 16-bit lanes, and the column sums (at
 // most 255 times the taps' sum) fit them, in shared memory too. The row pass weighs those sums in 32 bits, each byte
-// position a 16-bit lane of a 16-byte shared load, and each thread stores eight output bytes as one 8-byte word. Integer sums make the order of the
-// passes free: the bytes are those of the float row-then-column kernels above (sums exact there too). sobel is the same
-// shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps weigh the staged words directly.
+// position a 16-bit lane of a 16-byte shared load, and each thread stores eight output bytes as one 8-byte word.
+// Integer sums make the order of the passes free: the bytes are those of the float row-then-column kernels above
+// (sums exact there too). sobel is the same shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps
+// weigh the staged words directly.
 constexpr int kAosTileW = 64;
 constexpr int kAosTileH = 32;                 // the tile's rows for launches of two waves of blocks or more
 constexpr int kAosHalfTileH = 16;             // for shorter launches, whose blocks of kAosTileH rows leave SMs idle
@@ -248,12 +249,13 @@ constexpr int kColumnRows = 8;  // output rows of one column-pass item: each sta
 
 // The blocks per SM an interleaved filter kernel's registers are capped for, where it is (__launch_bounds__; an
 // explicit 1 would let ptxas take many more). Eight blocks of 256 threads fill an SM's 2,048 threads at 32
-// registers a thread, which ptxas meets without spilling in separable_aos_kernel up to radius 3 and in the 64x16
-// tiles of short launches (AosTiles) of sobel_aos_kernel and gray_sobel_luma_kernel. Uncapped, ptxas chose 36 to 45
-// registers for most of them: six blocks, so that one 720p frame's 920 blocks took two waves on an H100 (6 x 132
-// resident) where eight make one, and a batch kept fewer tiles' loads in flight. Not capped: separable_aos_kernel
-// from radius 4 on (mostly 40 to 50 registers uncapped), and the 64x32 tiles of sobel_aos_kernel (whose shared
-// memory holds six blocks) and gray_sobel_luma_kernel (whose two-row items spill at 32).
+// registers a thread, which ptxas meets without spilling in separable_aos_kernel up to radius 3, in
+// filter3x3_aos_kernel, and in the 64x16 tiles of short launches (AosTiles) of sobel_aos_kernel and
+// gray_sobel_luma_kernel. Uncapped, ptxas chose 36 to 45 registers for most of them: six blocks, so that one 720p
+// frame's 920 blocks took two waves on an H100 (6 x 132 resident) where eight make one, and a batch kept fewer
+// tiles' loads in flight. Not capped: separable_aos_kernel from radius 4 on (mostly 40 to 50 registers uncapped),
+// and the 64x32 tiles of sobel_aos_kernel (whose shared memory holds six blocks) and gray_sobel_luma_kernel (whose
+// two-row items spill at 32).
 constexpr int kAosFullSmBlocks = 8;
 
 // Staged bytes each side of a tile row's 3 * kAosTileW output bytes: the taps' reach rounded up to 16.
@@ -700,7 +702,7 @@ __global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFul
 // the taps are sharpen's cross (ConstantTaps::sharpen_cross), known when compiled, so its four zero corners cost
 // no instruction and its -1s are subtractions.
 template <bool kGrayFirst, int kTileH, bool kSharpen>
-__global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFullSmBlocks : 0)
+__global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
     filter3x3_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border, int slot, std::uint32_t bias, float scale) {
   constexpr int kStride = aos_stride(1);
   constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
