@@ -238,8 +238,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // most 255 times the taps' sum) fit them, in shared memory too. The row pass weighs those sums in 32 bits, each byte
 // position a 16-bit lane of a 16-byte shared load, and each thread stores eight output bytes as one 8-byte word.
 // Integer sums make the order of the passes free: the bytes are those of the float row-then-column kernels above
-// (sums exact there too). sobel is the same shape with its separable [1 2 1] and [-1 0 1] factors; other 3x3 taps
-// weigh the staged words directly.
+// (sums exact there too). sobel and other 3x3 taps weigh the staged words directly, in registers.
 constexpr int kAosTileW = 64;
 constexpr int kAosTileH = 32;                 // the tile's rows for launches of two waves of blocks or more
 constexpr int kAosHalfTileH = 16;             // for shorter launches, whose blocks of kAosTileH rows leave SMs idle
@@ -250,12 +249,11 @@ constexpr int kColumnRows = 8;  // output rows of one column-pass item: each sta
 // The blocks per SM an interleaved filter kernel's registers are capped for, where it is (__launch_bounds__; an
 // explicit 1 would let ptxas take many more). Eight blocks of 256 threads fill an SM's 2,048 threads at 32
 // registers a thread, which ptxas meets without spilling in separable_aos_kernel up to radius 3, in
-// filter3x3_aos_kernel, and in the 64x16 tiles of short launches (AosTiles) of sobel_aos_kernel and
+// filter3x3_aos_kernel and sobel_aos_kernel, and in the 64x16 tiles of short launches (AosTiles) of
 // gray_sobel_luma_kernel. Uncapped, ptxas chose 36 to 45 registers for most of them: six blocks, so that one 720p
 // frame's 920 blocks took two waves on an H100 (6 x 132 resident) where eight make one, and a batch kept fewer
 // tiles' loads in flight. Not capped: separable_aos_kernel from radius 4 on (mostly 40 to 50 registers uncapped),
-// and the 64x32 tiles of sobel_aos_kernel (whose shared memory holds six blocks) and gray_sobel_luma_kernel (whose
-// two-row items spill at 32).
+// and the 64x32 tiles of gray_sobel_luma_kernel (whose two-row items spill at 32).
 constexpr int kAosFullSmBlocks = 8;
 
 // Staged bytes each side of a tile row's 3 * kAosTileW output bytes: the taps' reach rounded up to 16.
@@ -284,8 +282,8 @@ __host__ __device__ constexpr int lane_sum_row_words(int radius) {
   return read > sum_words(radius) ? read : (sum_words(radius) + 1) / 2 * 2;
 }
 
-// The dynamic shared memory of an interleaved filter block: the staged tile, then its column sums, as 16-bit lanes
-// (separable_aos_kernel) or as one 32-bit word per position (sobel_aos_kernel: the smooth sum and the difference).
+// The shared memory of an interleaved filter block: the staged tile, then (separable_aos_kernel, dynamic) its column
+// sums as 16-bit lanes.
 template <int kTileH>
 __host__ __device__ constexpr int aos_tile_bytes(int radius) {
   return (kTileH + 2 * radius) * aos_stride(radius);
@@ -293,10 +291,6 @@ __host__ __device__ constexpr int aos_tile_bytes(int radius) {
 template <int kTileH>
 __host__ __device__ constexpr int separable_aos_shared_bytes(int radius) {
   return aos_tile_bytes<kTileH>(radius) + kTileH * lane_sum_row_words(radius) * 8;
-}
-template <int kTileH>
-__host__ __device__ constexpr int sobel_aos_shared_bytes() {
-  return aos_tile_bytes<kTileH>(1) + kTileH * sum_words(1) * 16;
 }
 
 // Stages the block's tile of frame blockIdx.z, kTileH rows and the halo, and waits for it.
@@ -386,19 +380,6 @@ __device__ __forceinline__ void store_tile_octets(const AosFramesOut& out, Octet
     }
     r += kStepRows, p += kStepOctets;
     if (p >= kAosOctets) r += 1, p -= kAosOctets;
-  }
-}
-
-// The kGroups uint4 groups of column sums of tile row r from kept word w on, as 4 * kGroups positions.
-template <int kGroups, int kRowGroups>
-__device__ __forceinline__ void sum_positions(const uint4* sums, int r, int w, std::uint32_t (&position)[4 * kGroups]) {
-#pragma unroll
-  for (int l = 0; l < kGroups; ++l) {
-    const uint4 group = sums[r * kRowGroups + w + l];
-    position[4 * l] = group.x;
-    position[4 * l + 1] = group.y;
-    position[4 * l + 2] = group.z;
-    position[4 * l + 3] = group.w;
   }
 }
 
@@ -533,63 +514,75 @@ __global__ void __launch_bounds__(kAosThreads, kRadius <= 3 ? kAosFullSmBlocks :
   });
 }
 
-// |Gx| + |Gy|: the column pass keeps s = top + 2 mid + bottom and d = bottom - top + 255 of each byte position
-// (in 16-bit lanes, then s | d << 16 per position); the row pass takes Gx = s(x + 1) - s(x - 1) and Gy = d(x - 1)
-// + 2 d(x) + d(x + 1) - 4 * 255.
+// |Gx| + |Gy| of every byte, four output rows of one quad (four bytes of a row) an item, in 16-bit lanes and
+// registers: each staged row's horizontal smooth sum s = left + 2 centre + right and difference d = right - left +
+// 255 (the same channel's bytes, three apart), then per output row Gx + 4 * 255 = d(above) + 2 d(at) + d(below)
+// and Gy + 4 * 255 = s(below) - s(above) + 4 * 255, each in 0 .. 2040. Only the staged tile is in shared memory:
+// column sums kept there made the kernel bound by its shared-memory traffic and bank conflicts.
 template <bool kGrayFirst, int kTileH>
-__global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFullSmBlocks : 0)
+__global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
     sobel_aos_kernel(AosFrames in, AosFramesOut out, BorderMode border) {
-  constexpr int kRowGroups = sum_words(1);  // a tile row's sums: a group of four positions per kept word
+  constexpr int kStride = aos_stride(1);
+  constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
   constexpr int kLead = sum_lead(1);
-  extern __shared__ uint4 aos_shared[];
-  std::uint8_t* tile = reinterpret_cast<std::uint8_t*>(aos_shared);
-  uint4* sums = aos_shared + aos_tile_bytes<kTileH>(1) / 16;
+  constexpr std::uint32_t kLaneBias = 4u * 255u * 0x00010001u;  // Gx and Gy's zero in both lanes
+  __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes<kTileH>(1)];
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
   if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
-  constexpr std::uint32_t kBias = 255u * 0x00010001u;
-  for_column_items<1, kTileH>(tile, [&](int r0, int w, auto tile_word) {
-    std::uint32_t e[kColumnRows + 2], o[kColumnRows + 2];
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  // Quads start 4-byte aligned in every row where the frame and its pitch are (3 * x0 is a multiple of 4).
+  const bool aligned_rows = ((reinterpret_cast<std::uintptr_t>(frame) | out.pitch) & 3u) == 0;
+  constexpr int kRows = 4;
+  static_assert(kTileH % kRows == 0, "an item's rows must not cross the tile's last row");
+  for (int item = threadIdx.x; item < kAosQuads * (kTileH / kRows); item += kAosThreads) {
+    const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    if (byte_x >= row_bytes) continue;
+    const bool word_stores = aligned_rows && byte_x + 4 <= row_bytes;
+    std::uint8_t* row = frame + static_cast<std::size_t>(y0 + r0) * out.pitch + byte_x;
+    std::uint32_t smooth[kRows + 2][2], diff[kRows + 2][2];  // [staged row][even, odd lanes]
 #pragma unroll
-    for (int i = 0; i < kColumnRows + 2; ++i) {
-      const std::uint32_t word = tile_word(i);
-      e[i] = even_lanes(word);
-      o[i] = odd_lanes(word);
-    }
+    for (int i = 0; i < kRows + 2; ++i) {
+      std::uint32_t w[3];
+      tile_words<3, kStride>(tile, r0 + i, kFirstWord + q, w);
+      // pixels -1, 0, +1 of the quad's four bytes
+      const std::uint32_t left = bytes_at<kLead>(w), centre = bytes_at<kLead + 3>(w), right = bytes_at<kLead + 6>(w);
+      smooth[i][0] = even_lanes(left) + 2 * even_lanes(centre) + even_lanes(right);
+      smooth[i][1] = odd_lanes(left) + 2 * odd_lanes(centre) + odd_lanes(right);
+      diff[i][0] = even_lanes(right) + 0x00FF00FFu - even_lanes(left);
+      diff[i][1] = odd_lanes(right) + 0x00FF00FFu - odd_lanes(left);
+      const int m = i - 2;  // the output row whose staged rows are all known now
+      if (m < 0) continue;
+      if (y0 + r0 + m >= out.extent.height) break;
+      std::uint32_t magnitude[2];
 #pragma unroll
-    for (int m = 0; m < kColumnRows; ++m) {
-      const std::uint32_t smooth_even = e[m] + 2 * e[m + 1] + e[m + 2], smooth_odd = o[m] + 2 * o[m + 1] + o[m + 2];
-      const std::uint32_t diff_even = e[m + 2] + kBias - e[m], diff_odd = o[m + 2] + kBias - o[m];
-      sums[(r0 + m) * kRowGroups + w] =
-          make_uint4(__byte_perm(smooth_even, diff_even, 0x5410), __byte_perm(smooth_odd, diff_odd, 0x5410),
-                     __byte_perm(smooth_even, diff_even, 0x7632), __byte_perm(smooth_odd, diff_odd, 0x7632));
+      for (int parity = 0; parity < 2; ++parity) {
+        const std::uint32_t gx = diff[m][parity] + 2 * diff[m + 1][parity] + diff[m + 2][parity];
+        const std::uint32_t gy = smooth[m + 2][parity] + kLaneBias - smooth[m][parity];
+        // |v - 4 * 255| per lane as max - min, which no lane takes below zero; the sum clamped to 255.
+        const std::uint32_t sum = __vmaxu2(gx, kLaneBias) - __vminu2(gx, kLaneBias) + __vmaxu2(gy, kLaneBias) -
+                                  __vminu2(gy, kLaneBias);
+        magnitude[parity] = __vminu2(sum, 0x00FF00FFu);
+      }
+      const std::uint32_t packed = __byte_perm(magnitude[0], magnitude[1], 0x6240);  // positions 0, 1, 2, 3
+      std::uint8_t* dst = row + static_cast<std::size_t>(m) * out.pitch;
+      if (word_stores) {
+        *reinterpret_cast<std::uint32_t*>(dst) = packed;
+      } else {
+        store_quad(dst, dst - byte_x + row_bytes, packed);
+      }
     }
-  });
-  // Octet p reads groups 2p .. 2p + 3, so eight octets of a row read every bank twice. Octets of two rows, whose
-  // groups would fall in distinct banks, cost the sobel's row pass more instructions on an H100 than the conflicts
-  // did (docs/performance.md).
-  store_tile_octets<kTileH>(out, [&](int r, int p) {
-    constexpr int kGroups = (kLead + 13) / 4 + 1;  // positions kLead .. kLead + 13: pixels -1, 0, +1 of 8 bytes
-    std::uint32_t position[4 * kGroups];
-    sum_positions<kGroups, kRowGroups>(sums, r, 2 * p, position);
-    // |Gx| + |Gy| of byte c, at most 2040: two absolute differences (__sad, one instruction each).
-    std::uint32_t magnitude[8];
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      const std::uint32_t left = position[kLead + c], centre = position[kLead + c + 3], right = position[kLead + c + 6];
-      const std::uint32_t gy_biased = (left + 2 * centre + right) >> 16;  // the low lanes' sum stays below 2^16
-      magnitude[c] = __sad(right & 0xFFFFu, left & 0xFFFFu, __sad(gy_biased, 4u * 255u, 0u));
-    }
-    return make_uint2(clamped_bytes(magnitude[0], magnitude[1], magnitude[2], magnitude[3]),
-                      clamped_bytes(magnitude[4], magnitude[5], magnitude[6], magnitude[7]));
-  });
+  }
 }
 
 // Gray, sobel and normalize's range in one launch. The block stages its tile as sobel_aos_kernel does, turns pixels
 // x0 - 1 .. x0 + kAosTileW of each staged row into one luma byte each, and takes the sobel of those: the three
-// channels are equal after gray, so one byte per pixel is the whole result, computed once instead of three times
-// and without sobel_aos_kernel's column sums. It goes into luma frame blockIdx.z, four pixels (one word) an item, and
-// its minimum and maximum are folded into that frame's range words as every channel's.
+// channels are equal after gray, so one byte per pixel is the whole result, computed once instead of three times.
+// It goes into luma frame blockIdx.z, four pixels (one word) an item, and its minimum and maximum are folded into
+// that frame's range words as every channel's.
 constexpr int kLumaTileStride = kAosTileW + 4;  // a luma row: pixels x0 - 1 .. x0 + kAosTileW + 2, whole words
 constexpr int kLumaWords = kLumaTileStride / 4;
 
@@ -1052,9 +1045,9 @@ template <bool kGrayFirst>
 void launch_sobel_aos(const AosFrames& in, const AosFramesOut& out, int frames, BorderMode border, AosTiles tiles,
                       cudaStream_t stream) {
   const auto* full = reinterpret_cast<const void*>(&sobel_aos_kernel<kGrayFirst, kAosTileH>);
-  with_tile_height(tiles, in.extent, frames, full, sobel_aos_shared_bytes<kAosTileH>(), [&](auto tile_height) {
+  with_tile_height(tiles, in.extent, frames, full, 0, [&](auto tile_height) {
     launch_dependent(&sobel_aos_kernel<kGrayFirst, tile_height()>, aos_tile_grid(in.extent, frames, tile_height()),
-                     dim3(kAosThreads), sobel_aos_shared_bytes<tile_height()>(), stream, in, out, border);
+                     dim3(kAosThreads), 0, stream, in, out, border);
   });
   IMGPIPE_CUDA_LAUNCH_CHECK("sobel_aos_kernel", stream);
 }
