@@ -514,6 +514,34 @@ __global__ void __launch_bounds__(kAosThreads, kRadius <= 3 ? kAosFullSmBlocks :
   });
 }
 
+// Runs body(r0, q, row, rows, store) for each item of the block's output tile of an interleaved frame: kRows output
+// rows of one quad (four bytes of a row), from tile row r0, which starts frame row `row`; `rows` of them are
+// inside the frame. store(row, bytes) writes the quad of a frame row: one 32-bit store where the frame and its
+// pitch allow, else no byte past the row's end.
+template <int kTileH, int kRows, typename Body>
+__device__ __forceinline__ void for_each_quad_item(const AosFramesOut& out, Body&& body) {
+  static_assert(kTileH % kRows == 0, "an item's rows must not cross the tile's last row");
+  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
+  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
+  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
+  // Quads start 4-byte aligned in every row where the frame and its pitch are (3 * x0 is a multiple of 4).
+  const bool aligned_rows = ((reinterpret_cast<std::uintptr_t>(frame) | out.pitch) & 3u) == 0;
+  for (int item = threadIdx.x; item < kAosQuads * (kTileH / kRows); item += kAosThreads) {
+    const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
+    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
+    if (byte_x >= row_bytes) continue;
+    const bool word_stores = aligned_rows && byte_x + 4 <= row_bytes;
+    const auto store = [&](std::uint8_t* row, std::uint32_t bytes) {
+      if (word_stores) {
+        *reinterpret_cast<std::uint32_t*>(row + byte_x) = bytes;
+      } else {
+        store_quad(row + byte_x, row + row_bytes, bytes);
+      }
+    };
+    body(r0, q, frame + static_cast<std::size_t>(y0 + r0) * out.pitch, out.extent.height - (y0 + r0), store);
+  }
+}
+
 // |Gx| + |Gy| of every byte, four output rows of one quad (four bytes of a row) an item, in 16-bit lanes and
 // registers: each staged row's horizontal smooth sum s = left + 2 centre + right and difference d = right - left +
 // 255 (the same channel's bytes, three apart), then per output row Gx + 4 * 255 = d(above) + 2 d(at) + d(below)
@@ -530,19 +558,8 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
   if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
-  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
-  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  // Quads start 4-byte aligned in every row where the frame and its pitch are (3 * x0 is a multiple of 4).
-  const bool aligned_rows = ((reinterpret_cast<std::uintptr_t>(frame) | out.pitch) & 3u) == 0;
   constexpr int kRows = 4;
-  static_assert(kTileH % kRows == 0, "an item's rows must not cross the tile's last row");
-  for (int item = threadIdx.x; item < kAosQuads * (kTileH / kRows); item += kAosThreads) {
-    const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
-    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
-    if (byte_x >= row_bytes) continue;
-    const bool word_stores = aligned_rows && byte_x + 4 <= row_bytes;
-    std::uint8_t* row = frame + static_cast<std::size_t>(y0 + r0) * out.pitch + byte_x;
+  for_each_quad_item<kTileH, kRows>(out, [&](int r0, int q, std::uint8_t* row, int rows, const auto& store) {
     std::uint32_t smooth[kRows + 2][2], diff[kRows + 2][2];  // [staged row][even, odd lanes]
 #pragma unroll
     for (int i = 0; i < kRows + 2; ++i) {
@@ -556,26 +573,19 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
       diff[i][1] = odd_lanes(right) + 0x00FF00FFu - odd_lanes(left);
       const int m = i - 2;  // the output row whose staged rows are all known now
       if (m < 0) continue;
-      if (y0 + r0 + m >= out.extent.height) break;
+      if (m >= rows) break;
       std::uint32_t magnitude[2];
 #pragma unroll
       for (int parity = 0; parity < 2; ++parity) {
         const std::uint32_t gx = diff[m][parity] + 2 * diff[m + 1][parity] + diff[m + 2][parity];
         const std::uint32_t gy = smooth[m + 2][parity] + kLaneBias - smooth[m][parity];
-        // |v - 4 * 255| per lane as max - min, which no lane takes below zero; the sum clamped to 255.
-        const std::uint32_t sum = __vmaxu2(gx, kLaneBias) - __vminu2(gx, kLaneBias) + __vmaxu2(gy, kLaneBias) -
-                                  __vminu2(gy, kLaneBias);
-        magnitude[parity] = __vminu2(sum, 0x00FF00FFu);
+        // |Gx| + |Gy|, clamped to 255
+        magnitude[parity] = __vminu2(lane_abs_diff(gx, kLaneBias) + lane_abs_diff(gy, kLaneBias), 0x00FF00FFu);
       }
-      const std::uint32_t packed = __byte_perm(magnitude[0], magnitude[1], 0x6240);  // positions 0, 1, 2, 3
-      std::uint8_t* dst = row + static_cast<std::size_t>(m) * out.pitch;
-      if (word_stores) {
-        *reinterpret_cast<std::uint32_t*>(dst) = packed;
-      } else {
-        store_quad(dst, dst - byte_x + row_bytes, packed);
-      }
+      store(row, __byte_perm(magnitude[0], magnitude[1], 0x6240));  // positions 0, 1, 2, 3
+      row += out.pitch;
     }
-  }
+  });
 }
 
 // Gray, sobel and normalize's range in one launch. The block stages its tile as sobel_aos_kernel does, turns pixels
@@ -659,20 +669,17 @@ __global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFul
       // parity: their right columns are that parity's lanes one column pair on (the high lane, then word 1's low
       // lane).
       const auto next_pair = [](std::uint32_t pair, std::uint32_t next) { return __byte_perm(pair, next, 0x5432); };
-      std::uint32_t magnitude[4];
+      std::uint32_t magnitude[2];  // [parity]: pixels parity and parity + 2, in lanes
 #pragma unroll
       for (int parity = 0; parity < 2; ++parity) {
         const std::uint32_t left = smooth[0][parity], right = next_pair(left, smooth[1][parity]);
         // Gy + 4 * 255 of pixels parity and parity + 2: d(k) + 2 d(k + 1) + d(k + 2), at most 2040.
         const std::uint32_t centre_diff = parity == 0 ? diff[0][1] : next_pair(diff[0][0], diff[1][0]);
         const std::uint32_t gy = diff[0][parity] + 2 * centre_diff + next_pair(diff[0][parity], diff[1][parity]);
-#pragma unroll
-        for (int lane = 0; lane < 2; ++lane) {
-          const auto at = [&](std::uint32_t pair) { return lane == 0 ? pair & 0xFFFFu : pair >> 16; };
-          magnitude[parity + 2 * lane] = __sad(at(right), at(left), __sad(at(gy), 4u * 255u, 0u));
-        }
+        magnitude[parity] =
+            __vminu2(lane_abs_diff(right, left) + lane_abs_diff(gy, 4u * 255u * 0x00010001u), 0x00FF00FFu);
       }
-      const std::uint32_t packed = clamped_bytes(magnitude[0], magnitude[1], magnitude[2], magnitude[3]);
+      const std::uint32_t packed = __byte_perm(magnitude[0], magnitude[1], 0x6240);  // pixels 0, 1, 2, 3
       std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
       if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
         *reinterpret_cast<std::uint32_t*>(dst) = packed;
@@ -708,19 +715,9 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
     if constexpr (kSharpen) return i == 4 ? 5 : i % 2 == 1 ? -1 : 0;
     return c_int_taps[slot][i];
   };
-  std::uint8_t* frame = out.data + blockIdx.z * out.frame_stride;
-  const int x0 = blockIdx.x * kAosTileW, y0 = blockIdx.y * kTileH;
-  const std::size_t row_bytes = 3 * static_cast<std::size_t>(out.extent.width);
-  // Quads start 4-byte aligned in every row where the frame and its pitch are (3 * x0 is a multiple of 4).
-  const bool aligned_rows = ((reinterpret_cast<std::uintptr_t>(frame) | out.pitch) & 3u) == 0;
   // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
   constexpr int kRows = 4;
-  static_assert(kTileH % kRows == 0, "an item's rows must not cross the tile's last row");
-  for (int item = threadIdx.x; item < kAosQuads * (kTileH / kRows); item += kAosThreads) {
-    const int r0 = item / kAosQuads * kRows, q = item % kAosQuads;
-    const std::size_t byte_x = 3 * static_cast<std::size_t>(x0) + 4 * q;
-    if (byte_x >= row_bytes) continue;
-    const bool word_stores = aligned_rows && byte_x + 4 <= row_bytes;
+  for_each_quad_item<kTileH, kRows>(out, [&](int r0, int q, std::uint8_t* row, int rows, const auto& store) {
     std::uint32_t even[kRows], odd[kRows];
 #pragma unroll
     for (int m = 0; m < kRows; ++m) even[m] = odd[m] = bias * 0x00010001u;
@@ -742,10 +739,9 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
         }
       }
     }
-    std::uint8_t* row = frame + static_cast<std::size_t>(y0 + r0) * out.pitch;
 #pragma unroll
     for (int m = 0; m < kRows; ++m, row += out.pitch) {
-      if (y0 + r0 + m >= out.extent.height) break;
+      if (m >= rows) break;
       std::uint32_t packed = 0;
       if (kSharpen || scale == 1.f) {
         // Both 16-bit lanes of a word at once: max(lane, bias) - bias, at most 255 (no borrow crosses lanes).
@@ -761,13 +757,9 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
           packed |= static_cast<std::uint32_t>(saturate_round(static_cast<float>(v) * scale)) << (8 * b);
         }
       }
-      if (word_stores) {
-        *reinterpret_cast<std::uint32_t*>(row + byte_x) = packed;
-      } else {
-        store_quad(row + byte_x, row + row_bytes, packed);
-      }
+      store(row, packed);
     }
-  }
+  });
 }
 
 // One instantiation per radius; the launch picks it at run time.
