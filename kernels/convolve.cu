@@ -542,7 +542,7 @@ __device__ __forceinline__ void for_each_quad_item(const AosFramesOut& out, Body
   }
 }
 
-// |Gx| + |Gy| of every byte, four output rows of one quad (four bytes of a row) an item, in 16-bit lanes and
+// |Gx| + |Gy| of every byte, kRows output rows of one quad (four bytes of a row) an item, in 16-bit lanes and
 // registers: each staged row's horizontal smooth sum s = left + 2 centre + right and difference d = right - left +
 // 255 (the same channel's bytes, three apart), then per output row Gx + 4 * 255 = d(above) + 2 d(at) + d(below)
 // and Gy + 4 * 255 = s(below) - s(above) + 4 * 255, each in 0 .. 2040. Only the staged tile is in shared memory:
@@ -558,7 +558,9 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
   if constexpr (kGrayFirst) luma_tile<1, kTileH>(tile);
-  constexpr int kRows = 4;
+  // Eight output rows an item in 64x32 tiles: ten staged rows read for eight outputs, where two four-row items read
+  // twelve, and the 192 items of a tile one per thread. The 64x16 tiles of short launches keep four, for 192 items.
+  constexpr int kRows = kTileH == kAosTileH ? 8 : 4;
   for_each_quad_item<kTileH, kRows>(out, [&](int r0, int q, std::uint8_t* row, int rows, const auto& store) {
     std::uint32_t smooth[kRows + 2][2], diff[kRows + 2][2];  // [staged row][even, odd lanes]
 #pragma unroll
