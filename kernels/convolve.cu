@@ -542,6 +542,8 @@ __device__ __forceinline__ void for_each_quad_item(const AosFramesOut& out, Body
   }
 }
 
+constexpr std::uint32_t kSobelLaneBias = 4u * 255u * 0x00010001u;  // Gx and Gy's zero in both 16-bit lanes
+
 // |Gx| + |Gy| of every byte, kRows output rows of one quad (four bytes of a row) an item, in 16-bit lanes and
 // registers: each staged row's horizontal smooth sum s = left + 2 centre + right and difference d = right - left +
 // 255 (the same channel's bytes, three apart), then per output row Gx + 4 * 255 = d(above) + 2 d(at) + d(below)
@@ -553,7 +555,6 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
   constexpr int kStride = aos_stride(1);
   constexpr int kFirstWord = first_sum_word(1);  // holds byte -3 of the first output quad, at kLead
   constexpr int kLead = sum_lead(1);
-  constexpr std::uint32_t kLaneBias = 4u * 255u * 0x00010001u;  // Gx and Gy's zero in both lanes
   __shared__ alignas(16) std::uint8_t tile[aos_tile_bytes<kTileH>(1)];
   wait_for_previous_grid();
   stage_filter_tile<1, kTileH>(tile, in, border);
@@ -580,9 +581,10 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
 #pragma unroll
       for (int parity = 0; parity < 2; ++parity) {
         const std::uint32_t gx = diff[m][parity] + 2 * diff[m + 1][parity] + diff[m + 2][parity];
-        const std::uint32_t gy = smooth[m + 2][parity] + kLaneBias - smooth[m][parity];
+        const std::uint32_t gy = smooth[m + 2][parity] + kSobelLaneBias - smooth[m][parity];
         // |Gx| + |Gy|, clamped to 255
-        magnitude[parity] = __vminu2(lane_abs_diff(gx, kLaneBias) + lane_abs_diff(gy, kLaneBias), 0x00FF00FFu);
+        magnitude[parity] =
+            __vminu2(lane_abs_diff(gx, kSobelLaneBias) + lane_abs_diff(gy, kSobelLaneBias), 0x00FF00FFu);
       }
       store(row, __byte_perm(magnitude[0], magnitude[1], 0x6240));  // positions 0, 1, 2, 3
       row += out.pitch;
@@ -678,16 +680,11 @@ __global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFul
         // Gy + 4 * 255 of pixels parity and parity + 2: d(k) + 2 d(k + 1) + d(k + 2), at most 2040.
         const std::uint32_t centre_diff = parity == 0 ? diff[0][1] : next_pair(diff[0][0], diff[1][0]);
         const std::uint32_t gy = diff[0][parity] + 2 * centre_diff + next_pair(diff[0][parity], diff[1][parity]);
-        magnitude[parity] =
-            __vminu2(lane_abs_diff(right, left) + lane_abs_diff(gy, 4u * 255u * 0x00010001u), 0x00FF00FFu);
+        magnitude[parity] = __vminu2(lane_abs_diff(right, left) + lane_abs_diff(gy, kSobelLaneBias), 0x00FF00FFu);
       }
       const std::uint32_t packed = __byte_perm(magnitude[0], magnitude[1], 0x6240);  // pixels 0, 1, 2, 3
       std::uint8_t* dst = frame + static_cast<std::size_t>(y) * out.pitch + x;
-      if (n == 4 && reinterpret_cast<std::uintptr_t>(dst) % 4 == 0) {
-        *reinterpret_cast<std::uint32_t*>(dst) = packed;
-      } else {
-        for (int i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(packed >> (8 * i));
-      }
+      store_quad(dst, dst + n, packed);
       lo = __vminu4(lo, packed | ~kept);
       hi = __vmaxu4(hi, packed & kept);
     }
@@ -717,12 +714,33 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
     if constexpr (kSharpen) return i == 4 ? 5 : i % 2 == 1 ? -1 : 0;
     return c_int_taps[slot][i];
   };
-  // kRows output rows of one quad per item, each staged row read once (8 would spill with the nine taps).
-  constexpr int kRows = 4;
+  // kRows output rows of one quad per item, each staged row read once. Sharpen's taps are constants: it makes eight
+  // rows an item in 64x32 tiles (the tile's 192 items one per thread), storing each row as soon as its third staged
+  // row is in, so that three rows' sums are live, which fits 32 registers. Taps from constant memory keep four rows
+  // stored at the end: storing early, or eight rows, spilled them.
+  constexpr bool kStoreEarly = kSharpen;
+  constexpr int kRows = kStoreEarly && kTileH == kAosTileH ? 8 : 4;
   for_each_quad_item<kTileH, kRows>(out, [&](int r0, int q, std::uint8_t* row, int rows, const auto& store) {
     std::uint32_t even[kRows], odd[kRows];
 #pragma unroll
     for (int m = 0; m < kRows; ++m) even[m] = odd[m] = bias * 0x00010001u;
+    const auto packed = [&](int m) {
+      if (kSharpen || scale == 1.f) {
+        // Both 16-bit lanes of a word at once: max(lane, bias) - bias, at most 255 (no borrow crosses lanes).
+        const std::uint32_t biases = bias * 0x00010001u;
+        const auto clamp = [&](std::uint32_t lanes) { return __vminu2(__vmaxu2(lanes, biases) - biases, 0x00FF00FFu); };
+        return __byte_perm(clamp(even[m]), clamp(odd[m]), 0x6240);  // positions 0, 1, 2, 3
+      }
+      const uint4 lanes = lane_positions(even[m], odd[m]);
+      const std::uint32_t value[4] = {lanes.x, lanes.y, lanes.z, lanes.w};
+      std::uint32_t bytes = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int v = static_cast<int>(value[b]) - static_cast<int>(bias);
+        bytes |= static_cast<std::uint32_t>(saturate_round(static_cast<float>(v) * scale)) << (8 * b);
+      }
+      return bytes;
+    };
 #pragma unroll
     for (int i = 0; i < kRows + 2; ++i) {
       std::uint32_t w[3];
@@ -740,26 +758,20 @@ __global__ void __launch_bounds__(kAosThreads, kAosFullSmBlocks)
           odd[m] += t * odd_lanes(across[c]);
         }
       }
-    }
-#pragma unroll
-    for (int m = 0; m < kRows; ++m, row += out.pitch) {
-      if (m >= rows) break;
-      std::uint32_t packed = 0;
-      if (kSharpen || scale == 1.f) {
-        // Both 16-bit lanes of a word at once: max(lane, bias) - bias, at most 255 (no borrow crosses lanes).
-        const std::uint32_t biases = bias * 0x00010001u;
-        const auto clamp = [&](std::uint32_t lanes) { return __vminu2(__vmaxu2(lanes, biases) - biases, 0x00FF00FFu); };
-        packed = __byte_perm(clamp(even[m]), clamp(odd[m]), 0x6240);  // positions 0, 1, 2, 3
-      } else {
-        const uint4 lanes = lane_positions(even[m], odd[m]);
-        const std::uint32_t value[4] = {lanes.x, lanes.y, lanes.z, lanes.w};
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          const int v = static_cast<int>(value[b]) - static_cast<int>(bias);
-          packed |= static_cast<std::uint32_t>(saturate_round(static_cast<float>(v) * scale)) << (8 * b);
-        }
+      if constexpr (kStoreEarly) {
+        const int m = i - 2;  // the output row whose staged rows are all in now
+        if (m < 0) continue;
+        if (m >= rows) break;
+        store(row, packed(m));
+        row += out.pitch;
       }
-      store(row, packed);
+    }
+    if constexpr (!kStoreEarly) {
+#pragma unroll
+      for (int m = 0; m < kRows; ++m, row += out.pitch) {
+        if (m >= rows) break;
+        store(row, packed(m));
+      }
     }
   });
 }
