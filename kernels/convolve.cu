@@ -615,17 +615,15 @@ __global__ void __launch_bounds__(kAosThreads, kTileH == kAosHalfTileH ? kAosFul
   stage_filter_tile<1, kTileH>(tile, in, border);
   // Luma word w of a row: pixels x0 - 1 + 4w .. x0 + 2 + 4w, whose 12 bytes are bytes 1 .. 12 of the four staged
   // words from kFirstPixel - 1 + 12w: four word loads and one word store instead of twelve byte loads and four
-  // byte stores.
+  // byte stores, each pixel's bytes funnel-shifted into one word for luma_of_word.
   for (int i = threadIdx.x; i < kRows * kLumaWords; i += kAosThreads) {
     const int r = i / kLumaWords, w = i - r * kLumaWords;
     const auto* staged = reinterpret_cast<const std::uint32_t*>(tile + r * aos_stride(1) + kFirstPixel - 1 + 12 * w);
     const std::uint32_t word[4] = {staged[0], staged[1], staged[2], staged[3]};
-    const auto byte = [&](int b) { return (word[(b + 1) / 4] >> (8 * ((b + 1) % 4))) & 0xFFu; };
+    const std::uint32_t pixel[4] = {bytes_at<1>(word), bytes_at<4>(word), bytes_at<7>(word), bytes_at<10>(word)};
     std::uint32_t packed = 0;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      packed |= static_cast<std::uint32_t>(luma(byte(3 * k), byte(3 * k + 1), byte(3 * k + 2))) << (8 * k);
-    }
+    for (int k = 0; k < 4; ++k) packed |= static_cast<std::uint32_t>(luma_of_word(pixel[k])) << (8 * k);
     reinterpret_cast<std::uint32_t*>(lumas + r * kLumaTileStride)[w] = packed;
   }
   __syncthreads();
