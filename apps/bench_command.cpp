@@ -54,6 +54,10 @@ CLI::App* add_bench_command(CLI::App& app, bench::Options& o) {
   c->add_option("--matrix-sizes", o.matrix_sizes, "The matrix's frame sizes")
       ->delimiter(',')
       ->capture_default_str();
+  c->add_option("--matrix-chains", o.matrix_chains,
+                "The matrix's chains instead of its own, each a chain as for --ops; {R} in one stands for two thirds "
+                "of the frame's size, {A} for the frame scaled as 1920x1080 -> 1000x700")
+      ->needs(matrix);
   c->add_flag("--exact", o.exact,
               "GPU rows with exact arithmetic (OpenCV's bytes for every op); the matrix has exact rows either way");
   c->add_option("--matrix-batch", o.matrix_batch, "Frames per launch in the matrix's batched rows")

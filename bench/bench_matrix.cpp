@@ -10,6 +10,7 @@
 #include "gpu_backend.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,8 +20,7 @@ namespace {
 
 constexpr int kDistinctFrames = 4;
 
-// Every op alone, then the chains users run. {R} stands for two thirds of the input's size (1920x1080 ->
-// 1280x720), {A} for the input scaled as 1920x1080 -> 1000x700 (a ratio no exact-ratio path takes).
+// Every op alone, then the chains users run; {A} is a ratio no exact-ratio path takes.
 constexpr const char* kChains[] = {
     "resize={R}", "gaussian=5:1.0", "box=5", "sharpen", "sobel", "flip=h", "transpose", "rotate=90", "gray",
     "normalize", "resize={R},gaussian=5:1.0", "gray,sobel,normalize", "resize={A},gaussian=7:2.0",
@@ -30,20 +30,24 @@ int scaled(int value, int numerator, int denominator) {
   return std::max(1, (value * numerator + denominator / 2) / denominator);
 }
 
-Chain chain_for(std::string spec, Size in) {
-  const auto put = [&spec](const std::string& token, Size size) {
-    if (const auto at = spec.find(token); at != std::string::npos) spec.replace(at, token.size(), to_string(size));
-  };
-  put("{R}", {scaled(in.width, 2, 3), scaled(in.height, 2, 3)});
-  put("{A}", {scaled(in.width, 1000, 1920), scaled(in.height, 700, 1080)});
-  return parse_chain(spec);
-}
-
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 }  // namespace
 
 int matrix_warmup_frames(int warmup, int batch) { return round_up(std::max(warmup, batch), batch); }
+
+std::vector<std::string> default_matrix_chains() { return {std::begin(kChains), std::end(kChains)}; }
+
+Chain matrix_chain_at(std::string spec, Size in) {
+  const auto put = [&spec](const std::string& token, Size size) {
+    for (auto at = spec.find(token); at != std::string::npos; at = spec.find(token)) {
+      spec.replace(at, token.size(), to_string(size));
+    }
+  };
+  put("{R}", {scaled(in.width, 2, 3), scaled(in.height, 2, 3)});
+  put("{A}", {scaled(in.width, 1000, 1920), scaled(in.height, 700, 1080)});
+  return parse_chain(spec);
+}
 
 void measure_matrix(const Settings& s, Report& report) {
   const int batch = s.matrix_batch;
@@ -57,7 +61,7 @@ void measure_matrix(const Settings& s, Report& report) {
 
   for (const Size size : s.matrix_sizes) {
     std::vector<Chain> chains;
-    for (const char* spec : kChains) chains.push_back(chain_for(spec, size));
+    for (const std::string& spec : s.matrix_chains) chains.push_back(matrix_chain_at(spec, size));
     const auto group_of = [&](const Chain& chain) { return to_string(size) + " " + to_string(chain); };
     const auto bytes_of = [&](const Chain& chain) {
       return static_cast<double>(size.rgb_bytes() + output_size(chain, size).rgb_bytes());

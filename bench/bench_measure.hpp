@@ -30,6 +30,7 @@ struct Settings {
   std::set<std::string> backends;  // cpu, naive, optimized, npp
   std::set<std::string> sections;  // e2e, kernel, stage, ablation, matrix
   std::vector<Size> matrix_sizes;  // the matrix's input sizes
+  std::vector<std::string> matrix_chains;  // its chains, {R} and {A} standing for sizes (matrix_chain_at)
   int matrix_batch = 16;           // frames per launch in the matrix's batched rows
   Arithmetic arithmetic = Arithmetic::fast;  // how the e2e, kernel, stage and ablation GPU rows round
   std::vector<int> devices;  // the end-to-end scaling rows' devices; fewer than two: no such rows
@@ -58,6 +59,11 @@ void measure_kernels(const Settings& settings, Report& report);
 void measure_matrix(const Settings& settings, Report& report);
 // The matrix's untimed frames before each row: --warmup rounded up to whole batches, at least one.
 int matrix_warmup_frames(int warmup, int batch);
+// The chains the matrix runs unless told others: every op alone, then the chains users run.
+std::vector<std::string> default_matrix_chains();
+// A matrix chain for frames of `in`: {R} in `spec` stands for two thirds of `in` (1920x1080 -> 1280x720), {A} for
+// `in` scaled as 1920x1080 -> 1000x700. Throws ChainError where the chain does not parse.
+Chain matrix_chain_at(std::string spec, Size in);
 
 // One technique at a time, each row with its twin.
 void measure_ablations(const Settings& settings, Report& report);

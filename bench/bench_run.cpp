@@ -63,6 +63,8 @@ std::string command_line(const Options& o) {
     c += " --matrix";
     add("--matrix-sizes", join(o.matrix_sizes));
     add("--matrix-batch", std::to_string(o.matrix_batch));
+    if (!o.matrix_chains.empty()) c += " --matrix-chains";
+    for (const std::string& spec : o.matrix_chains) c.append(1, ' ').append(shell_word(spec));
   } else {
     add("--ops", o.ops);
   }
@@ -138,6 +140,17 @@ Outcome run(const Options& o) {
       throw OptionError("--matrix-sizes: " + text + " is named twice");
     }
     s.matrix_sizes.push_back(*matrix_size);
+  }
+  s.matrix_chains = o.matrix_chains.empty() ? default_matrix_chains() : o.matrix_chains;
+  for (auto spec = s.matrix_chains.begin(); spec != s.matrix_chains.end(); ++spec) {
+    if (std::find(s.matrix_chains.begin(), spec, *spec) != spec) {
+      throw OptionError("--matrix-chains: " + *spec + " is named twice");
+    }
+    try {
+      for (const Size matrix_size : s.matrix_sizes) matrix_chain_at(*spec, matrix_size);
+    } catch (const ChainError& e) {
+      throw OptionError("--matrix-chains " + *spec + ": " + e.what());
+    }
   }
   const bool any_gpu_backend =
       std::any_of(o.backends.begin(), o.backends.end(), [](const std::string& b) { return b != "cpu"; });

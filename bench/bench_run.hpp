@@ -23,6 +23,7 @@ struct Options {
   std::vector<std::string> sections = {"e2e", "kernel", "stage", "ablation"};
   bool matrix = false;  // the benchmark matrix instead of the sections (its own chains; ops not needed)
   std::vector<std::string> matrix_sizes = {"1280x720", "1920x1080", "3840x2160"};
+  std::vector<std::string> matrix_chains;  // empty: the matrix's own chains (bench_matrix.cpp)
   int matrix_batch = 16;
   bool exact = false;  // the GPU rows with exact arithmetic (the matrix has both kinds of row anyway)
   std::string devices;  // --devices: end-to-end rows of the optimized engine on each device and on all at once

@@ -204,6 +204,26 @@ TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
   }
 }
 
+// --matrix-chains: the matrix runs the chains it names, {R} standing for two thirds of each size, and the command
+// recorded names them so that it runs again as it ran.
+TEST(BenchCommand, TheMatrixRunsTheChainsItIsGiven) {
+  const testing::TempDir dir;
+  const fs::path json = dir.path() / "matrix.json";
+  const CommandResult run = imgpipe(
+      "bench --matrix --matrix-sizes 64x48,33x17 --matrix-chains gray,sharpen 'resize={R},gray' --matrix-batch 2 "
+      "--frames 2 --repeats 1 --warmup 1 --ceiling-mib 2 --json '" +
+      json.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json doc = read_json(json);
+  std::set<std::string> groups;
+  for (const Json& r : doc.at("rows")) groups.insert(r.at("group").get<std::string>());
+  EXPECT_EQ(groups, (std::set<std::string>{"64x48 gray,sharpen", "64x48 resize=43x32,gray", "33x17 gray,sharpen",
+                                           "33x17 resize=22x11,gray"}));
+  EXPECT_NE(doc.at("command").get<std::string>().find(" --matrix-chains gray,sharpen 'resize={R},gray'"),
+            std::string::npos)
+      << doc.at("command");
+}
+
 TEST(BenchCommand, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(imgpipe("bench --frames 1 --repeats 1").exit_code, 2) << "no --ops and no --matrix";
   EXPECT_EQ(imgpipe("bench --matrix --ops gray").exit_code, 2) << "--matrix runs its own chains";
@@ -219,6 +239,9 @@ TEST(BenchCommand, BadArgumentsAreUsageErrors) {
         << not_matrix << ": the matrix's frames are its own";
   }
   expect_usage_error("bench --matrix --backends cpu", "--matrix has GPU rows only");
+  expect_usage_error("bench --matrix --matrix-chains gray,bogus", "--matrix-chains gray,bogus: ");
+  expect_usage_error("bench --matrix --matrix-chains gray sobel gray", "--matrix-chains: gray is named twice");
+  expect_usage_error("bench --ops gray --matrix-chains gray", "--matrix-chains requires --matrix");
   expect_usage_error("bench --ops gray --backends cpu --sections kernel,stage", "nothing to measure");
 }
 

@@ -6,7 +6,8 @@
 # sanitize: compute-sanitizer's four tools on each GPU test binary's small and odd-sized cases, in parallel
 # (SANITIZE_TESTS="test_filter_aos test_convolve" for some binaries only; SANITIZE_TIMEOUT seconds each, 240).
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
-# $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run.
+# $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run,
+# MATRIX_CHAINS (chains separated by spaces) runs those chains instead of the matrix's own.
 # Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
 # previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
 # matrix-ab: two builds of `imgpipe` timed in turn on this machine, twice each, alternating: "before" is the tree with
@@ -142,7 +143,7 @@ for step in "${steps[@]}"; do
       ;;
     matrix)
       "$BUILD"/apps/imgpipe bench --matrix --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
-        --json "$OUT/matrix.json" > "$OUT/matrix.txt" 2> "$OUT/matrix.log" || status=1
+        ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} --json "$OUT/matrix.json" > "$OUT/matrix.txt" 2> "$OUT/matrix.log" || status=1
       sed -n '/^size and chain/,$p' "$OUT/matrix.txt"
       python3 tools/matrix_table.py "$OUT/matrix.json" ${MATRIX_BEFORE:+--before "$MATRIX_BEFORE"} \
         > "$OUT/matrix_table.md" || status=1
@@ -175,7 +176,8 @@ for step in "${steps[@]}"; do
         [ $built -eq 1 ] || break
         for build in before after; do
           "$BUILD/apps/imgpipe-$build" bench --matrix --backends "${MATRIX_BACKENDS:-optimized}" \
-            --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" --json "$OUT/ab-$build-$round.json" \
+            --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
+            ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} --json "$OUT/ab-$build-$round.json" \
             > "$OUT/ab-$build-$round.log" 2>&1 \
             || { echo "matrix-ab: the $build matrix failed (ab-$build-$round.log)"; status=1; break 2; }
           echo "matrix-ab: $build, round $round: done"
