@@ -303,19 +303,28 @@ __device__ __forceinline__ void stage_filter_tile(std::uint8_t* tile, const AosF
   __syncthreads();
 }
 
-// Gray first (gray,sobel and gray,sharpen as one launch): every whole pixel of the staged tile becomes its luma
-// in all three bytes, the gray op's bytes, before the filter reads the tile. A staged row starts
-// aos_halo_bytes(r) before the tile's first pixel, so its whole pixels start at that count mod 3; the bytes
-// before the first and after the last are further from the tile than the taps reach.
+// Gray first (gray,sobel and gray,sharpen as one launch): every staged pixel the taps reach becomes its luma in
+// all three bytes, the gray op's bytes, before the filter reads the tile. The tile's first pixel starts
+// aos_halo_bytes(r), a multiple of 16, into its staged row, so four pixels from it, or 12k bytes before or after
+// it, are three whole words: an item reads them, takes the four lumas by luma_of_word and writes the three words
+// back, where a pixel at a time took three byte loads and three byte stores.
 template <int kRadius, int kTileH>
 __device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
-  constexpr int kFirst = aos_halo_bytes(kRadius) % 3;
-  constexpr int kPixels = (aos_stride(kRadius) - kFirst) / 3;
+  constexpr int kSideGroups = (kRadius + 3) / 4;  // four-pixel groups each side of the tile's that the taps reach
+  constexpr int kGroups = kAosTileW / 4 + 2 * kSideGroups;
+  constexpr int kFirstByte = aos_halo_bytes(kRadius) - 12 * kSideGroups;
+  static_assert(kFirstByte >= 0 && kFirstByte % 4 == 0 && kFirstByte + 12 * kGroups <= aos_stride(kRadius),
+                "a staged row holds every group as three whole words");
   constexpr int kRows = kTileH + 2 * kRadius;
-  for (int i = threadIdx.x; i < kRows * kPixels; i += kAosThreads) {
-    const int r = i / kPixels;
-    std::uint8_t* pixel = tile + r * aos_stride(kRadius) + kFirst + 3 * (i - r * kPixels);
-    pixel[0] = pixel[1] = pixel[2] = luma(pixel[0], pixel[1], pixel[2]);
+  for (int i = threadIdx.x; i < kRows * kGroups; i += kAosThreads) {
+    const int r = i / kGroups;
+    auto* group = reinterpret_cast<std::uint32_t*>(tile + r * aos_stride(kRadius) + kFirstByte) + 3 * (i - r * kGroups);
+    const std::uint32_t w[3] = {group[0], group[1], group[2]};
+    const std::uint32_t l0 = luma_of_word(w[0]), l1 = luma_of_word(bytes_at<3>(w)), l2 = luma_of_word(bytes_at<6>(w)),
+                        l3 = luma_of_word(w[2] >> 8);
+    group[0] = l0 * 0x010101u | l1 << 24;
+    group[1] = l1 * 0x0101u | l2 * 0x01010000u;
+    group[2] = l2 | l3 * 0x01010100u;
   }
   __syncthreads();
 }
