@@ -307,7 +307,7 @@ __device__ __forceinline__ void stage_filter_tile(std::uint8_t* tile, const AosF
 // all three bytes, the gray op's bytes, before the filter reads the tile. The tile's first pixel starts
 // aos_halo_bytes(r), a multiple of 16, into its staged row, so four pixels from it, or 12k bytes before or after
 // it, are three whole words: an item reads them, takes the four lumas by luma_of_word and writes the three words
-// back, where a pixel at a time took three byte loads and three byte stores.
+// back, six shared-memory accesses for four pixels where byte by byte takes twenty-four.
 template <int kRadius, int kTileH>
 __device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
   constexpr int kSideGroups = (kRadius + 3) / 4;  // four-pixel groups each side of the tile's that the taps reach
@@ -318,7 +318,8 @@ __device__ __forceinline__ void luma_tile(std::uint8_t* tile) {
   constexpr int kRows = kTileH + 2 * kRadius;
   for (int i = threadIdx.x; i < kRows * kGroups; i += kAosThreads) {
     const int r = i / kGroups;
-    auto* group = reinterpret_cast<std::uint32_t*>(tile + r * aos_stride(kRadius) + kFirstByte) + 3 * (i - r * kGroups);
+    auto* group =
+        reinterpret_cast<std::uint32_t*>(tile + r * aos_stride(kRadius) + kFirstByte) + 3 * (i - r * kGroups);
     const std::uint32_t w[3] = {group[0], group[1], group[2]};
     const std::uint32_t l0 = luma_of_word(w[0]), l1 = luma_of_word(bytes_at<3>(w)), l2 = luma_of_word(bytes_at<6>(w)),
                         l3 = luma_of_word(w[2] >> 8);
