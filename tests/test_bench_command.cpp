@@ -159,15 +159,25 @@ TEST(BenchCommand, ExactIsRecordedWhereverTheRunIsDescribed) {
   EXPECT_NE(doc.at("command").get<std::string>().find(" --exact"), std::string::npos) << doc.at("command");
 }
 
-TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
+// A small matrix (sizes 64x48 and 33x17, two frames per launch) with `options` added, and the JSON it wrote.
+struct MatrixRun {
+  CommandResult run;
+  Json doc;
+};
+MatrixRun run_small_matrix(const std::string& options) {
   const testing::TempDir dir;
   const fs::path json = dir.path() / "matrix.json";
-  const CommandResult run = imgpipe(
-      "bench --matrix --matrix-sizes 64x48,33x17 --matrix-batch 2 --frames 2 "
-      "--repeats 1 --warmup 3 --ceiling-mib 2 --json '" +
-      json.string() + "'");
+  MatrixRun m{imgpipe("bench --matrix --matrix-sizes 64x48,33x17 --matrix-batch 2 --frames 2 --repeats 1 "
+                      "--ceiling-mib 2 " +
+                      options + " --json '" + json.string() + "'"),
+              Json()};
+  if (m.run.exit_code == 0) m.doc = read_json(json);
+  return m;
+}
+
+TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
+  const auto [run, doc] = run_small_matrix("--warmup 3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  const Json doc = read_json(json);
   EXPECT_EQ(doc.at("parameters").at("sections"), Json::array({"matrix"}));
   EXPECT_EQ(doc.at("parameters").at("warmup_frames"), 4) << "--warmup 3 rounded up to whole batches of 2";
   std::map<std::string, std::set<std::string>> names_by_group;
@@ -207,14 +217,8 @@ TEST(BenchCommand, TheMatrixCoversEveryChainAtEverySize) {
 // --matrix-chains: the matrix runs the chains it names, {R} standing for two thirds of each size, and the command
 // recorded names them so that it runs again as it ran.
 TEST(BenchCommand, TheMatrixRunsTheChainsItIsGiven) {
-  const testing::TempDir dir;
-  const fs::path json = dir.path() / "matrix.json";
-  const CommandResult run = imgpipe(
-      "bench --matrix --matrix-sizes 64x48,33x17 --matrix-chains gray,sharpen 'resize={R},gray' --matrix-batch 2 "
-      "--frames 2 --repeats 1 --warmup 1 --ceiling-mib 2 --json '" +
-      json.string() + "'");
+  const auto [run, doc] = run_small_matrix("--matrix-chains gray,sharpen 'resize={R},gray'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  const Json doc = read_json(json);
   std::set<std::string> groups;
   for (const Json& r : doc.at("rows")) groups.insert(r.at("group").get<std::string>());
   EXPECT_EQ(groups, (std::set<std::string>{"64x48 gray,sharpen", "64x48 resize=43x32,gray", "33x17 gray,sharpen",
