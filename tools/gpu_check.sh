@@ -3,8 +3,13 @@
 # evidence in docs/ comes from this script, run on an NVIDIA H200. Logs go to $OUT (default out/gpu-check).
 #   tools/gpu_check.sh [build|test|sanitize|bench|matrix|matrix-ab|profile|jpeg|jpeg-threads|jpeg-timeline]...
 #   (no argument: the first four, in that order)
+# test: the whole ctest, or with TESTS="test_resize_filter test_gpu_chain:OptimizedFusedHead.*" those test binaries
+# only, each with its gtest filter after the first ':' (all of it without one), in parallel, logs in test-NAME.log.
 # sanitize: compute-sanitizer's four tools on each GPU test binary's small and odd-sized cases, in parallel
-# (SANITIZE_TESTS="test_filter_aos test_convolve" for some binaries only; SANITIZE_TIMEOUT seconds each, 240).
+# (SANITIZE_TESTS="test_filter_aos test_convolve" for some binaries only, "test_filter_aos:*GrayFirst*" with a
+# gtest filter of its own; SANITIZE_TIMEOUT seconds each, 240). SANITIZE_KERNELS="sobel_aos_kernel
+# filter3x3_aos_kernel" checks only those kernels, the first SANITIZE_LAUNCHES (16) launches of each, one run per
+# kernel: what a change to a few kernels needs, in the minutes a slow tool would take on a whole binary.
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run,
 # MATRIX_CHAINS (chains separated by spaces) runs those chains instead of the matrix's own.
@@ -82,8 +87,31 @@ for step in "${steps[@]}"; do
       echo "build: ok, $(grep -c "warning:" "$OUT/build.log") compiler warnings (build.log)"
       ;;
     test)
-      ctest --test-dir "$BUILD" --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
-      grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Subprocess" "$OUT/ctest.log" | head -40
+      if [ -z "${TESTS:-}" ]; then
+        ctest --test-dir "$BUILD" --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
+        grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Subprocess" "$OUT/ctest.log" | head -40
+        continue
+      fi
+      pids=()
+      declare -A started=()
+      read -r -a entries <<< "$TESTS"  # split on spaces, never globbed
+      for entry in "${entries[@]}"; do
+        name=${entry%%:*}
+        [ -z "${started[$name]:-}" ] || { echo "test: $name is named twice in TESTS (join its filters with ':')"; status=1; continue; }
+        started[$name]=1
+        filter_args=()
+        [ "$entry" = "$name" ] || filter_args=(--gtest_filter="${entry#*:}")
+        [ -x "$BUILD/tests/$name" ] || { echo "test: $BUILD/tests/$name was not built"; status=1; continue; }
+        "$BUILD/tests/$name" "${filter_args[@]}" > "$OUT/test-$name.log" 2>&1 &
+        pids+=("$!:$name")
+      done
+      for entry in "${pids[@]}"; do
+        IFS=: read -r pid name <<< "$entry"
+        wait "$pid"; rc=$?
+        echo "test $name: exit $rc, $(grep -E '^\[  PASSED  \]' "$OUT/test-$name.log")" \
+          "$(grep -oE '^\[  (SKIPPED |FAILED  )\] [0-9]+ tests?' "$OUT/test-$name.log" | tr '\n' ' ')"
+        [ $rc -eq 0 ] || status=1
+      done
       ;;
     sanitize)
       command -v compute-sanitizer > /dev/null \
@@ -109,25 +137,40 @@ for step in "${steps[@]}"; do
         [test_pointwise_aos]='*'
         [test_gpu_exact]='*NormalizeRoundsTies*:*BatchesAndChangingSizes*:*Chains*:*ExactRatios*:*ChainsEnds*:*Unaligned*')
       pids=()
+      # SANITIZE_TESTS' binaries, each with the filter given after its name or the one above.
+      declare -A chosen=()
+      read -r -a entries <<< "${SANITIZE_TESTS:-}"
+      for entry in "${entries[@]}"; do
+        name=${entry%%:*}
+        [ -n "${filters[$name]:-}" ] || { echo "sanitize: no GPU test binary $name"; status=1; continue; }
+        if [ "$entry" = "$name" ]; then chosen[$name]=${filters[$name]}; else chosen[$name]=${entry#*:}; fi
+      done
+      if [ ${#entries[@]} -eq 0 ]; then
+        for name in "${!filters[@]}"; do chosen[$name]=${filters[$name]}; done
+      fi
+      read -r -a kernels <<< "${SANITIZE_KERNELS:-all}"
       for tool in memcheck racecheck initcheck synccheck; do
-        for name in "${!filters[@]}"; do
+        for name in "${!chosen[@]}"; do
           t="$BUILD/tests/$name"
           [ -x "$t" ] || continue
-          [ -z "${SANITIZE_TESTS:-}" ] || [[ " $SANITIZE_TESTS " == *" $name "* ]] || continue
           # initcheck does not see what the hardware JPEG engines write, and flags nvJPEG's kernel that reads it
           # (docs/gpu-jpeg.md).
           [ "$tool" = initcheck ] && [ "$name" = test_gpu_jpeg ] && continue
-          log="$OUT/sanitize-$tool-$name.log"
-          timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$t" \
-            --gtest_filter="${filters[$name]}" > "$log" 2>&1 &
-          pids+=("$!:$tool:$name")
+          for kernel in "${kernels[@]}"; do
+            kernel_args=()
+            [ "$kernel" = all ] || kernel_args=(--kernel-name "kns=$kernel" --launch-count "${SANITIZE_LAUNCHES:-16}")
+            run="$tool-$name${SANITIZE_KERNELS:+-$kernel}"
+            timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 9 "${kernel_args[@]}" \
+              "$t" --gtest_filter="${chosen[$name]}" > "$OUT/sanitize-$run.log" 2>&1 &
+            pids+=("$!:$run")
+          done
         done
       done
       for entry in "${pids[@]}"; do
-        IFS=: read -r pid tool name <<< "$entry"
+        IFS=: read -r pid run <<< "$entry"
         wait "$pid"; rc=$?
-        log="$OUT/sanitize-$tool-$name.log"
-        echo "compute-sanitizer $tool $name: exit $rc, $(grep -E "SUMMARY" "$log" | tail -1), $(grep -cE "^\[       OK \]" "$log") tests passed"
+        log="$OUT/sanitize-$run.log"
+        echo "compute-sanitizer $run: exit $rc, $(grep -E "SUMMARY" "$log" | tail -1), $(grep -cE "^\[       OK \]" "$log") tests passed"
         [ $rc -eq 0 ] || status=1
       done
       ;;
