@@ -21,6 +21,7 @@
 //   4. filter (resize_filter_passes.cuh): per thread 4 columns x 7 or 8 rows of one channel. The row pass (the K
 //      taps along each resized row, integer, R + 1 dp2a per output) gives 2^23-biased floats, which the column
 //      pass (the K taps down each column, float) adds up, rounded half up -> the output tile, three 8-bit planes.
+//      With one tap (a lone resize) the filter is the identity and is skipped: step 5 reads the resized planes.
 //   5. copy-out (below): the output tile's rows that lie inside the frame. Held as three 8-bit planes (one 32-bit
 //      store per 4 outputs in step 4), the tile is interleaved on the way out into 16-byte stores.
 // Exact ratios (2:1 or 3:2 across, a vertical scale of k/2, K <= 9) replace steps 2-3 with step 2x
@@ -254,9 +255,23 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     }
   }
 
-  // ---- 4. Filter: row pass, column pass -> the output planes (resize_filter_passes.cuh).
-  filter_tile<R, kOpenCv>(shared, TapBanks{c_taps, c_row_pairs, c_col_start}, p.slot, tid);
-  __syncthreads();
+  // ---- 4. Filter: row pass, column pass -> the output planes (resize_filter_passes.cuh). One tap (a lone resize)
+  // is the identity, its tap being 1 give or take 1e-3 (taps sum to 1): the resized planes are the output planes.
+  if constexpr (R > 0) {
+    filter_tile<R, kOpenCv>(shared, TapBanks{c_taps, c_row_pairs, c_col_start}, p.slot, tid);
+    __syncthreads();
+  }
+  // Where step 5 reads its three planes: the output planes, or with one tap the resized planes (odd row stride).
+  constexpr int kPlaneWords = R == 0 ? kRows * resized_stride(R) : kOutPlaneWords;
+  const unsigned* const planes = R == 0 ? shared.resized : shared.out_planes;
+  // Four words from there: one 16-byte load from the output planes, four 4-byte ones from the resized planes.
+  const auto four_words = [](const unsigned* words) {
+    if constexpr (R == 0) {
+      return make_uint4(words[0], words[1], words[2], words[3]);
+    } else {
+      return *reinterpret_cast<const uint4*>(words);
+    }
+  };
 
   // ---- 5. Copy-out: 16 pixels of one row per item, interleaved from the three planes into three 16-byte stores.
   std::uint8_t* const out = p.out + blockIdx.z * p.out_frame;
@@ -265,12 +280,14 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
     const int y = item / kOutGroups;
     const int b0 = 48 * (item % kOutGroups);
     if (y0 + y > y_last || b0 >= row_bytes) continue;
-    const int src = y / kColRows * kOutBlockWords + y % kColRows * kOutRowWords + 4 * (item % kOutGroups);
+    const int w = 4 * (item % kOutGroups);
+    const int src =
+        R == 0 ? y * resized_stride(R) + w : y / kColRows * kOutBlockWords + y % kColRows * kOutRowWords + w;
     std::uint8_t* const d = out + static_cast<std::size_t>(y0 + y) * p.out_pitch + 3 * x0 + b0;
     if (b0 + 48 <= row_bytes) {
-      const uint4 r = *reinterpret_cast<const uint4*>(shared.out_planes + src);
-      const uint4 g = *reinterpret_cast<const uint4*>(shared.out_planes + kOutPlaneWords + src);
-      const uint4 b = *reinterpret_cast<const uint4*>(shared.out_planes + 2 * kOutPlaneWords + src);
+      const uint4 r = four_words(planes + src);
+      const uint4 g = four_words(planes + kPlaneWords + src);
+      const uint4 b = four_words(planes + 2 * kPlaneWords + src);
       const uint3 p0 = interleave_rgb(r.x, g.x, b.x), p1 = interleave_rgb(r.y, g.y, b.y);
       const uint3 p2 = interleave_rgb(r.z, g.z, b.z), p3 = interleave_rgb(r.w, g.w, b.w);
       if (p.vec_out) {
@@ -283,8 +300,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
         store_48_bytes(d, words);
       }
     } else {
-      const auto* const planes = reinterpret_cast<const std::uint8_t*>(shared.out_planes + src);
-      for (int b = 0; b < min(48, row_bytes - b0); ++b) d[b] = planes[4 * kOutPlaneWords * (b % 3) + b / 3];
+      const auto* const bytes = reinterpret_cast<const std::uint8_t*>(planes + src);
+      for (int b = 0; b < min(48, row_bytes - b0); ++b) d[b] = bytes[4 * kPlaneWords * (b % 3) + b / 3];
     }
   }
 }
