@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(R, kRatio)) resize
   }
 
   // ---- 4. Filter: row pass, column pass -> the output planes (resize_filter_passes.cuh). One tap (a lone resize)
-  // is the identity, its tap being 1 give or take 1e-3 (taps sum to 1): the resized planes are the output planes.
+  // is the identity, since taps sum to 1, and is skipped (a lone tap within the 1e-3 allowed of 1 is taken as 1).
   if constexpr (R > 0) {
     filter_tile<R, kOpenCv>(shared, TapBanks{c_taps, c_row_pairs, c_col_start}, p.slot, tid);
     __syncthreads();

@@ -23,6 +23,7 @@ enum class ResizeFilterArithmetic { fast, opencv };
 // device); kernels receive the slot index only. Taps: an odd count from 1 to kMaxTaps (31), each >= 0, summing
 // to 1 within 1e-3 (Gaussian or box weights), so a filtered value never leaves [0, 255] and needs no clamp; for
 // the opencv arithmetic each a whole number of 1/256 and summing to exactly 1 (OpenCV's 8-bit Gaussian taps).
+// One tap is taken as 1: the kernel then skips the filter and gives the plain resize.
 // Throws std::invalid_argument otherwise, and std::runtime_error when every slot is taken. Move-only. The
 // destructor synchronises the device before freeing the slot, so a later owner cannot overwrite taps that a
 // queued kernel still reads (see TapSlot).
