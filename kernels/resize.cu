@@ -305,19 +305,16 @@ void resize_linear_aos(ConstAosView first_in, std::size_t in_frame_stride, AosVi
   require_frames(first_in.extent, first_out.extent);
   const auto [in, out] = aos_batch(first_in, in_frame_stride, first_out, out_frame_stride, frames, "resize_linear_aos");
   // Four pixels a thread pays where the launch has threads to spare: at least two full waves of them. Below
-  // that (one frame of 1080p or less) the naive kernel's thread per pixel and byte loads measured faster on an
-  // H200 (docs/performance.md), so those frames take it, one launch each.
-  const unsigned long long quads = static_cast<unsigned long long>(div_up(out.extent.width, kResizeGroup)) *
-                                   static_cast<unsigned>(out.extent.height) * static_cast<unsigned>(frames);
-  if (quads < 2ull * static_cast<unsigned long long>(resident_threads())) {
-    for (int f = 0; f < frames; ++f) {
-      const ConstAosView from = frame_at(first_in, in_frame_stride, f);
-      const AosView to = frame_at(first_out, out_frame_stride, f);
-      if (exact) {
-        resize_linear_exact_naive(from, to, stream);
-      } else {
-        resize_linear_naive(from, to, stream);
-      }
+  // that, one frame (1080p or less) takes the naive kernel's thread per pixel and byte loads, measured faster on
+  // an H200. A batch stays one launch at any size: a launch per frame of small outputs took 1.7-4.2x as long on
+  // an H100 (docs/performance.md).
+  const unsigned long long quads =
+      static_cast<unsigned long long>(div_up(out.extent.width, kResizeGroup)) * static_cast<unsigned>(out.extent.height);
+  if (frames == 1 && quads < 2ull * static_cast<unsigned long long>(resident_threads())) {
+    if (exact) {
+      resize_linear_exact_naive(first_in, first_out, stream);
+    } else {
+      resize_linear_naive(first_in, first_out, stream);
     }
     return;
   }

@@ -32,10 +32,8 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GpuOpTest, on_both_paths_and_image_sets(resize_
 
 // resize_linear_aos on three frames per launch whose rows and frames start at every alignment (pitch 3w + 1, the
 // first frame one byte into its buffer, 5 bytes between frames), down, up and to one pixel: each frame the naive
-// kernel's bytes (fast) or the exact naive kernel's (exact), no byte between rows or frames written. The last
-// two, up and down, are large enough for the batched kernel on a GPU of up to 800k resident threads (two waves
-// of its threads; the H200 has 270k); the others run the naive kernels, which the call takes for launches that
-// small.
+// kernel's bytes (fast) or the exact naive kernel's (exact), no byte between rows or frames written. A batch runs
+// the batched kernel at every size, down to 1x1 frames (only a lone small frame takes the naive kernel).
 TEST(ResizeInterleaved, BatchesAtAnyAlignmentGiveTheNaiveKernelsBytes) {
   SKIP_WITHOUT_DEVICE();
   const std::vector<std::pair<Size, Size>> sizes = {{{1, 1}, {1, 1}},     {{3, 7}, {1, 1}},     {{1, 9}, {5, 2}},

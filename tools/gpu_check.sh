@@ -12,7 +12,8 @@
 # kernel: what a change to a few kernels needs, in the minutes a slow tool would take on a whole binary.
 # matrix: `imgpipe bench --matrix` (every op alone and the usual chains at 720p, 1080p and 4K; docs/bench.md) into
 # $OUT/matrix.json and matrix.txt, its progress in matrix.log; MATRIX_FRAMES and MATRIX_REPEATS change the run,
-# MATRIX_CHAINS (chains separated by spaces) runs those chains instead of the matrix's own.
+# MATRIX_CHAINS (chains separated by spaces) runs those chains instead of the matrix's own, MATRIX_SIZES (sizes
+# separated by commas, as --matrix-sizes) at those sizes.
 # Then tools/matrix_table.py's table and the targets missed into $OUT/matrix_table.md (MATRIX_BEFORE=OLD.json puts a
 # previous run's times beside the new ones, e.g. docs/bench/matrix-h200-6897246.json).
 # matrix-ab: two builds of `imgpipe` timed in turn on this machine, twice each, alternating: "before" is the tree with
@@ -186,7 +187,7 @@ for step in "${steps[@]}"; do
       ;;
     matrix)
       "$BUILD"/apps/imgpipe bench --matrix --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
-        ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} --json "$OUT/matrix.json" > "$OUT/matrix.txt" \
+        ${MATRIX_SIZES:+--matrix-sizes $MATRIX_SIZES} ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} --json "$OUT/matrix.json" > "$OUT/matrix.txt" \
         2> "$OUT/matrix.log" || status=1
       sed -n '/^size and chain/,$p' "$OUT/matrix.txt"
       python3 tools/matrix_table.py "$OUT/matrix.json" ${MATRIX_BEFORE:+--before "$MATRIX_BEFORE"} \
@@ -221,7 +222,8 @@ for step in "${steps[@]}"; do
         for build in before after; do
           "$BUILD/apps/imgpipe-$build" bench --matrix --backends "${MATRIX_BACKENDS:-optimized}" \
             --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
-            ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} --json "$OUT/ab-$build-$round.json" \
+            ${MATRIX_SIZES:+--matrix-sizes $MATRIX_SIZES} ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} \
+            --json "$OUT/ab-$build-$round.json" \
             > "$OUT/ab-$build-$round.log" 2>&1 \
             || { echo "matrix-ab: the $build matrix failed (ab-$build-$round.log)"; status=1; break 2; }
           echo "matrix-ab: $build, round $round: done"
