@@ -187,8 +187,8 @@ for step in "${steps[@]}"; do
       ;;
     matrix)
       "$BUILD"/apps/imgpipe bench --matrix --frames "${MATRIX_FRAMES:-128}" --repeats "${MATRIX_REPEATS:-5}" \
-        ${MATRIX_SIZES:+--matrix-sizes $MATRIX_SIZES} ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} --json "$OUT/matrix.json" > "$OUT/matrix.txt" \
-        2> "$OUT/matrix.log" || status=1
+        ${MATRIX_SIZES:+--matrix-sizes $MATRIX_SIZES} ${MATRIX_CHAINS:+--matrix-chains $MATRIX_CHAINS} \
+        --json "$OUT/matrix.json" > "$OUT/matrix.txt" 2> "$OUT/matrix.log" || status=1
       sed -n '/^size and chain/,$p' "$OUT/matrix.txt"
       python3 tools/matrix_table.py "$OUT/matrix.json" ${MATRIX_BEFORE:+--before "$MATRIX_BEFORE"} \
         > "$OUT/matrix_table.md" || status=1
